@@ -1,0 +1,96 @@
+"""``python -m calibrate TASK [options]``: the MPI side of hnow, run under mpiexec/srun on every rank.
+
+Arguments are parsed (and files validated) before mpi4py is imported; the thread level is pinned to
+``single`` (mpi4py's default ``multiple`` changes which algorithms MPICH picks). Rank 0 writes the task's
+result document atomically to ``--result FILE`` (or prints it on stdout). An exception on any rank prints one
+``hnow-error: rank R: step S: message`` line and aborts the whole job, so no rank hangs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+TASKS: dict[str, str] = {
+    "calibrate": "calibrate.calibration",
+    "measure": "calibrate.collectives",
+    "bench": "calibrate.bench",
+}
+
+
+def _launcher_rank() -> int:
+    """This process's rank as the launcher told it (before MPI is initialised); 0 if unknown."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMIX_RANK"):
+        if var in os.environ:
+            try:
+                return int(os.environ[var])
+            except ValueError:
+                pass
+    return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        if _launcher_rank() == 0:
+            print(f"hnow-error: {message}", file=sys.stderr, flush=True)
+        self.exit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m calibrate", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
+    sub.required = True
+    for name, modname in TASKS.items():
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:
+            if e.name == modname:
+                continue
+            raise
+        p = sub.add_parser(name, help=mod.HELP)
+        p.add_argument("--result", default=None, help="rank 0 writes the result JSON here (default: stdout)")
+        p.add_argument("--quiet", action="store_true", help="no progress lines")
+        mod.add_arguments(p)
+        p.set_defaults(_mod=mod)
+    args = parser.parse_args(argv)
+
+    from hnowmodel.errors import HnowError
+
+    try:
+        prepared = args._mod.prepare(args) if hasattr(args._mod, "prepare") else None
+    except HnowError as e:  # bad files or flags: one line from rank 0, exit 2, before MPI starts
+        if _launcher_rank() == 0:
+            print(f"hnow-error: {e}", file=sys.stderr, flush=True)
+        return 2
+
+    import mpi4py
+
+    mpi4py.rc.thread_level = "single"
+    from mpi4py import MPI
+
+    from .runtime import Runtime
+
+    rt = Runtime(MPI.COMM_WORLD, quiet=args.quiet)
+    try:
+        result = args._mod.main(args, rt, prepared)
+    except BaseException as e:  # noqa: BLE001 - any failure must abort every rank
+        msg = str(e) or type(e).__name__
+        print(f"hnow-error: rank {rt.rank}: step {rt.current_step}: {msg}", file=sys.stderr, flush=True)
+        MPI.COMM_WORLD.Abort(2)
+        return 2
+    if rt.rank == 0 and result is not None:
+        if args.result:
+            from hnowmodel.io import write_json_atomic
+
+            write_json_atomic(args.result, result)
+        else:
+            json.dump(result, sys.stdout, indent=2)
+            sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The one interface every benchmark and collective runs on: ``send``, ``recv``, ``now`` (µs).
+
+:class:`PlainTransport` is MPI as it is. The emulated heterogeneous testbed (:mod:`calibrate.testbed`,
+DESIGN.md "Emulated testbed semantics") implements the same interface with ``time_scale``-stretched busy times,
+and reports every time divided by the scale, so code written against :class:`Transport` never knows which it
+runs on.
+
+Buffers are contiguous numpy ``uint8`` arrays (any writable buffer works for ``recv``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Transport", "PlainTransport", "ANY_SOURCE"]
+
+ANY_SOURCE = -1
+
+
+class Transport:
+    """Point-to-point messaging plus a clock, in model microseconds.
+
+    ``send(buf, dest, tag)`` returns when the sender is free again (its send overhead is over);
+    ``recv(buf, source, tag)`` returns when the message is fully received into ``buf`` and returns the source
+    rank (``source=ANY_SOURCE`` takes whichever message arrives first); ``now()`` is this rank's clock in µs
+    (model time: real time divided by ``time_scale``); ``barrier()`` synchronises all ranks;
+    ``compute(us)`` keeps this rank busy for ``us`` model µs (for benchmarks that measure CPU availability);
+    ``finish()`` completes anything still in flight (call before the job ends).
+    """
+
+    comm: Any
+    rank: int
+    size: int
+    time_scale: float = 1.0
+    emulated: bool = False
+
+    def send(self, buf: np.ndarray, dest: int, tag: int = 0) -> None:
+        raise NotImplementedError
+
+    def recv(self, buf: np.ndarray, source: int = ANY_SOURCE, tag: int = 0) -> int:
+        raise NotImplementedError
+
+    def now(self) -> float:
+        raise NotImplementedError
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    def compute(self, us: float) -> None:
+        """Busy-spin for ``us`` model microseconds (real CPU work, not sleep)."""
+        end = self.now() + us
+        while self.now() < end:
+            pass
+
+    def finish(self) -> None:
+        pass
+
+
+class PlainTransport(Transport):
+    """MPI as it is: blocking standard-mode ``Send``/``Recv``, ``MPI.Wtime`` in µs."""
+
+    def __init__(self, comm: Any) -> None:
+        from mpi4py import MPI
+
+        self._MPI = MPI
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self._status = MPI.Status()
+
+    def send(self, buf: np.ndarray, dest: int, tag: int = 0) -> None:
+        self.comm.Send(buf, dest, tag)
+
+    def recv(self, buf: np.ndarray, source: int = ANY_SOURCE, tag: int = 0) -> int:
+        src = self._MPI.ANY_SOURCE if source == ANY_SOURCE else source
+        self.comm.Recv(buf, src, tag, self._status)
+        return self._status.Get_source()
+
+    def now(self) -> float:
+        return self._MPI.Wtime() * 1e6

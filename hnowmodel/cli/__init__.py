@@ -1,0 +1,72 @@
+"""The ``hnow`` command: a thin layer over the library.
+
+Each subcommand lives in its own module (``hnowmodel.cli.<name>``) exposing ``HELP`` (one line),
+``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` maps names to modules and is the only
+place to register one. Any :class:`~hnowmodel.errors.HnowError` becomes exit status 2 and one line on stderr.
+MPI work is started as a subprocess under ``mpiexec`` (:mod:`hnowmodel.cli.launch`); this package never
+imports MPI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import HnowError
+
+__all__ = ["main", "COMMANDS", "build_parser"]
+
+COMMANDS: dict[str, str] = {
+    "predict": "hnowmodel.cli.predict",
+    "calibrate": "hnowmodel.cli.calibrate",
+    "measure": "hnowmodel.cli.measure",
+    "compare": "hnowmodel.cli.compare",
+    "best-tree": "hnowmodel.cli.best_tree",
+    "plan": "hnowmodel.cli.plan",
+    "bench": "hnowmodel.cli.bench",
+    "demo": "hnowmodel.cli.demo",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with exit status 2 and a single line for usage errors (no usage dump)."""
+
+    def error(self, message: str):  # noqa: D401
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = _Parser(prog="hnow", description="Model, predict, choose and check MPI collectives on heterogeneous clusters.")
+    parser.add_argument("--version", action="version", version=f"hnow {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, modname in COMMANDS.items():
+        try:
+            mod = importlib.import_module(modname)
+        except ModuleNotFoundError as e:  # a subcommand still being written is simply not offered
+            if e.name == modname:
+                continue
+            raise
+        p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
+        p.add_argument("--json", action="store_true", help="print one JSON document on stdout, nothing else")
+        mod.add_arguments(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except HnowError as e:
+        print(f"hnow {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"hnow {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

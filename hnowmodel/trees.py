@@ -1,0 +1,373 @@
+"""Communication trees: one representation, validated, with constructors and interop.
+
+A :class:`Tree` over ranks ``0..n-1`` is a parent array (``-1`` at the root) plus each rank's 1-based position in
+its parent's send order (``childrank``, 0 at the root). ``children`` lists each rank's children in send order.
+All per-rank data are numpy arrays, so trees of 2**20 ranks are cheap to build and to predict over.
+
+>>> t = binomial(8)
+>>> t.children[0], t.children[4]
+((4, 2, 1), (6, 5))
+>>> t.parent.tolist()
+[-1, 0, 0, 2, 0, 4, 4, 6]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from .errors import TreeError
+
+__all__ = [
+    "Tree",
+    "from_parent",
+    "from_children",
+    "from_dict",
+    "from_networkx",
+    "binomial",
+    "sequential",
+    "chain",
+    "TREES",
+    "make_tree",
+    "tree_names",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """A rooted tree over ranks ``0..n-1`` with an ordered child list per rank (the send order).
+
+    Build it with a constructor (:func:`binomial`, :func:`sequential`, ...), :func:`from_parent` or
+    :func:`from_children`; the constructor validates it (one root, every rank reached exactly once, no cycles).
+    """
+
+    parent: np.ndarray
+    childrank: np.ndarray
+    name: str = ""
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        parent = np.ascontiguousarray(self.parent, dtype=np.int64)
+        childrank = np.ascontiguousarray(self.childrank, dtype=np.int64)
+        parent.flags.writeable = False
+        childrank.flags.writeable = False
+        object.__setattr__(self, "parent", parent)
+        object.__setattr__(self, "childrank", childrank)
+        self.__dict__["depth"] = _validate(parent, childrank)  # seeds the cached ``depth``
+
+    # ---- shape -------------------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of ranks."""
+        return int(self.parent.shape[0])
+
+    @cached_property
+    def root(self) -> int:
+        return int(np.flatnonzero(self.parent < 0)[0])
+
+    @cached_property
+    def depth(self) -> np.ndarray:
+        """Number of edges from the root to each rank."""
+        return _depths(self.parent)
+
+    @cached_property
+    def order(self) -> np.ndarray:
+        """Ranks sorted so that every parent comes before its children (by depth, then send order)."""
+        return np.lexsort((self.childrank, self.parent, self.depth))
+
+    @cached_property
+    def nchildren(self) -> np.ndarray:
+        """Number of children of each rank."""
+        p = self.parent[self.parent >= 0]
+        return np.bincount(p, minlength=self.n)
+
+    @cached_property
+    def children(self) -> tuple[tuple[int, ...], ...]:
+        """Each rank's children, in send order (a tuple of tuples; built on first use)."""
+        nonroot = np.flatnonzero(self.parent >= 0)
+        srt = nonroot[np.lexsort((self.childrank[nonroot], self.parent[nonroot]))]
+        ptr = np.concatenate([[0], np.cumsum(self.nchildren)])
+        flat = srt.tolist()
+        return tuple(tuple(flat[ptr[i] : ptr[i + 1]]) for i in range(self.n))
+
+    @cached_property
+    def subtree_size(self) -> np.ndarray:
+        """Number of ranks in each rank's subtree (itself included)."""
+        size = np.ones(self.n, dtype=np.int64)
+        order = self.order
+        for d in range(int(self.depth.max()), 0, -1):
+            nodes = order[self.depth[order] == d]
+            np.add.at(size, self.parent[nodes], size[nodes])
+        return size
+
+    def relabel(self, perm: Sequence[int], name: str | None = None) -> Tree:
+        """The same shape with tree position ``i`` given to rank ``perm[i]``.
+
+        >>> sequential(3).relabel([2, 0, 1]).parent.tolist()
+        [2, 2, -1]
+        """
+        perm = np.asarray(perm, dtype=np.int64)
+        if sorted(perm.tolist()) != list(range(self.n)):
+            raise TreeError(f"relabel: expected a permutation of 0..{self.n - 1}")
+        parent = np.empty(self.n, dtype=np.int64)
+        childrank = np.empty(self.n, dtype=np.int64)
+        parent[perm] = np.where(self.parent >= 0, perm[np.maximum(self.parent, 0)], -1)
+        childrank[perm] = self.childrank
+        return Tree(parent, childrank, self.name if name is None else name)
+
+    # ---- interop -----------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"name", "root", "parent": [...], "children": [[...], ...]}`` (children in send order)."""
+        return {
+            "name": self.name,
+            "root": self.root,
+            "parent": self.parent.tolist(),
+            "children": [list(c) for c in self.children],
+        }
+
+    def to_networkx(self):
+        """A ``networkx.DiGraph`` with edges parent -> child carrying ``order`` (1-based send position)."""
+        import networkx as nx
+
+        g = nx.DiGraph(name=self.name)
+        g.add_nodes_from(range(self.n))
+        for c in np.flatnonzero(self.parent >= 0).tolist():
+            g.add_edge(int(self.parent[c]), c, order=int(self.childrank[c]))
+        return g
+
+    def __repr__(self) -> str:
+        return f"Tree(name={self.name!r}, n={self.n}, root={self.root})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Tree)
+            and np.array_equal(self.parent, other.parent)
+            and np.array_equal(self.childrank, other.childrank)
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.parent.tobytes(), self.childrank.tobytes()))
+
+
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Depth of every rank by pointer jumping (O(n log depth)); raises TreeError on a cycle."""
+    n = parent.shape[0]
+    dist = (parent >= 0).astype(np.int64)  # edges from each rank up to its current ancestor ``anc``
+    anc = parent.copy()
+    for _ in range(max(1, int(n).bit_length()) + 1):
+        live = anc >= 0
+        if not live.any():
+            return dist
+        a = anc[live]
+        new_dist, new_anc = dist.copy(), anc.copy()
+        new_dist[live] = dist[live] + dist[a]
+        new_anc[live] = anc[a]
+        dist, anc = new_dist, new_anc
+    bad = int(np.flatnonzero(anc >= 0)[0])
+    raise TreeError(f"tree has a cycle through rank {bad} (not every rank is reached from the root)")
+
+
+def _validate(parent: np.ndarray, childrank: np.ndarray) -> np.ndarray:
+    """Raise TreeError unless the arrays form a valid tree; return the depth of every rank."""
+    n = parent.shape[0]
+    if parent.ndim != 1 or n == 0:
+        raise TreeError("tree needs a 1-D parent array with at least one rank")
+    if childrank.shape != parent.shape:
+        raise TreeError(f"tree childrank has {childrank.shape[0]} entries for {n} ranks")
+    roots = np.flatnonzero(parent < 0)
+    if len(roots) != 1:
+        raise TreeError(f"tree must have exactly one root (parent -1), found {len(roots)}")
+    if (parent < -1).any() or (parent >= n).any():
+        bad = int(np.flatnonzero((parent < -1) | (parent >= n))[0])
+        raise TreeError(f"tree rank {bad}: parent {int(parent[bad])} is not a rank in 0..{n - 1}")
+    if (parent == np.arange(n)).any():
+        bad = int(np.flatnonzero(parent == np.arange(n))[0])
+        raise TreeError(f"tree rank {bad} is its own parent")
+    if childrank[roots[0]] != 0:
+        raise TreeError("tree root must have childrank 0")
+    nonroot = np.flatnonzero(parent >= 0)
+    p, k = parent[nonroot], childrank[nonroot]
+    counts = np.bincount(p, minlength=n)
+    if (k < 1).any() or (k > counts[p]).any():
+        bad = int(nonroot[np.flatnonzero((k < 1) | (k > counts[p]))[0]])
+        raise TreeError(f"tree rank {bad}: send position {int(childrank[bad])} is not in 1..{counts[parent[bad]]}")
+    # Positions among siblings must be distinct: each (parent, position) slot is used exactly once.
+    offset = np.cumsum(counts) - counts
+    if (np.bincount(offset[p] + k - 1, minlength=nonroot.size) != 1).any():
+        raise TreeError("tree has two children with the same send position under one parent")
+    return _depths(parent)  # raises on cycles (a cycle means some rank is never reached from the root)
+
+
+def from_parent(parent: Sequence[int], childrank: Sequence[int] | None = None, name: str = "") -> Tree:
+    """A tree from a parent array; without ``childrank`` children are sent to in increasing rank order.
+
+    >>> from_parent([-1, 0, 0]).children
+    ((1, 2), (), ())
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    if childrank is None:
+        childrank = np.zeros_like(parent)
+        nonroot = np.flatnonzero(parent >= 0)
+        if nonroot.size:
+            srt = nonroot[np.lexsort((nonroot, parent[nonroot]))]
+            ps = parent[srt]
+            start = np.r_[True, ps[1:] != ps[:-1]]
+            grp = np.cumsum(start) - 1
+            first = np.flatnonzero(start)
+            childrank[srt] = np.arange(srt.size) - first[grp] + 1
+    return Tree(parent, np.asarray(childrank), name)
+
+
+def from_children(children: Sequence[Sequence[int]], name: str = "") -> Tree:
+    """A tree from each rank's ordered child list (the send order).
+
+    >>> from_children([[2, 1], [], []]).childrank.tolist()
+    [0, 2, 1]
+    """
+    n = len(children)
+    parent = np.full(n, -1, dtype=np.int64)
+    childrank = np.zeros(n, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    for p, kids in enumerate(children):
+        for k, c in enumerate(kids, start=1):
+            if not isinstance(c, (int, np.integer)) or not 0 <= c < n:
+                raise TreeError(f"tree children[{p}]: {c!r} is not a rank in 0..{n - 1}")
+            if seen[c]:
+                raise TreeError(f"tree rank {c} has more than one parent")
+            seen[c] = True
+            parent[c], childrank[c] = p, k
+    return Tree(parent, childrank, name)
+
+
+def from_dict(doc: Any) -> Tree:
+    """A tree from its JSON form (``children`` preferred, else ``parent``)."""
+    if not isinstance(doc, dict):
+        raise TreeError("tree document must be a JSON object with 'children' or 'parent'")
+    name = str(doc.get("name", ""))
+    if "children" in doc:
+        return from_children(doc["children"], name)
+    if "parent" in doc:
+        return from_parent(doc["parent"], doc.get("childrank"), name)
+    raise TreeError("tree document needs 'children' or 'parent'")
+
+
+def from_networkx(g, name: str = "") -> Tree:
+    """A tree from a ``networkx.DiGraph`` with nodes 0..n-1 and parent->child edges (``order`` attribute optional)."""
+    n = g.number_of_nodes()
+    if sorted(g.nodes) != list(range(n)):
+        raise TreeError("networkx tree nodes must be 0..n-1")
+    parent = np.full(n, -1, dtype=np.int64)
+    for u, v in g.edges:
+        if parent[v] >= 0:
+            raise TreeError(f"tree rank {v} has more than one parent")
+        parent[v] = u
+    if all("order" in d for _, _, d in g.edges(data=True)) and g.number_of_edges():
+        childrank = np.zeros(n, dtype=np.int64)
+        for u, v, d in g.edges(data=True):
+            childrank[v] = d["order"]
+        return Tree(parent, childrank, name or g.graph.get("name", ""))
+    return from_parent(parent, None, name or g.graph.get("name", ""))
+
+
+def _check_n_root(n: int, root: int) -> None:
+    if not isinstance(n, (int, np.integer)) or n < 1:
+        raise TreeError(f"tree size must be a positive integer, got {n!r}")
+    if not 0 <= root < n:
+        raise TreeError(f"root {root} is not a rank in 0..{n - 1}")
+
+
+def _rotate(parent_rel: np.ndarray, childrank: np.ndarray, root: int, name: str) -> Tree:
+    """Map a tree over relative ranks (root at 0) to actual ranks ``(rel + root) % n``."""
+    n = parent_rel.shape[0]
+    rank = (np.arange(n) + root) % n
+    parent = np.full(n, -1, dtype=np.int64)
+    cr = np.zeros(n, dtype=np.int64)
+    parent[rank] = np.where(parent_rel >= 0, (parent_rel + root) % n, -1)
+    cr[rank] = childrank
+    return Tree(parent, cr, name)
+
+
+def binomial(n: int, root: int = 0) -> Tree:
+    """MPICH's binomial tree: relative rank r's parent is r with its lowest set bit cleared; a rank sends to
+    its farthest child first (largest mask first), exactly as ``MPIR_Bcast_intra_binomial``.
+
+    >>> binomial(4, root=1).children
+    ((), (3, 2), (), (0,))
+    """
+    _check_n_root(n, root)
+    rel = np.arange(n, dtype=np.int64)
+    low = rel & -rel  # lowest set bit; 0 for the root
+    parent_rel = np.where(rel > 0, rel - low, -1)
+    # Children of p are p + 2**j for 2**j < lowbit(p) (any j for the root), sent in decreasing j;
+    # childrank of c = 1 + number of valid siblings with a larger mask.
+    childrank = np.zeros(n, dtype=np.int64)
+    nonroot = rel > 0
+    p = parent_rel[nonroot]
+    mask_c = low[nonroot]
+    plow = np.where(p > 0, p & -p, 1 << 62)
+    k = np.ones(p.shape, dtype=np.int64)
+    for j in range(1, max(1, int(n).bit_length()) + 1):
+        m = np.int64(1) << j
+        k += (m > mask_c) & (m < plow) & (p + m < n)
+    childrank[nonroot] = k
+    return _rotate(parent_rel, childrank, root, f"binomial(root={root})" if root else "binomial")
+
+
+def sequential(n: int, root: int = 0, order: Sequence[int] | None = None) -> Tree:
+    """The root sends to every other rank in turn (MPICH's old linear scatter/gather; eq. 9).
+
+    ``order`` gives the send order (default: increasing rank after the root, wrapping around).
+
+    >>> sequential(4, root=2).children[2]
+    (3, 0, 1)
+    """
+    _check_n_root(n, root)
+    if order is None:
+        order = [(root + i) % n for i in range(1, n)]
+    order = [int(r) for r in order]
+    if sorted(order) != sorted(set(range(n)) - {root}):
+        raise TreeError(f"sequential order must list every rank except the root {root} once")
+    children: list[list[int]] = [[] for _ in range(n)]
+    children[root] = order
+    return from_children(children, "sequential")
+
+
+def chain(n: int, root: int = 0) -> Tree:
+    """A pipeline: root -> root+1 -> ... (relative ranks), each forwarding to the next.
+
+    >>> chain(3, root=1).parent.tolist()
+    [2, -1, 1]
+    """
+    _check_n_root(n, root)
+    rel = np.arange(n, dtype=np.int64)
+    return _rotate(rel - 1, (rel > 0).astype(np.int64), root, "chain")
+
+
+# Name -> constructor(n, root, arg, layout, profile). ``arg`` is the text after ':' in e.g. ``kary:4``.
+TreeFactory = Callable[..., Tree]
+TREES: dict[str, TreeFactory] = {
+    "binomial": lambda n, root=0, arg=None, layout=None, profile=None: binomial(n, root),
+    "sequential": lambda n, root=0, arg=None, layout=None, profile=None: sequential(n, root),
+    "chain": lambda n, root=0, arg=None, layout=None, profile=None: chain(n, root),
+}
+
+
+def tree_names() -> list[str]:
+    """Names accepted by :func:`make_tree` (a ``:K`` suffix where the tree takes a parameter)."""
+    return list(TREES)
+
+
+def make_tree(spec: str, n: int, root: int = 0, layout: Sequence[str] | None = None, profile: Any = None) -> Tree:
+    """Build a tree by name (``binomial``, ``kary:4``, ...); :class:`TreeError` names the valid choices.
+
+    >>> make_tree("sequential", 3).children[0]
+    (1, 2)
+    """
+    name, _, arg = str(spec).partition(":")
+    if name not in TREES:
+        raise TreeError(f"unknown tree {spec!r} (choose from: {', '.join(tree_names())})")
+    return TREES[name](n, root=root, arg=arg or None, layout=layout, profile=profile)

@@ -1,0 +1,53 @@
+"""Shared test set-up: a deterministic hypothesis profile and helpers to run the CLI and MPI jobs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow],
+    print_blob=True,
+)
+settings.register_profile("dev", deadline=None, max_examples=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+
+def run_hnow(*args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
+    """Run ``hnow ARGS`` as a subprocess (as a user would) and return the completed process."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "hnowmodel.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"hnow {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def run_mpi_module(np: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run ``mpiexec -n NP python -m calibrate ARGS`` and return the completed process."""
+    return subprocess.run(
+        ["mpiexec", "-n", str(np), sys.executable, "-m", "calibrate", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def hnow():
+    return run_hnow
+
