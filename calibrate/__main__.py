@@ -18,6 +18,7 @@ TASKS: dict[str, str] = {
     "calibrate": "calibrate.calibration",
     "measure": "calibrate.collectives",
     "bench": "calibrate.bench",
+    "info": "calibrate.info",
 }
 
 
@@ -73,12 +74,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from .runtime import Runtime
 
-    rt = Runtime(MPI.COMM_WORLD, quiet=args.quiet)
+    rt = None
     try:
+        rt = Runtime(MPI.COMM_WORLD, quiet=args.quiet)
         result = args._mod.main(args, rt, prepared)
     except BaseException as e:  # noqa: BLE001 - any failure must abort every rank
         msg = str(e) or type(e).__name__
-        print(f"hnow-error: rank {rt.rank}: step {rt.current_step}: {msg}", file=sys.stderr, flush=True)
+        rank = MPI.COMM_WORLD.Get_rank()
+        step = rt.current_step if rt is not None else "start-up"
+        print(f"hnow-error: rank {rank}: step {step}: {msg}", file=sys.stderr, flush=True)
         MPI.COMM_WORLD.Abort(2)
         return 2
     if rt.rank == 0 and result is not None:

@@ -2,16 +2,29 @@
 
 A task names its current step (``with rt.step("ping-pong fast->slow"):``) so that a failure anywhere is
 reported as one line naming the rank and the step, after which the whole job is aborted (no rank hangs).
+When the launcher sets ``HNOW_STATUS_DIR``, each rank also keeps its current step in a small file there, so
+that a rank which hangs or dies without a word can still be named (see :mod:`hnowmodel.cli.launch`). Steps
+are meant to be coarse (a benchmark, a size, a tree), never one per timed repetition.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "FAULT_ENV", "STATUS_ENV", "PROGRESS_PREFIX"]
+
+#: Fault injection for tests of the failure paths: ``HNOW_FAULT="RANK:STEP:KIND"`` makes rank RANK fail when it
+#: enters a step whose name contains STEP; KIND is ``raise`` (an exception), ``exit`` (the process dies without
+#: a word) or ``hang`` (sleeps forever). Real runs never set it.
+FAULT_ENV = "HNOW_FAULT"
+#: Folder where each rank keeps ``rank<R>`` = "<steps entered>\\t<current step>" (set by the launcher).
+STATUS_ENV = "HNOW_STATUS_DIR"
+#: Progress lines start with this, so the launcher can tell them from the MPI library's own chatter.
+PROGRESS_PREFIX = "[hnow "
 
 
 class Runtime:
@@ -23,19 +36,60 @@ class Runtime:
         self.size: int = comm.Get_size()
         self.quiet = quiet
         self.current_step = "start-up"
+        self._entered = 0
         self._t0 = time.monotonic()
+        self._fault = _parse_fault(os.environ.get(FAULT_ENV, ""))
+        status_dir = os.environ.get(STATUS_ENV)
+        self._status = os.path.join(status_dir, f"rank{self.rank}") if status_dir else None
+        self._record()
 
     @contextmanager
     def step(self, name: str):
         """Name the work in progress (used in error lines); nests by joining names with ' / '."""
         outer = self.current_step
         self.current_step = name if outer in ("start-up", "") else f"{outer} / {name}"
+        self._entered += 1
+        self._record()
+        if self._fault is not None:
+            self._inject(name)
         try:
             yield
         finally:
             self.current_step = outer
+            self._record()
 
     def progress(self, message: str) -> None:
         """Print a progress line on rank 0 only (to stderr, with elapsed seconds)."""
         if self.rank == 0 and not self.quiet:
-            print(f"[{time.monotonic() - self._t0:6.1f}s] {message}", file=sys.stderr, flush=True)
+            print(f"{PROGRESS_PREFIX}{time.monotonic() - self._t0:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+    def _record(self) -> None:
+        if self._status is None:
+            return
+        tmp = f"{self._status}.tmp"
+        with open(tmp, "w") as f:
+            f.write(f"{self._entered}\t{self.current_step}")
+        os.replace(tmp, self._status)
+
+    def _inject(self, name: str) -> None:
+        rank, step, kind = self._fault
+        if rank != self.rank or step not in name:
+            return
+        if kind == "exit":
+            os._exit(17)
+        if kind == "hang":
+            while True:
+                time.sleep(3600)
+        raise RuntimeError(f"injected fault ({FAULT_ENV})")
+
+
+def _parse_fault(spec: str) -> tuple[int, str, str] | None:
+    if not spec:
+        return None
+    try:
+        rank, step, kind = spec.split(":", 2)
+        if kind not in ("raise", "exit", "hang"):
+            raise ValueError
+        return int(rank), step, kind
+    except ValueError:
+        raise ValueError(f"{FAULT_ENV}={spec!r}: expected RANK:STEP:raise|exit|hang") from None

@@ -220,7 +220,9 @@ class Profile:
         except KeyError as e:
             from .errors import LayoutError
 
-            raise LayoutError(f"layout names unknown node type {e.args[0]!r} (profile has: {', '.join(names)})") from None
+            raise LayoutError(
+                f"layout names unknown node type {e.args[0]!r} (profile has: {', '.join(names)})"
+            ) from None
         out = {"type_index": idx}
         for k in TYPE_KEYS:
             out[k] = np.array([getattr(self.types[n], k) for n in names], dtype=float)[idx]

@@ -267,7 +267,7 @@ def from_networkx(g, name: str = "") -> Tree:
         parent[v] = u
     if all("order" in d for _, _, d in g.edges(data=True)) and g.number_of_edges():
         childrank = np.zeros(n, dtype=np.int64)
-        for u, v, d in g.edges(data=True):
+        for _, v, d in g.edges(data=True):
             childrank[v] = d["order"]
         return Tree(parent, childrank, name or g.graph.get("name", ""))
     return from_parent(parent, None, name or g.graph.get("name", ""))

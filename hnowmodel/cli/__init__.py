@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "plan": "hnowmodel.cli.plan",
     "bench": "hnowmodel.cli.bench",
     "demo": "hnowmodel.cli.demo",
+    "info": "hnowmodel.cli.info",
 }
 
 
@@ -39,7 +40,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = _Parser(prog="hnow", description="Model, predict, choose and check MPI collectives on heterogeneous clusters.")
+    parser = _Parser(
+        prog="hnow", description="Model, predict, choose and check MPI collectives on heterogeneous clusters."
+    )
     parser.add_argument("--version", action="version", version=f"hnow {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True

@@ -57,7 +57,9 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def print_table(rows: Sequence[dict], columns: Sequence[str] | None = None, file=None, title: str | None = None) -> None:
+def print_table(
+    rows: Sequence[dict], columns: Sequence[str] | None = None, file=None, title: str | None = None
+) -> None:
     """Print rows (dicts) as an aligned text table; numeric columns are right-aligned.
 
     >>> print_table([{"size": 0, "time_us": 170.0}])
@@ -74,10 +76,10 @@ def print_table(rows: Sequence[dict], columns: Sequence[str] | None = None, file
     cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     numeric = [all(isinstance(r.get(c), (int, float)) for r in rows) for c in columns]
-    head = "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(columns, widths, numeric))
+    head = "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(columns, widths, numeric, strict=True))
     print(head.rstrip(), file=file)
     for row in cells:
-        line = "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(row, widths, numeric))
+        line = "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(row, widths, numeric, strict=True))
         print(line.rstrip(), file=file)
 
 
@@ -133,7 +135,9 @@ def add_mpi_arguments(p: argparse.ArgumentParser, np_required: bool = True) -> N
         default=None,
         help="emulated testbed: 'paper' or a hnowmodel.testbed/1 JSON file (default: plain MPI, no emulation)",
     )
-    p.add_argument("--launcher", default="mpiexec", help="MPI launcher command, e.g. 'mpiexec' or 'srun' (default mpiexec)")
+    p.add_argument(
+        "--launcher", default="mpiexec", help="MPI launcher command, e.g. 'mpiexec' or 'srun' (default mpiexec)"
+    )
     p.add_argument("--launcher-args", default="", help="extra launcher arguments, e.g. '-f hosts.txt'")
     p.add_argument("--timeout", type=float, default=None, help="seconds before a hung MPI run is killed")
 

@@ -27,6 +27,39 @@ from ..errors import MPIRunError
 __all__ = ["run_mpi", "mpi_command", "ERROR_PREFIX"]
 
 ERROR_PREFIX = "hnow-error:"
+# Shared with calibrate.runtime (which this package must not import): where ranks keep their current step,
+# and how rank 0's progress lines begin.
+STATUS_ENV = "HNOW_STATUS_DIR"
+PROGRESS_PREFIX = "[hnow "
+
+
+def _rank_steps(status_dir: Path, np: int) -> str:
+    """Where each rank was, from the ranks' status files, the ranks furthest behind first.
+
+    A rank that hangs or dies stops entering steps while its peers go on until they wait for it, so the group
+    that entered the fewest steps is where to look: ``ranks 0,1 in step 'gather hosts' (furthest behind);
+    rank 2 in step 'barrier'``.
+    """
+    groups: dict[tuple[int, str], list[int]] = {}
+    for r in range(np):
+        try:
+            entered, step = (status_dir / f"rank{r}").read_text().split("\t", 1)
+            key = (int(entered), step)
+        except (OSError, ValueError):
+            key = (-1, "start-up, before MPI was initialised")
+        groups.setdefault(key, []).append(r)
+    parts = []
+    for i, ((_, step), ranks) in enumerate(sorted(groups.items())):
+        who = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ",".join(map(str, ranks))
+        behind = " (furthest behind)" if i == 0 and len(groups) > 1 else ""
+        parts.append(f"{who} in step {step!r}{behind}")
+    return "; ".join(parts)
+
+
+def _is_launcher_chatter(line: str) -> bool:
+    """MPICH hydra / Open MPI boilerplate printed around an abort; it names no cause."""
+    t = line.strip()
+    return not t or t.startswith(("=", "YOUR APPLICATION", "This typically", "Please see", "Abort(", "-----"))
 
 
 def mpi_command(
@@ -78,9 +111,12 @@ def run_mpi(
 
     with tempfile.TemporaryDirectory(prefix="hnow-") as tmp:
         result = Path(tmp) / "result.json"
+        status_dir = Path(tmp) / "status"
+        status_dir.mkdir()
         argv = mpi_command(task, [*task_args, "--result", str(result)], np, launcher, launcher_args)
         full_env = dict(os.environ)
         full_env.update(env or {})
+        full_env[STATUS_ENV] = str(status_dir)
         # The job's stdout goes to our stderr so that ``--json`` keeps stdout for one document.
         proc = subprocess.Popen(
             argv,
@@ -103,8 +139,9 @@ def run_mpi(
                     errors.append(line[len(ERROR_PREFIX) :].strip())
                     continue
                 tail.append(line)
-                if echo:
-                    print(line, file=sys.stderr, flush=True)
+                # Only rank 0's progress is shown; the MPI library's abort chatter is kept for diagnosis.
+                if echo and line.startswith(PROGRESS_PREFIX):
+                    print("[" + line[len(PROGRESS_PREFIX) :], file=sys.stderr, flush=True)
 
         reader = threading.Thread(target=pump, daemon=True)
         reader.start()
@@ -114,10 +151,10 @@ def run_mpi(
         except subprocess.TimeoutExpired:
             _kill_group(proc)
             reader.join(timeout=2)
-            where = f" ({errors[0]})" if errors else ""
+            where = errors[0] if errors else _rank_steps(status_dir, np)
             raise MPIRunError(
-                f"MPI task {task!r} on {np} ranks did not finish within {timeout_s:g} s and was killed{where}; "
-                f"a rank hung or the machine is overloaded (raise --timeout)"
+                f"MPI task {task!r} on {np} ranks did not finish within {timeout_s:g} s and was killed "
+                f"({where}); a rank hung or the machine is overloaded (raise --timeout)"
             ) from None
         except BaseException:
             _kill_group(proc)
@@ -126,8 +163,13 @@ def run_mpi(
         if errors:
             raise MPIRunError(errors[0])
         if rc != 0:
-            last = next((t for t in reversed(tail) if t.strip()), "no output")
-            raise MPIRunError(f"MPI task {task!r} on {np} ranks failed (exit {rc}): {last.strip()[:300]}")
+            said_lines = (t.strip() for t in reversed(tail) if not _is_launcher_chatter(t))
+            last = next((t for t in said_lines if not t.startswith(PROGRESS_PREFIX)), "")
+            said = f"; last output: {last[:200]}" if last else ""
+            raise MPIRunError(
+                f"MPI task {task!r} on {np} ranks failed (exit {rc}) without an error report; "
+                f"{_rank_steps(status_dir, np)}{said}"
+            )
         if not result.exists():
             raise MPIRunError(f"MPI task {task!r} on {np} ranks wrote no result ({time.monotonic() - start:.1f} s)")
         return json.loads(result.read_text())

@@ -1,0 +1,56 @@
+"""The `hnow` command itself: registry, usage errors, version, and `hnow info` over real mpiexec."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hnowmodel.cli import COMMANDS, build_parser
+
+
+def test_every_registered_command_module_is_offered():
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    assert "info" in sub.choices and "predict" in COMMANDS
+    for name in sub.choices:
+        assert name in COMMANDS
+
+
+def test_version_and_help(hnow):
+    proc = hnow("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("hnow ")
+    assert hnow("--help").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["no-such-command"], "invalid choice"),
+        ([], "required"),
+        (["info", "--np", "0"], "--np"),
+        (["info", "--np", "two"], "--np"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(hnow, argv, needle):
+    proc = hnow(*argv)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+@pytest.mark.mpi
+def test_info_reports_library_and_ranks(hnow):
+    proc = hnow("info", "--np", "3", "--json", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["ranks"] == 3 and len(doc["hosts"]) == 3
+    assert "MPICH" in doc["library"] or "Open MPI" in doc["library"]
+    assert doc["thread_level"] == 0  # MPI_THREAD_SINGLE: pinned by python -m calibrate
+
+
+def test_missing_launcher_is_one_line(hnow):
+    proc = hnow("info", "--np", "2", "--launcher", "no-such-mpiexec")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "no-such-mpiexec" in proc.stderr
