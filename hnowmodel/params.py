@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ProfileError
+from .errors import LayoutError, ProfileError
 from .io import read_json, write_json_atomic
 
 __all__ = [
@@ -47,6 +47,13 @@ TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
 LINK_KEYS = ("Xc_us", "Xm_us_per_byte")
 
 
+def _affine(c: float, k: float, m: Any) -> Any:
+    """``c + k*m``: a float for a scalar size, a numpy array for an array of sizes."""
+    if np.ndim(m) == 0:
+        return float(c + k * float(m))
+    return c + k * np.asarray(m, dtype=float)
+
+
 @dataclass(frozen=True)
 class NodeType:
     """Send and receive overheads of one kind of node.
@@ -65,11 +72,11 @@ class NodeType:
 
     def send_us(self, m: Any) -> Any:
         """Send overhead S(m) in µs; ``m`` may be a scalar or an array of sizes in bytes."""
-        return self.Sc_us + self.Sm_us_per_byte * np.asarray(m, dtype=float)
+        return _affine(self.Sc_us, self.Sm_us_per_byte, m)
 
     def recv_us(self, m: Any) -> Any:
         """Receive overhead R(m) in µs."""
-        return self.Rc_us + self.Rm_us_per_byte * np.asarray(m, dtype=float)
+        return _affine(self.Rc_us, self.Rm_us_per_byte, m)
 
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in TYPE_KEYS}
@@ -88,7 +95,7 @@ class Link:
 
     def us(self, m: Any) -> Any:
         """Transmission time X(m) in µs."""
-        return self.Xc_us + self.Xm_us_per_byte * np.asarray(m, dtype=float)
+        return _affine(self.Xc_us, self.Xm_us_per_byte, m)
 
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in LINK_KEYS}
@@ -214,19 +221,35 @@ class Profile:
         [60.0, 90.0]
         """
         names = list(self.types)
-        index = {n: i for i, n in enumerate(names)}
-        try:
-            idx = np.fromiter((index[t] for t in layout), dtype=np.int64, count=len(layout))
-        except KeyError as e:
-            from .errors import LayoutError
-
-            raise LayoutError(
-                f"layout names unknown node type {e.args[0]!r} (profile has: {', '.join(names)})"
-            ) from None
+        idx = self.type_index(layout)
         out = {"type_index": idx}
         for k in TYPE_KEYS:
             out[k] = np.array([getattr(self.types[n], k) for n in names], dtype=float)[idx]
         return out
+
+    def type_index(self, layout: Sequence[str]) -> np.ndarray:
+        """Index (into ``types``) of each rank's type; :class:`LayoutError` names an unknown type.
+
+        A numpy array of type names is matched without a Python loop over ranks (fast for 10**6 ranks).
+
+        >>> paper_profile().type_index(["slow", "fast", "slow"]).tolist()
+        [1, 0, 1]
+        """
+        names = list(self.types)
+        if isinstance(layout, np.ndarray) and layout.dtype.kind in "US":
+            idx = np.full(layout.shape[0], -1, dtype=np.int64)
+            for i, name in enumerate(names):
+                idx[layout == name] = i
+            if (idx < 0).any():
+                bad = str(layout[np.flatnonzero(idx < 0)[0]])
+                raise LayoutError(f"layout names unknown node type {bad!r} (profile has: {', '.join(names)})")
+            return idx
+        index = {n: i for i, n in enumerate(names)}
+        try:
+            return np.fromiter(map(index.__getitem__, layout), dtype=np.int64, count=len(layout))
+        except (KeyError, TypeError):
+            bad = next((t for t in layout if t not in index), None)
+            raise LayoutError(f"layout names unknown node type {bad!r} (profile has: {', '.join(names)})") from None
 
     def link_matrix(self) -> tuple[np.ndarray, np.ndarray]:
         """``(Xc, Xm)`` as (ntypes x ntypes) arrays indexed by type index (order of ``types``)."""

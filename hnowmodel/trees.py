@@ -31,6 +31,10 @@ __all__ = [
     "binomial",
     "sequential",
     "chain",
+    "kary",
+    "knomial",
+    "hierarchical",
+    "type_speed_order",
     "TREES",
     "make_tree",
     "tree_names",
@@ -347,18 +351,133 @@ def chain(n: int, root: int = 0) -> Tree:
     return _rotate(rel - 1, (rel > 0).astype(np.int64), root, "chain")
 
 
+def kary(n: int, k: int = 2, root: int = 0) -> Tree:
+    """A k-ary heap-shaped tree: relative rank r's parent is ``(r-1)//k``; children in increasing rank order.
+
+    >>> kary(7, 3).children[0]
+    (1, 2, 3)
+    """
+    _check_n_root(n, root)
+    k = _tree_arg(k, "kary")
+    rel = np.arange(n, dtype=np.int64)
+    parent_rel = np.where(rel > 0, (rel - 1) // k, -1)
+    childrank = np.where(rel > 0, (rel - 1) % k + 1, 0)
+    return _rotate(parent_rel, childrank, root, f"kary:{k}")
+
+
+def knomial(n: int, k: int = 2, root: int = 0) -> Tree:
+    """MPICH's k-nomial tree: relative rank r's parent clears r's lowest non-zero base-k digit; a rank sends to
+    its farthest children first (largest power of k first, then increasing multiples). ``knomial(n, 2)`` is
+    :func:`binomial`.
+
+    >>> knomial(9, 3).children[0]
+    (3, 6, 1, 2)
+    """
+    _check_n_root(n, root)
+    k = _tree_arg(k, "knomial")
+    rel = np.arange(n, dtype=np.int64)
+    # lowest non-zero digit position (as a power of k) of every relative rank
+    low = np.ones(n, dtype=np.int64)
+    rest = rel.copy()
+    while True:
+        move = (rest > 0) & (rest % k == 0)
+        if not move.any():
+            break
+        low[move] *= k
+        rest[move] //= k
+    digit = np.where(rel > 0, (rel // low) % k, 0)
+    parent_rel = np.where(rel > 0, rel - digit * low, -1)
+    # send order of the children of p: masks from large to small, multiples j = 1..k-1 ascending within a mask
+    p = parent_rel
+    plow = np.where(p > 0, low[np.maximum(p, 0)], np.int64(1) << 62)
+    childrank = np.zeros(n, dtype=np.int64)
+    nonroot = rel > 0
+    before = np.zeros(n, dtype=np.int64)
+    mask = np.int64(1)
+    while mask < n:
+        for j in range(1, k):
+            exists = (mask < plow) & (p + j * mask < n)
+            before += nonroot & exists & (mask > low)
+        mask *= k
+    childrank[nonroot] = before[nonroot] + digit[nonroot]
+    return _rotate(parent_rel, childrank, root, f"knomial:{k}")
+
+
+def _tree_arg(k: Any, name: str) -> int:
+    try:
+        k = int(k)
+    except (TypeError, ValueError):
+        raise TreeError(f"tree {name}:K needs an integer K >= 2, got {k!r}") from None
+    if k < 2:
+        raise TreeError(f"tree {name}:K needs an integer K >= 2, got {k}")
+    return k
+
+
+def type_speed_order(profile: Any, m: float = 0.0) -> list[str]:
+    """Node type names from fastest to slowest: by send plus receive overhead at ``m`` bytes (name breaks ties).
+
+    >>> from hnowmodel.params import paper_profile
+    >>> type_speed_order(paper_profile())
+    ['fast', 'slow']
+    """
+    return sorted(profile.types, key=lambda t: (profile.types[t].send_us(m) + profile.types[t].recv_us(m), t))
+
+
+def hierarchical(layout: Sequence[str], profile: Any, root: int = 0, m: float = 0.0) -> Tree:
+    """The paper's hierarchical tree (Fig. 6c): the root reaches the ranks of the fastest type by a binomial tree
+    among them; then each of those sends, one after another, to its share of the other ranks.
+
+    The fastest type is the one with the smallest send + receive overhead at ``m`` bytes. The root heads the
+    fast group whatever its own type. Slower ranks are dealt out round-robin, slowest types first, to the fast
+    ranks in the order they receive, so early receivers serve the ranks that need the most time.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> hierarchical(["fast", "fast", "slow", "slow"], paper_profile()).children
+    ((1, 2), (3,), (), ())
+    """
+    if profile is None or layout is None:
+        raise TreeError("tree 'hierarchical' needs a layout and a profile (it groups ranks by node type)")
+    n = len(layout)
+    _check_n_root(n, root)
+    speed = type_speed_order(profile, m)
+    fastest = speed[0]
+    rank_of_type = {t: i for i, t in enumerate(speed)}
+    fast = [root] + [r for r in range(n) if r != root and layout[r] == fastest]
+    others = sorted((r for r in range(n) if r != root and layout[r] != fastest), key=lambda r: -rank_of_type[layout[r]])
+    inner = binomial(len(fast), 0)
+    children: list[list[int]] = [[] for _ in range(n)]
+    for i, kids in enumerate(inner.children):
+        children[fast[i]] = [fast[j] for j in kids]
+    # fast ranks in the order their binomial tree reaches them (depth, then send position)
+    reached = [fast[i] for i in np.lexsort((inner.childrank, inner.depth)).tolist()]
+    for i, r in enumerate(others):
+        children[reached[i % len(reached)]].append(r)
+    return from_children(children, "hierarchical")
+
+
 # Name -> constructor(n, root, arg, layout, profile). ``arg`` is the text after ':' in e.g. ``kary:4``.
 TreeFactory = Callable[..., Tree]
 TREES: dict[str, TreeFactory] = {
     "binomial": lambda n, root=0, arg=None, layout=None, profile=None: binomial(n, root),
     "sequential": lambda n, root=0, arg=None, layout=None, profile=None: sequential(n, root),
     "chain": lambda n, root=0, arg=None, layout=None, profile=None: chain(n, root),
+    "kary": lambda n, root=0, arg=None, layout=None, profile=None: kary(n, 2 if arg is None else arg, root),
+    "knomial": lambda n, root=0, arg=None, layout=None, profile=None: knomial(n, 2 if arg is None else arg, root),
+    "hierarchical": lambda n, root=0, arg=None, layout=None, profile=None: _sized_hierarchical(
+        n, root, layout, profile
+    ),
 }
 
 
+def _sized_hierarchical(n: int, root: int, layout: Any, profile: Any) -> Tree:
+    if layout is not None and len(layout) != n:
+        raise TreeError(f"tree 'hierarchical': layout has {len(layout)} ranks, expected {n}")
+    return hierarchical(layout, profile, root)
+
+
 def tree_names() -> list[str]:
-    """Names accepted by :func:`make_tree` (a ``:K`` suffix where the tree takes a parameter)."""
-    return list(TREES)
+    """Names accepted by :func:`make_tree` (``kary:K`` and ``knomial:K`` take a parameter, default 2)."""
+    return [f"{t}:K" if t in ("kary", "knomial") else t for t in TREES]
 
 
 def make_tree(spec: str, n: int, root: int = 0, layout: Sequence[str] | None = None, profile: Any = None) -> Tree:
