@@ -477,15 +477,23 @@ def _sized_hierarchical(n: int, root: int, layout: Any, profile: Any) -> Tree:
 
 def tree_names() -> list[str]:
     """Names accepted by :func:`make_tree` (``kary:K`` and ``knomial:K`` take a parameter, default 2)."""
-    return [f"{t}:K" if t in ("kary", "knomial") else t for t in TREES]
+    return [f"{t}:K" if t in ("kary", "knomial") else t for t in TREES] + ["@file.json"]
 
 
 def make_tree(spec: str, n: int, root: int = 0, layout: Sequence[str] | None = None, profile: Any = None) -> Tree:
-    """Build a tree by name (``binomial``, ``kary:4``, ...); :class:`TreeError` names the valid choices.
+    """Build a tree by name (``binomial``, ``kary:4``, ...) or load one (``@tree.json``, as :meth:`Tree.to_dict`
+    writes it); :class:`TreeError` names the valid choices.
 
     >>> make_tree("sequential", 3).children[0]
     (1, 2)
     """
+    if str(spec).startswith("@"):
+        from .io import read_json
+
+        tree = from_dict(read_json(str(spec)[1:], "tree"))
+        if tree.n != n:
+            raise TreeError(f"tree file {str(spec)[1:]!r} has {tree.n} ranks, expected {n}")
+        return tree
     name, _, arg = str(spec).partition(":")
     if name not in TREES:
         raise TreeError(f"unknown tree {spec!r} (choose from: {', '.join(tree_names())})")

@@ -1,0 +1,69 @@
+"""Speed of the vectorised predictor vs a per-rank Python recursion, binomial broadcast, 3 sizes, n = 2^10..2^20.
+
+Both run in this one process on the same trees and layouts (half fast, half slow, numpy layout); the ratio is the
+figure of merit. The recursion is run up to 2^18 ranks (beyond that it only takes long). Tree construction is
+timed separately and is not part of either prediction time. Each time is the best of ``--repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from common import md_table, outdir, parser, write_csv, write_markdown
+
+from hnowmodel import paper_profile, predict, reference, trees
+
+SIZES = [0, 1024, 65536]
+
+
+def best_of(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    p = parser("perf_predict", __doc__)
+    p.add_argument("--max-exp", type=int, default=20)
+    p.add_argument("--ref-max-exp", type=int, default=18)
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    out = outdir(args.out)
+    prof = paper_profile()
+    sys.setrecursionlimit(10000)
+    rows = []
+    for e in range(10, args.max_exp + 1, 2):
+        n = 2**e
+        t_build = best_of(lambda n=n: trees.binomial(n), 1)
+        tree = trees.binomial(n)
+        layout = np.array(["fast", "slow"] * (n // 2))
+        run = lambda layout=layout, tree=tree: predict.bcast(prof, layout, tree, SIZES)  # noqa: E731
+        vec_first = run_time = best_of(run, 1)  # the first call includes the per-tree caches
+        vec = min(run_time, best_of(run, args.repeat))
+        row = {"ranks": n, "tree_build_s": t_build, "vectorised_first_s": vec_first, "vectorised_s": vec,
+               "per_rank_python_s": float("nan"), "speedup": float("nan")}
+        if e <= args.ref_max_exp:
+            lay = layout.tolist()
+            ref = best_of(
+                lambda lay=lay, tree=tree: [max(reference.bcast_reference(prof, lay, tree, m)) for m in SIZES], 1
+            )
+            got = predict.bcast(prof, layout, tree, SIZES)
+            want = [max(reference.bcast_reference(prof, lay, tree, m)) for m in SIZES] if e <= 12 else got
+            assert np.allclose(got, want)
+            row.update(per_rank_python_s=ref, speedup=ref / vec_first)
+        rows.append(row)
+        print(f"n=2^{e:<2d} build {t_build:7.3f} s  vectorised {vec_first:7.4f} s (first) {vec:7.4f} s (cached)"
+              f"  python {row['per_rank_python_s']:8.3f} s  speed-up {row['speedup']:7.1f}x", flush=True)
+    write_csv(out / "perf_predict.csv", rows)
+    body = [md_table(rows, fmt="{:.4g}"),
+            "\nspeed-up = per-rank Python recursion / vectorised first call (per-tree caches included).\n"]
+    write_markdown(out / "perf_predict.md", "Prediction speed: binomial broadcast, 3 sizes", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Trees: MPICH's binomial order, the other constructors, validation, and JSON/networkx interop."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hnowmodel import trees as T
+from hnowmodel.errors import TreeError
+from hnowmodel.params import paper_profile
+
+
+def test_binomial_matches_mpich_order():
+    # MPIR_Bcast_intra_binomial, 8 ranks: 0 sends to 4, 2, 1; 4 to 6, 5; 2 to 3; 6 to 7.
+    t = T.binomial(8)
+    assert t.children[0] == (4, 2, 1) and t.children[4] == (6, 5) and t.children[2] == (3,) and t.children[6] == (7,)
+    # any root: relative ranks rotate with the root
+    assert T.binomial(8, root=3).children[3] == (7, 5, 4)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 64, 100])
+def test_knomial_2_is_binomial(n):
+    for root in {0, n // 2, n - 1}:
+        assert T.knomial(n, 2, root) == T.binomial(n, root)
+
+
+def test_kary_and_knomial_shapes():
+    assert T.kary(7, 2).parent.tolist() == [-1, 0, 0, 1, 1, 2, 2]
+    assert T.knomial(9, 3).children[0] == (3, 6, 1, 2)
+
+
+def test_sequential_and_chain():
+    assert T.sequential(4, root=2).children[2] == (3, 0, 1)
+    assert T.sequential(4, order=[3, 1, 2]).children[0] == (3, 1, 2)
+    assert T.chain(4).parent.tolist() == [-1, 0, 1, 2]
+
+
+def test_hierarchical_is_the_papers_figure_6c():
+    layout = ["fast"] * 4 + ["slow"] * 4
+    t = T.hierarchical(layout, paper_profile())
+    # binomial among fast ranks 0-3, then each fast rank serves one slow rank, in the order fast ranks are reached
+    assert t.children[0] == (2, 1, 4) and t.children[2] == (3, 5) and t.children[1] == (6,) and t.children[3] == (7,)
+    with pytest.raises(TreeError, match="layout"):
+        T.make_tree("hierarchical", 4)
+
+
+@pytest.mark.parametrize(
+    "parent, needle",
+    [
+        ([-1, -1], "exactly one root"),
+        ([0, 0], "exactly one root"),
+        ([-1, 5], "not a rank"),
+        ([-1, 2, 1], "cycle"),
+        ([1, -1, 2], "own parent"),
+    ],
+)
+def test_invalid_trees(parent, needle):
+    with pytest.raises(TreeError, match=needle):
+        T.from_parent(parent)
+
+
+def test_duplicate_send_positions_rejected():
+    with pytest.raises(TreeError, match="same send position"):
+        T.Tree(np.array([-1, 0, 0]), np.array([0, 1, 1]))
+
+
+def test_make_tree_names_choices():
+    with pytest.raises(TreeError, match="binomial"):
+        T.make_tree("foo", 4)
+    with pytest.raises(TreeError, match="K >= 2"):
+        T.make_tree("kary:1", 4)
+
+
+def test_tree_file(tmp_path):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(T.binomial(6, root=2).to_dict()))
+    assert T.make_tree(f"@{f}", 6) == T.binomial(6, root=2)
+    with pytest.raises(TreeError, match="6 ranks"):
+        T.make_tree(f"@{f}", 5)
+
+
+def _any_tree(draw, n):
+    kind = draw(st.sampled_from(["binomial", "sequential", "chain", "kary:3", "knomial:3", "random"]))
+    root = draw(st.integers(0, n - 1))
+    if kind != "random":
+        return T.make_tree(kind, n, root)
+    parent = [-1] + [draw(st.integers(0, i - 1)) for i in range(1, n)]
+    perm = draw(st.permutations(range(n)))
+    return T.from_parent(parent).relabel(perm)
+
+
+@st.composite
+def trees(draw, max_n=40):
+    return _any_tree(draw, draw(st.integers(1, max_n)))
+
+
+@given(trees())
+def test_constructors_give_valid_trees(t):
+    # every rank reached once: depths finite, subtree of root = n, children lists partition the non-roots
+    assert t.subtree_size[t.root] == t.n
+    kids = sorted(c for cs in t.children for c in cs)
+    assert kids == sorted(set(range(t.n)) - {t.root})
+    for p, cs in enumerate(t.children):
+        assert [int(t.childrank[c]) for c in cs] == list(range(1, len(cs) + 1))
+        assert all(t.parent[c] == p and t.depth[c] == t.depth[p] + 1 for c in cs)
+
+
+@given(trees())
+def test_json_and_networkx_roundtrip(t):
+    assert T.from_dict(json.loads(json.dumps(t.to_dict()))) == t
+    assert T.from_networkx(t.to_networkx()) == t
+    assert T.from_children(t.children) == t
