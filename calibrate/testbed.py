@@ -1,0 +1,293 @@
+"""An emulated heterogeneous cluster on one machine: testbed files and the emulating transport.
+
+A testbed (``hnowmodel.testbed/1``) has the same ``types``/``network``/``links`` as a profile, plus ``ranks`` (the
+node type of each rank) and ``time_scale``. :class:`EmulatedTransport` makes every rank behave like its type, with
+the semantics of DESIGN.md ("Emulated testbed semantics"), at ``time_scale`` times the model's durations:
+
+* a sender of type t is busy ``s*S_t(m)`` before its message leaves (it then carries its departure time);
+* the receiver's inbound link carries one message at a time, in departure order: a message that left at ``d``
+  arrives at ``max(d, previous arrival on that link) + s*X(m)``;
+* once the message has arrived and the receive is posted, the receiver is busy ``s*R_t(m)``.
+
+Busy time is real elapsed time: sleep, then spin the last ~150 µs. Waiting (for a message, in a barrier) sleeps
+in short steps instead of spinning, because the ranks of a testbed share this machine's few cores. Departure and
+arrival times use ``CLOCK_MONOTONIC``, which all processes on one machine share, so a testbed runs on one host
+only. Every time reported (``now()``) is real time divided by ``time_scale``: "testbed µs".
+
+The calibration never reads a testbed's parameters; only tests and experiments compare against
+:meth:`Testbed.profile`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from hnowmodel.errors import InputError, ProfileError
+from hnowmodel.io import read_json
+from hnowmodel.layout import parse_layout
+from hnowmodel.params import Link, NodeType, Profile, paper_profile, parse_links, parse_network, parse_types
+
+from .transport import ANY_SOURCE, PlainTransport, Transport
+
+__all__ = ["Testbed", "TESTBED_SCHEMA", "load_testbed", "paper_testbed", "EmulatedTransport", "make_transport"]
+
+TESTBED_SCHEMA = "hnowmodel.testbed/1"
+#: Default time scale of the built-in testbed: large enough that sleep/wake-up jitter (~0.1 ms real on a loaded
+#: 2-core machine) stays around 1 % of the shortest model time, small enough that a 16 KiB slow send lasts < 0.1 s.
+PAPER_TIME_SCALE = 30.0
+
+
+@dataclass(frozen=True)
+class Testbed:
+    """An emulated cluster: node types, network, per-pair links, the type of each rank, and the time scale."""
+
+    types: Mapping[str, NodeType]
+    network: Link
+    links: Mapping[tuple[str, str], Link] = field(default_factory=dict)
+    ranks: tuple[str, ...] = ()
+    time_scale: float = PAPER_TIME_SCALE
+    name: str = "testbed"
+
+    def with_ranks(self, layout: Sequence[str] | str) -> Testbed:
+        """The same testbed with another rank layout (a parsed layout or a spec such as ``FFSS``)."""
+        if isinstance(layout, str):
+            layout = parse_layout(layout, list(self.types))
+        for t in layout:
+            if t not in self.types:
+                raise InputError(f"testbed {self.name!r}: unknown node type {t!r} (has: {', '.join(self.types)})")
+        return replace(self, ranks=tuple(layout))
+
+    def layout_for(self, n: int) -> tuple[str, ...]:
+        """The type of each of ``n`` ranks: the testbed's ``ranks`` list, cycled when the job is larger."""
+        if not self.ranks:
+            raise InputError(f"testbed {self.name!r} lists no ranks")
+        return tuple(self.ranks[i % len(self.ranks)] for i in range(n))
+
+    def profile(self) -> Profile:
+        """The true parameters as a profile. For tests and experiments only: calibration must measure them."""
+        return Profile(dict(self.types), self.network, dict(self.links), provenance={"source": f"testbed {self.name}"})
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = Profile(dict(self.types), self.network, dict(self.links)).to_dict()
+        doc.pop("provenance", None)
+        doc["schema"] = TESTBED_SCHEMA
+        doc["ranks"] = list(self.ranks)
+        doc["time_scale"] = self.time_scale
+        return doc
+
+
+def paper_testbed() -> Testbed:
+    """Table 1's two node types and the paper's network (Table-2 convention), 4 fast then 4 slow ranks."""
+    p = paper_profile()
+    return Testbed(dict(p.types), p.network, {}, ("fast",) * 4 + ("slow",) * 4, PAPER_TIME_SCALE, "paper")
+
+
+def load_testbed(spec: str | Testbed) -> Testbed:
+    """``"paper"`` or a ``hnowmodel.testbed/1`` JSON file; errors name the file and the bad field."""
+    if isinstance(spec, Testbed):
+        return spec
+    if spec == "paper":
+        return paper_testbed()
+    doc = read_json(spec, "testbed")
+    where = f"testbed {spec!r}"
+    if not isinstance(doc, dict):
+        raise ProfileError(f"{where}: expected a JSON object")
+    if doc.get("schema") != TESTBED_SCHEMA:
+        raise ProfileError(f"{where}.schema: expected {TESTBED_SCHEMA!r}, got {doc.get('schema')!r}")
+    unknown = sorted(set(doc) - {"schema", "types", "network", "links", "ranks", "time_scale", "name"})
+    if unknown:
+        raise ProfileError(f"{where}: unknown key {unknown[0]!r}")
+    for key in ("types", "network", "ranks"):
+        if key not in doc:
+            raise ProfileError(f"{where}.{key}: missing")
+    types = parse_types(doc["types"], f"{where}.types")
+    network = parse_network(doc["network"], f"{where}.network")
+    links = parse_links(doc.get("links"), types, f"{where}.links")
+    ranks = doc["ranks"]
+    if not isinstance(ranks, list) or not ranks:
+        raise ProfileError(f"{where}.ranks: expected a non-empty list of type names")
+    for i, t in enumerate(ranks):
+        if t not in types:
+            raise ProfileError(f"{where}.ranks[{i}]: unknown node type {t!r} (has: {', '.join(types)})")
+    scale = doc.get("time_scale", PAPER_TIME_SCALE)
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale) or scale <= 0:
+        raise ProfileError(f"{where}.time_scale: expected a positive number, got {scale!r}")
+    return Testbed(types, network, links, tuple(ranks), float(scale), str(doc.get("name", spec)))
+
+
+# ---- timing primitives -----------------------------------------------------------------------------------------
+_SPIN_NS = 150_000  # spin the last 150 µs of a busy period: sleep wake-up is not more precise than that
+
+
+def _lower_timer_slack() -> None:
+    """Ask Linux for 1 µs timer slack (default 50 µs) so short sleeps end closer to when asked."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(29, 1, 0, 0, 0)  # PR_SET_TIMERSLACK = 29
+    except (OSError, AttributeError):
+        pass
+
+
+def _busy_until(t_end_ns: int) -> None:
+    """Occupy this rank until ``t_end_ns`` (CLOCK_MONOTONIC): sleep, then spin the last stretch."""
+    while True:
+        left = t_end_ns - time.monotonic_ns()
+        if left <= 0:
+            return
+        if left > _SPIN_NS:
+            time.sleep((left - _SPIN_NS) / 1e9)
+        # else: spin
+
+
+_POLL_S = 30e-6  # sleep between polls while waiting for a message
+
+
+@dataclass
+class _Pending:
+    source: int
+    tag: int
+    depart_ns: int
+    payload: np.ndarray
+    arrive_ns: int | None = None  # final once the link has carried it (arrival in the past)
+
+
+class EmulatedTransport(Transport):
+    """The :class:`~calibrate.transport.Transport` of an emulated testbed (see the module docstring)."""
+
+    emulated = True
+
+    def __init__(self, comm: Any, testbed: Testbed) -> None:
+        from mpi4py import MPI
+
+        self._MPI = MPI
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.testbed = testbed
+        self.layout = testbed.layout_for(self.size)
+        self.time_scale = float(testbed.time_scale)
+        me = testbed.types[self.layout[self.rank]]
+        s = self.time_scale * 1000.0  # model µs -> real ns
+        self._send_ns = (me.Sc_us * s, me.Sm_us_per_byte * s)
+        self._recv_ns = (me.Rc_us * s, me.Rm_us_per_byte * s)
+        # wire cost into this rank from each source rank (its inbound link)
+        self._wire_ns = []
+        for r in range(self.size):
+            lk = testbed.links.get((self.layout[r], self.layout[self.rank]), testbed.network)
+            self._wire_ns.append((lk.Xc_us * s, lk.Xm_us_per_byte * s))
+        self._pending: list[_Pending] = []
+        self._link_free_ns = 0  # when the inbound link finished carrying the last message that has arrived
+        self._outgoing: list[Any] = []
+        self._status = MPI.Status()
+        _lower_timer_slack()
+
+    # ---- sending ----
+    def send(self, buf: np.ndarray, dest: int, tag: int = 0) -> None:
+        m = np.asarray(buf).nbytes
+        c, k = self._send_ns
+        _busy_until(time.monotonic_ns() + int(c + k * m))
+        # the message leaves now: header (departure time) + a private copy of the payload, sent without blocking
+        msg = np.empty(8 + m, dtype=np.uint8)
+        msg[:8].view(np.int64)[0] = time.monotonic_ns()
+        msg[8:] = np.frombuffer(np.ascontiguousarray(buf).data, dtype=np.uint8, count=m)
+        self._outgoing.append((self.comm.Isend(msg, dest, tag), msg))
+        self._reap()
+
+    def _reap(self) -> None:
+        if self._outgoing:
+            self._outgoing = [(r, b) for r, b in self._outgoing if not r.Test()]
+
+    # ---- receiving ----
+    def _drain(self) -> None:
+        """Move every message MPI already holds for this rank into the pending list (their link time is planned)."""
+        MPI = self._MPI
+        while self.comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, self._status):
+            src, tag, count = self._status.Get_source(), self._status.Get_tag(), self._status.Get_count(MPI.BYTE)
+            msg = np.empty(count, dtype=np.uint8)
+            self.comm.Recv(msg, src, tag)
+            self._pending.append(_Pending(src, tag, int(msg[:8].view(np.int64)[0]), msg[8:]))
+
+    def _plan(self, now_ns: int) -> None:
+        """Schedule the inbound link: messages in departure order, one at a time; fix arrivals already past."""
+        free = self._link_free_ns
+        waiting = sorted((p for p in self._pending if p.arrive_ns is None), key=lambda p: (p.depart_ns, p.source))
+        for p in waiting:
+            c, k = self._wire_ns[p.source]
+            arrive = max(p.depart_ns, free) + int(c + k * p.payload.nbytes)
+            if arrive > now_ns:
+                break  # not yet arrived: an earlier-departing message may still show up and go first
+            p.arrive_ns = free = arrive
+        self._link_free_ns = free
+
+    def _next_arrival(self, now_ns: int) -> int | None:
+        """Planned arrival of the first not-yet-arrived message (None when nothing is pending)."""
+        waiting = sorted((p for p in self._pending if p.arrive_ns is None), key=lambda p: (p.depart_ns, p.source))
+        if not waiting:
+            return None
+        c, k = self._wire_ns[waiting[0].source]
+        return max(waiting[0].depart_ns, self._link_free_ns) + int(c + k * waiting[0].payload.nbytes)
+
+    def recv(self, buf: np.ndarray, source: int = ANY_SOURCE, tag: int = 0) -> int:
+        posted = time.monotonic_ns()
+        while True:
+            self._drain()
+            now = time.monotonic_ns()
+            self._plan(now)
+            arrived = [
+                p for p in self._pending
+                if p.arrive_ns is not None and p.tag == tag and source in (ANY_SOURCE, p.source)
+            ]
+            if arrived:
+                p = min(arrived, key=lambda q: q.arrive_ns)
+                break
+            nxt = self._next_arrival(now)
+            if nxt is not None and nxt - now > _SPIN_NS:
+                time.sleep(min((nxt - now - _SPIN_NS) / 1e9, 0.002))  # wake early to look for earlier departures
+            elif nxt is None:
+                time.sleep(_POLL_S)
+            self._reap()
+        self._pending.remove(p)
+        out = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.reshape(-1).view(np.uint8)
+        if out.nbytes != p.payload.nbytes:
+            raise InputError(
+                f"rank {self.rank}: message from rank {p.source} has {p.payload.nbytes} bytes, "
+                f"receive buffer {out.nbytes}"
+            )
+        out[:] = p.payload
+        c, k = self._recv_ns
+        _busy_until(max(p.arrive_ns, posted) + int(c + k * p.payload.nbytes))
+        return p.source
+
+    # ---- clock, barrier ----
+    def now(self) -> float:
+        return time.monotonic_ns() / 1000.0 / self.time_scale
+
+    def barrier(self) -> None:
+        req = self.comm.Ibarrier()
+        while not req.Test():
+            time.sleep(_POLL_S)
+
+    def compute(self, us: float) -> None:
+        end = time.monotonic_ns() + int(us * self.time_scale * 1000)
+        while time.monotonic_ns() < end:
+            pass
+
+    def finish(self) -> None:
+        while self._outgoing:
+            self._reap()
+            if self._outgoing:
+                time.sleep(_POLL_S)
+
+
+def make_transport(comm: Any, testbed: Testbed | str | None) -> Transport:
+    """:class:`EmulatedTransport` for a testbed (object, ``"paper"`` or file), :class:`PlainTransport` for None."""
+    if testbed is None:
+        return PlainTransport(comm)
+    return EmulatedTransport(comm, load_testbed(testbed))
