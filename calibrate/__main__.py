@@ -44,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="python -m calibrate", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="task", metavar="TASK", parser_class=_Parser)
     sub.required = True
-    for name, modname in TASKS.items():
+    argv = sys.argv[1:] if argv is None else argv
+    # Import only the task asked for (every rank does this at start-up); all of them only for --help.
+    wanted = [argv[0]] if argv and argv[0] in TASKS else list(TASKS)
+    for name in wanted:
+        modname = TASKS[name]
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as e:

@@ -10,13 +10,20 @@ Buffers are contiguous numpy ``uint8`` arrays (any writable buffer works for ``r
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Transport", "PlainTransport", "ANY_SOURCE"]
+__all__ = ["Transport", "PlainTransport", "ANY_SOURCE", "quiet_wait"]
 
 ANY_SOURCE = -1
+
+
+def quiet_wait(request: Any, poll_s: float = 30e-6) -> None:
+    """Complete an MPI request by testing it between short sleeps (MPICH's blocking wait spins a core)."""
+    while not request.Test():
+        time.sleep(poll_s)
 
 
 class Transport:
@@ -47,6 +54,14 @@ class Transport:
 
     def barrier(self) -> None:
         self.comm.Barrier()
+
+    def idle(self, us: float) -> None:
+        """Sleep (give the CPU away) for ``us`` model microseconds."""
+        time.sleep(max(0.0, us) * self.time_scale / 1e6)
+
+    def quiet_barrier(self) -> None:
+        """A barrier that sleeps while it waits: for ranks that sit out a measurement on a shared machine."""
+        quiet_wait(self.comm.Ibarrier())
 
     def compute(self, us: float) -> None:
         """Busy-spin for ``us`` model microseconds (real CPU work, not sleep)."""

@@ -1,0 +1,403 @@
+"""``python -m calibrate calibrate``: measure Sc/Sm/Rc/Rm per node type and Xc/Xm, and emit a profile document.
+
+Plan (papers/003 section 2): for every message size, ping-pong over each measured pair (two ranks of one type
+where a type has two or more ranks, and one rank of each pair of types), then for every type its send overhead
+(consecutive sends) and its receive overhead (receive posted after the message surely arrived). Then, on rank 0:
+
+* ``S_t(m)`` and ``R_t(m)`` are fitted per type (median per size, least squares, 95 % CIs);
+* the wire time of every pair is what the ping-pong leaves over, ``X = T_ptp - S - R`` (both directions
+  averaged), fitted for all pairs together; a pair whose own line differs beyond the confidence intervals (and by
+  more than 5 %) gets a ``links`` entry;
+* each pair's residual (measured ping-pong vs ``S + X + R`` from the fitted parameters) is the check of the
+  model's additivity (Table 2's point);
+* a protocol switch (eager -> rendezvous) is detected on the ping-pong times; the profile's numbers come from the
+  regime that holds at most of the calibrated sizes (``--regime`` to choose), the other regime's fits go into
+  ``provenance``.
+
+The testbed's parameters are never read: only its layout (which type each rank is) is used, as a user would
+know which nodes are which. ``--layout auto`` finds types by host name and by clustering per-rank overheads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import socket
+import time
+from typing import Any
+
+import numpy as np
+
+from hnowmodel.errors import InputError
+from hnowmodel.layout import parse_layout
+from hnowmodel.params import PROFILE_SCHEMA
+from hnowmodel.sizes import parse_sizes
+
+from .fit import LineFit, find_breakpoint, fit_line
+from .microbenchmarks import measure
+from .stats import median_ci, summary
+
+__all__ = ["HELP", "add_arguments", "prepare", "main", "DEFAULT_SIZES", "parse_network_spec", "auto_layout"]
+
+HELP = "measure the per-type send/receive overheads and the network, and emit a hnowmodel.profile/1 document"
+
+DEFAULT_SIZES = {"plain": "0,256,1K,4K,16K,64K,256K,1M", "emulated": "0,1K,2K,4K,8K"}
+QUICK_SIZES = {"plain": "0,1K,16K,256K", "emulated": "0,2K,8K"}
+# Letters of a layout like FFSS when no type names are known yet (plain MPI): the usual names.
+LETTER_NAMES = {"F": "fast", "S": "slow", "M": "medium"}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--testbed", default=None, help="emulated testbed: 'paper' or a JSON file (default: plain MPI)")
+    p.add_argument("--layout", default=None, help="node type of each rank (FFSS, fast,slow,…) or 'auto'")
+    p.add_argument("--sizes", default=None, help="message sizes in bytes (default depends on plain/emulated)")
+    p.add_argument("--network", default=None, help="take X from the network's configuration: "
+                   "bandwidth_MBps=…,latency_us=… (or Xc_us=…,Xm_us_per_byte=…)")
+    p.add_argument("--regime", default="auto", choices=("auto", "below", "above"),
+                   help="with a protocol switch: which side's fit goes into the profile (default: most sizes)")
+    p.add_argument("--precision", type=float, default=0.025, help="stop when the 95%% CI of the median is within this")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds per experiment and size (default 1.5, quick 0.5)")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (tests, demos)")
+
+
+def parse_network_spec(text: str) -> tuple[float, float]:
+    """``bandwidth_MBps=12.5,latency_us=16`` or ``Xc_us=16,Xm_us_per_byte=0.08`` -> (Xc_us, Xm_us_per_byte).
+
+    >>> parse_network_spec("bandwidth_MBps=12.5,latency_us=16")
+    (16.0, 0.08)
+    """
+    kv: dict[str, float] = {}
+    for item in text.split(","):
+        key, eq, val = item.partition("=")
+        try:
+            kv[key.strip()] = float(val)
+        except ValueError:
+            raise InputError(f"--network item {item!r}: expected key=number") from None
+        if not eq:
+            raise InputError(f"--network item {item!r}: expected key=number")
+    if set(kv) == {"bandwidth_MBps", "latency_us"}:
+        if kv["bandwidth_MBps"] <= 0 or kv["latency_us"] < 0:
+            raise InputError("--network: bandwidth_MBps must be > 0 and latency_us >= 0")
+        return kv["latency_us"], 1.0 / kv["bandwidth_MBps"]  # 1 MB/s = 1 byte/µs
+    if set(kv) == {"Xc_us", "Xm_us_per_byte"}:
+        if kv["Xc_us"] < 0 or kv["Xm_us_per_byte"] < 0:
+            raise InputError("--network: Xc_us and Xm_us_per_byte must be >= 0")
+        return kv["Xc_us"], kv["Xm_us_per_byte"]
+    raise InputError(f"--network {text!r}: give bandwidth_MBps=…,latency_us=… or Xc_us=…,Xm_us_per_byte=…")
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    testbed = None
+    if args.testbed:
+        from .testbed import load_testbed
+
+        testbed = load_testbed(args.testbed)
+    mode = "emulated" if testbed else "plain"
+    sizes = sorted(set(parse_sizes(args.sizes or (QUICK_SIZES if args.quick else DEFAULT_SIZES)[mode])))
+    if len(sizes) < 2:
+        raise InputError("--sizes: the fits need at least two different sizes")
+    layout = None
+    if args.layout and args.layout != "auto":
+        if testbed is not None:
+            layout = parse_layout(args.layout, list(testbed.types))
+        elif "," in args.layout or "*" in args.layout or args.layout.startswith("@"):
+            layout = parse_layout(args.layout, _names_in(args.layout))
+        else:
+            letters = sorted(set(args.layout.upper()))
+            layout = parse_layout(args.layout, [LETTER_NAMES.get(c, c) for c in letters])
+    network = parse_network_spec(args.network) if args.network else None
+    return {"testbed": testbed, "sizes": sizes, "layout": layout, "network": network, "mode": mode}
+
+
+def _names_in(spec: str) -> list[str]:
+    if spec.startswith("@"):
+        from hnowmodel.io import read_json
+
+        doc = read_json(spec[1:], "layout file")
+        items = doc if isinstance(doc, list) else doc.get("ranks", []) if isinstance(doc, dict) else []
+        return sorted({str(t) for t in items})
+    return sorted({item.partition("*")[0].strip() for item in spec.split(",") if item.strip()})
+
+
+# ---- on all ranks -----------------------------------------------------------------------------------------------
+def auto_layout(tr: Any, rt: Any, hosts: list[str]) -> tuple[str, ...]:
+    """Types from measured send overheads (and host names): each rank's send overhead at 1 KiB is measured; sorted,
+    a new type starts where the next rank is more than 25 % slower than the first of the current group and the
+    gap exceeds both medians' confidence intervals. Ranks on one host never differ by hardware, so a host's
+    ranks share the type of its fastest rank. Names: ``node`` for one type, ``fast``/``slow`` for two, else
+    ``type1``… (fastest first)."""
+    n = tr.size
+    overhead, ci = [], []
+    for r in range(n):
+        peer = 1 if r == 0 else 0
+        s = measure(tr, "sends", r, peer, 1024, min_samples=8, max_samples=60, budget_s=0.5)
+        med, lo, hi = tr.comm.bcast((float(np.median(s)), *median_ci(s)) if s else None, root=r)
+        overhead.append(med)
+        ci.append(hi - lo)
+    per_host: dict[str, float] = {}
+    for r in range(n):
+        per_host[hosts[r]] = min(per_host.get(hosts[r], math.inf), overhead[r])
+    value = [per_host[hosts[r]] for r in range(n)]
+    order = sorted(range(n), key=lambda r: value[r])
+    groups: list[list[int]] = []
+    for r in order:
+        if groups:
+            first = groups[-1][0]
+            gap = value[r] - value[first]
+            if gap <= 0.25 * value[first] or gap <= ci[r] + ci[first]:
+                groups[-1].append(r)
+                continue
+        groups.append([r])
+    names = ["fast", "slow"] if len(groups) == 2 else ["node"] if len(groups) == 1 else [
+        f"type{i + 1}" for i in range(len(groups))]
+    layout = [""] * n
+    for name, g in zip(names, groups, strict=True):
+        for r in g:
+            layout[r] = name
+    rt.progress(f"auto layout: {','.join(layout)} (hosts: {len(set(hosts))}, send overhead at 1 KiB: "
+                + ", ".join(f"{o:.1f}" for o in overhead) + " µs)")
+    return tuple(layout)
+
+
+def _plan(layout: tuple[str, ...]) -> tuple[list[tuple[int, int]], dict[str, tuple[int, int]]]:
+    """Ping-pong pairs, and for every type (its measured rank, a partner)."""
+    by_type: dict[str, list[int]] = {}
+    for r, t in enumerate(layout):
+        by_type.setdefault(t, []).append(r)
+    pairs = [(rs[0], rs[1]) for rs in by_type.values() if len(rs) >= 2]
+    types = list(by_type)
+    pairs += [(by_type[a][0], by_type[b][0]) for i, a in enumerate(types) for b in types[i + 1 :]]
+    roles = {}
+    for t, rs in by_type.items():
+        partner = rs[1] if len(rs) >= 2 else next(r for r in range(len(layout)) if r != rs[0])
+        roles[t] = (rs[0], partner)
+    return pairs, roles
+
+
+def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any] | None:
+    from mpi4py import MPI
+
+    from .testbed import make_transport
+
+    comm = rt.comm
+    t_start = time.monotonic()
+    if comm.Get_size() < 2:
+        raise InputError("calibration needs at least 2 ranks (--np 2 or more)")
+    testbed = prepared["testbed"]
+    with rt.step("transport"):
+        if testbed is not None and prepared["layout"] is not None:
+            if len(prepared["layout"]) != comm.Get_size():
+                raise InputError(f"--layout has {len(prepared['layout'])} ranks, the job has {comm.Get_size()}")
+            testbed = testbed.with_ranks(prepared["layout"])
+        tr = make_transport(comm, testbed)
+    with rt.step("hosts"):
+        hosts = comm.allgather(socket.gethostname())
+    with rt.step("layout"):
+        layout = prepared["layout"]
+        if layout is None and testbed is not None:
+            layout = testbed.layout_for(tr.size)  # the user knows which node is which; never its parameters
+        if layout is None:
+            layout = auto_layout(tr, rt, hosts)
+        if len(layout) != tr.size:
+            raise InputError(f"--layout has {len(layout)} ranks, the job has {tr.size}")
+    pairs, roles = _plan(tuple(layout))
+    sizes = prepared["sizes"]
+    quick = args.quick
+    if prepared["mode"] == "plain":  # µs-scale samples: cheap, and noisy on a shared machine, so take many
+        opts = {"rel": args.precision, "budget_s": args.budget or (0.3 if quick else 1.0), "min_samples": 20,
+                "max_samples": 200 if quick else 600, "batch": 10, "warmup": 10}
+    else:
+        opts = {"rel": args.precision, "budget_s": args.budget or (0.5 if quick else 1.5),
+                "min_samples": 4 if quick else 6, "max_samples": 20 if quick else 40}
+    records: list[dict[str, Any]] = []
+
+    def run(name: str, a: int, b: int, m: int, **kw: Any) -> float:
+        with rt.step(f"{name} {a}->{b} {m} B"):
+            samples = measure(tr, name, a, b, m, **opts, **kw)
+        if samples is not None:
+            records.append({"experiment": name, "a": a, "b": b, "size": m, "samples_us": samples})
+        who = a if name != "recv" else b
+        return float(comm.bcast(float(np.median(samples)) if samples else None, root=who))
+
+    for i, m in enumerate(sizes):
+        rt.progress(f"size {m} B ({i + 1}/{len(sizes)}): ping-pong {len(pairs)} pair(s), overheads of "
+                    f"{len(roles)} type(s)")
+        pp = [run("pingpong", a, b, m) for a, b in pairs]
+        settle = 3 * max(pp) + 100.0
+        for _, (r, partner) in roles.items():
+            run("sends", r, partner, m)
+            run("recv", partner, r, m, settle_us=settle)
+    with rt.step("collect"):
+        tr.finish()
+        everything = comm.gather(records, root=0)
+    if rt.rank != 0:
+        return None
+    with rt.step("fit"):
+        recs = [r for part in everything for r in part]
+        doc = _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
+    doc["provenance"]["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+    doc["provenance"]["wall_s"] = round(time.monotonic() - t_start, 2)
+    return doc
+
+
+# ---- fitting on rank 0 ------------------------------------------------------------------------------------------
+def _medians(recs: list[dict[str, Any]], exp: str, a: int, b: int) -> tuple[list[int], list[float]]:
+    pts = sorted((r["size"], float(np.median(r["samples_us"]))) for r in recs
+                 if r["experiment"] == exp and r["a"] == a and r["b"] == b)
+    return [p[0] for p in pts], [p[1] for p in pts]
+
+
+def _nonneg(x: float, what: str, warnings: list[str]) -> float:
+    if x < 0:
+        warnings.append(f"{what} fitted as {x:.4g}, below zero: set to 0 (the overhead is too small to measure)")
+        return 0.0
+    return x
+
+
+def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> dict[str, Any]:
+    warnings: list[str] = []
+    # protocol switch, seen on the first pair's ping-pong
+    a0, b0 = pairs[0]
+    pp_sizes, pp_vals = _medians(recs, "pingpong", a0, b0)
+    k = find_breakpoint(pp_sizes, pp_vals)
+    regimes = [slice(0, None)] if k is None else [slice(0, k), slice(k, None)]
+    if k is None:
+        main_idx = 0
+    elif args.regime == "below":
+        main_idx = 0
+    elif args.regime == "above":
+        main_idx = 1
+    else:
+        main_idx = 0 if k >= len(pp_sizes) - k else 1
+    regime_sizes = [set(pp_sizes[s]) for s in regimes]
+
+    def fits_for(sel: set[int]) -> dict[str, Any]:
+        out: dict[str, Any] = {"types": {}, "pairs": []}
+        for t, (r, partner) in roles.items():
+            s_x, s_y = _medians(recs, "sends", r, partner)
+            r_x, r_y = _medians(recs, "recv", partner, r)
+            out["types"][t] = {
+                "S": fit_line(*zip(*[(x, y) for x, y in zip(s_x, s_y, strict=True) if x in sel], strict=True)),
+                "R": fit_line(*zip(*[(x, y) for x, y in zip(r_x, r_y, strict=True) if x in sel], strict=True)),
+                "S_points": dict(zip(s_x, s_y, strict=True)),
+                "R_points": dict(zip(r_x, r_y, strict=True)),
+            }
+        x_all: list[tuple[int, float]] = []
+        for a, b in pairs:
+            ta, tb = layout[a], layout[b]
+            ts = out["types"]
+            xs, ys = _medians(recs, "pingpong", a, b)
+            pts = []
+            for m, half_rtt in zip(xs, ys, strict=True):
+                if m not in sel:
+                    continue
+                sr = (ts[ta]["S_points"][m] + ts[tb]["R_points"][m] + ts[tb]["S_points"][m] + ts[ta]["R_points"][m])
+                pts.append((m, half_rtt - sr / 2))
+            x_all += pts
+            out["pairs"].append({"a": a, "b": b, "types": (ta, tb), "X": fit_line(*zip(*pts, strict=True)),
+                                 "pingpong": dict(zip(xs, ys, strict=True))})
+        out["X"] = fit_line(*zip(*x_all, strict=True))
+        return out
+
+    per_regime = [fits_for(s) for s in regime_sizes]
+    main = per_regime[main_idx]
+    types_doc: dict[str, dict[str, float]] = {}
+    for t, f in main["types"].items():
+        S: LineFit = f["S"]
+        R: LineFit = f["R"]
+        types_doc[t] = {
+            "Sc_us": _nonneg(S.intercept, f"{t}.Sc_us", warnings),
+            "Sm_us_per_byte": _nonneg(S.slope, f"{t}.Sm_us_per_byte", warnings),
+            "Rc_us": _nonneg(R.intercept, f"{t}.Rc_us", warnings),
+            "Rm_us_per_byte": _nonneg(R.slope, f"{t}.Rm_us_per_byte", warnings),
+        }
+    X: LineFit = main["X"]
+    if prepared["network"] is not None:
+        xc, xm = prepared["network"]
+        network = {"Xc_us": xc, "Xm_us_per_byte": xm}
+        x_source = "network configuration (--network)"
+    else:
+        network = {"Xc_us": _nonneg(X.intercept, "network.Xc_us", warnings),
+                   "Xm_us_per_byte": _nonneg(X.slope, "network.Xm_us_per_byte", warnings)}
+        x_source = "ping-pong minus measured S and R, all pairs fitted together"
+    links = []
+    pair_rows = []
+    for pf in main["pairs"]:
+        px: LineFit = pf["X"]
+        ta, tb = pf["types"]
+        differs = any(
+            abs(v_pair - v_all) > (ci_pair + ci_all) and abs(v_pair - v_all) > 0.05 * max(abs(v_all), 1e-9)
+            for v_pair, v_all, ci_pair, ci_all in (
+                (px.intercept, X.intercept, px.intercept_ci, X.intercept_ci),
+                (px.slope * 65536, X.slope * 65536, px.slope_ci * 65536, X.slope_ci * 65536),
+            )
+            if math.isfinite(ci_pair) and math.isfinite(ci_all)
+        )
+        if differs and prepared["network"] is None and ta != tb:
+            for src, dst in ((ta, tb), (tb, ta)):
+                links.append({"from": src, "to": dst, "Xc_us": max(px.intercept, 0.0),
+                              "Xm_us_per_byte": max(px.slope, 0.0)})
+        # additivity: measured half round trip vs the fitted S + X + R of both directions
+        resid = []
+        for m, meas in pf["pingpong"].items():
+            if m not in regime_sizes[main_idx]:
+                continue
+            net = network["Xc_us"] + network["Xm_us_per_byte"] * m
+            pred = 0.0
+            for s_t, r_t in ((ta, tb), (tb, ta)):
+                pred += (types_doc[s_t]["Sc_us"] + types_doc[s_t]["Sm_us_per_byte"] * m + net
+                         + types_doc[r_t]["Rc_us"] + types_doc[r_t]["Rm_us_per_byte"] * m) / 2
+            resid.append({"size": m, "measured_us": meas, "model_us": pred, "residual_pct": 100 * (meas - pred) / pred})
+        pair_rows.append({"ranks": [pf["a"], pf["b"]], "types": [ta, tb], "X_fit": px.to_dict(),
+                          "max_abs_residual_pct": max((abs(r["residual_pct"]) for r in resid), default=0.0),
+                          "residuals": resid})
+    # spread of the raw samples: warn where the CI of the median is wide
+    sample_rows = []
+    for r in recs:
+        s = summary(r["samples_us"])
+        spread = (s["ci_high_us"] - s["ci_low_us"]) / max(s["median_us"], 1e-9)
+        sample_rows.append({"experiment": r["experiment"], "a": r["a"], "b": r["b"], "size": r["size"], **s,
+                            "ci_rel": spread, "raw_us": [round(v, 3) for v in r["samples_us"]]})
+    noisy = sorted((row for row in sample_rows if row["ci_rel"] > 0.10), key=lambda row: -row["ci_rel"])
+    if noisy:
+        w = noisy[0]
+        warnings.append(
+            f"{len(noisy)} of {len(sample_rows)} measurements have a 95% CI of the median wider than 10% of it "
+            f"(worst: {w['experiment']} {w['a']}->{w['b']} at {w['size']} B, {100 * w['ci_rel']:.0f}%); "
+            "a quieter machine or more --budget narrows them"
+        )
+    fits_doc = {
+        t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in main["types"].items()
+    }
+    fits_doc["network"] = X.to_dict()
+    other = [
+        {"sizes": sorted(regime_sizes[i]),
+         "types": {t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in per_regime[i]["types"].items()},
+         "network": per_regime[i]["X"].to_dict()}
+        for i in range(len(per_regime)) if i != main_idx
+    ]
+    return {
+        "schema": PROFILE_SCHEMA,
+        "types": types_doc,
+        "network": network,
+        **({"links": links} if links else {}),
+        "nodes": [{"rank": r, "host": hosts[r], "type": t} for r, t in enumerate(layout)],
+        "provenance": {
+            "method": "papers/003 section 2: ping-pong (eq. 5), consecutive sends (S), receive after arrival (R); "
+                      "X = T_ptp - S - R",
+            "x_source": x_source,
+            "mode": prepared["mode"],
+            "testbed": None if prepared["testbed"] is None else {
+                "name": prepared["testbed"].name, "time_scale": prepared["testbed"].time_scale},
+            "sizes": sizes,
+            "precision": args.precision,
+            "protocol_breakpoint_bytes": None if k is None else [pp_sizes[k - 1], pp_sizes[k]],
+            "regime_sizes": sorted(regime_sizes[main_idx]),
+            "fits": fits_doc,
+            "other_regimes": other,
+            "pairs": pair_rows,
+            "warnings": warnings,
+            "samples": sample_rows,
+        },
+    }

@@ -1,0 +1,92 @@
+"""Repetition and summary statistics shared by the calibration, the collectives and the benchmarks.
+
+Timing samples are skewed (a preempted run is only ever slower), so the summaries are order statistics: minimum,
+median, maximum, and a distribution-free 95 % confidence interval of the median from the binomial distribution.
+
+>>> summary([10.0, 11.0, 12.0, 13.0, 100.0])["median_us"]
+12.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+__all__ = ["median_ci", "summary", "converged", "repeat_adaptive"]
+
+
+def median_ci(samples: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median (order statistics, binomial(n, 1/2)).
+
+    With fewer than 6 samples no interval at 95 % exists; the sample range is returned.
+
+    >>> median_ci(list(range(100)))
+    (39.0, 60.0)
+    """
+    x = np.sort(np.asarray(samples, dtype=float))
+    n = x.size
+    if n == 0:
+        return (math.nan, math.nan)
+    lo = int(sps.binom.ppf((1 - level) / 2, n, 0.5))
+    hi = int(sps.binom.isf((1 - level) / 2, n, 0.5))
+    lo = max(lo - 1, 0)
+    hi = min(hi, n - 1)
+    return float(x[lo]), float(x[hi])
+
+
+def summary(samples: Sequence[float], unit: str = "us") -> dict[str, Any]:
+    """min / median / max / 95 % CI of the median / count of samples, keys carrying the unit."""
+    x = np.asarray(samples, dtype=float)
+    lo, hi = median_ci(x)
+    return {
+        f"min_{unit}": float(x.min()),
+        f"median_{unit}": float(np.median(x)),
+        f"max_{unit}": float(x.max()),
+        f"ci_low_{unit}": lo,
+        f"ci_high_{unit}": hi,
+        "samples": int(x.size),
+    }
+
+
+def converged(samples: Sequence[float], rel: float = 0.025, min_samples: int = 6) -> bool:
+    """True when the 95 % CI of the median lies within ``rel`` (relative) of the median on both sides."""
+    if len(samples) < min_samples:
+        return False
+    med = float(np.median(samples))
+    lo, hi = median_ci(samples)
+    scale = max(abs(med), 1e-9)
+    return (med - lo) <= rel * scale and (hi - med) <= rel * scale
+
+
+def repeat_adaptive(
+    once: Callable[[], float],
+    *,
+    warmup: int = 1,
+    min_samples: int = 6,
+    max_samples: int = 60,
+    rel: float = 0.025,
+    budget_s: float = 2.0,
+    clock: Callable[[], float] | None = None,
+) -> list[float]:
+    """Call ``once()`` (returns one sample) after ``warmup`` discarded calls until :func:`converged`,
+    ``max_samples`` or the time budget is reached; returns the raw samples.
+
+    For single-process loops; MPI experiments where several ranks must agree on stopping use
+    :func:`converged` on one rank and share the decision.
+    """
+    import time
+
+    clock = clock or time.monotonic
+    for _ in range(warmup):
+        once()
+    start = clock()
+    out: list[float] = []
+    while len(out) < max_samples:
+        out.append(float(once()))
+        if converged(out, rel, min_samples) or (len(out) >= min_samples and clock() - start > budget_s):
+            break
+    return out
