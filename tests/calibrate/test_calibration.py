@@ -1,0 +1,96 @@
+"""`hnow calibrate` over real mpiexec: the emulated testbed's parameters are recovered; plain MPI is sane;
+failures leave no profile behind."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from calibrate.testbed import load_testbed, paper_testbed
+from hnowmodel.params import NodeType, Profile
+
+pytestmark = pytest.mark.mpi
+
+TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
+
+
+def _check_recovered(profile: Profile, truth: Profile, type_tol=0.05, net_tol=0.10):
+    for name, t in truth.types.items():
+        got = profile.types[name]
+        for k in TYPE_KEYS:
+            assert getattr(got, k) == pytest.approx(getattr(t, k), rel=type_tol), (name, k)
+    assert profile.network.Xc_us == pytest.approx(truth.network.Xc_us, rel=net_tol)
+    assert profile.network.Xm_us_per_byte == pytest.approx(truth.network.Xm_us_per_byte, rel=net_tol)
+
+
+def test_paper_testbed_recovered_within_5_percent(hnow, tmp_path):
+    out = tmp_path / "p.json"
+    proc = hnow("calibrate", "--np", "4", "--testbed", "paper", "--layout", "FFSS", "-o", str(out), "--quick",
+                timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert "±" in proc.stdout and "additivity" in proc.stdout
+    prof = Profile.load(out)
+    _check_recovered(prof, paper_testbed().profile())
+    assert prof.layout == ("fast", "fast", "slow", "slow")
+    fits = prof.provenance["fits"]
+    assert math.isfinite(fits["fast"]["S"]["intercept_ci95_us"])
+    assert all(p["max_abs_residual_pct"] < 5 for p in prof.provenance["pairs"])
+
+
+def test_invented_three_type_testbed_with_single_rank_type(hnow, tmp_path):
+    """Three types, one of them with a single rank (measured against a rank of another type)."""
+    tb = paper_testbed().to_dict()
+    tb["types"]["medium"] = NodeType("medium", 40, 0.1, 70, 0.05).to_dict()
+    tb["network"] = {"Xc_us": 30, "Xm_us_per_byte": 0.04}
+    tb["ranks"] = ["medium", "fast", "slow", "fast"]
+    tb["time_scale"] = 30
+    f = tmp_path / "tb.json"
+    f.write_text(json.dumps(tb))
+    out = tmp_path / "p.json"
+    proc = hnow("calibrate", "--np", "4", "--testbed", str(f), "-o", str(out), "--json", "--quick", timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "hnowmodel.profile/1"
+    _check_recovered(Profile.load(out), load_testbed(str(f)).profile())
+
+
+def test_plain_mpi_profile_is_sane(hnow, tmp_path):
+    out = tmp_path / "plain.json"
+    proc = hnow("calibrate", "--np", "2", "--layout", "node,node", "-o", str(out), "--quick", timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    prof = Profile.load(out)
+    node = prof.types["node"]
+    # shared-memory MPI on this machine: overheads of microseconds, far from the emulated milliseconds
+    assert 0 <= node.Sc_us < 100 and 0 <= node.Rc_us < 100
+    assert all(math.isfinite(prof.provenance["fits"]["node"][p]["slope_ci95_us_per_byte"]) for p in ("S", "R"))
+    assert "protocol_breakpoint_bytes" in prof.provenance
+
+
+def test_bad_testbed_exit_2_and_nothing_written(hnow, tmp_path):
+    out = tmp_path / "p.json"
+    bad = tmp_path / "tb.json"
+    bad.write_text('{"schema": "hnowmodel.testbed/1", "types": {}}')
+    proc = hnow("calibrate", "--np", "2", "--testbed", str(bad), "-o", str(out))
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "testbed" in proc.stderr
+    assert not out.exists()
+
+
+def test_hung_rank_times_out_names_rank_and_step_keeps_old_profile(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "p.json"
+    out.write_text("previous profile")
+    env = dict(os.environ, HNOW_FAULT="1:sends:hang")
+    proc = subprocess.run(
+        [sys.executable, "-m", "hnowmodel.cli", "calibrate", "--np", "2", "--testbed", "paper", "--layout", "FS",
+         "--quick", "--timeout", "12", "-o", str(out)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )
+    assert proc.returncode == 2
+    line = proc.stderr.strip().splitlines()[-1]
+    # rank 1 hangs on entering the step; rank 0 waits for it inside the same step: both are named with it
+    assert "did not finish within 12 s" in line and "ranks 0,1 in step 'sends 0->1" in line
+    assert out.read_text() == "previous profile"
