@@ -477,7 +477,8 @@ def _sized_hierarchical(n: int, root: int, layout: Any, profile: Any) -> Tree:
 
 def tree_names() -> list[str]:
     """Names accepted by :func:`make_tree` (``kary:K`` and ``knomial:K`` take a parameter, default 2)."""
-    return [f"{t}:K" if t in ("kary", "knomial") else t for t in TREES] + ["@file.json"]
+    args = {"kary": ":K", "knomial": ":K", "fnf": "[:SIZE]", "optimal": "[:SIZE]"}
+    return [t + args.get(t, "") for t in TREES] + ["@file.json"]
 
 
 def make_tree(spec: str, n: int, root: int = 0, layout: Sequence[str] | None = None, profile: Any = None) -> Tree:

@@ -1,0 +1,58 @@
+"""``hnow plan``: which mix of node types from a pool makes a collective fastest (or meets a target)."""
+
+from __future__ import annotations
+
+import argparse
+
+from .. import search
+from ..errors import InputError
+from ..sizes import parse_size
+from .common import OPS, check_choice, emit_json, load_profile, positive_int, print_table
+
+__all__ = ["HELP", "add_arguments", "run", "parse_pool"]
+
+HELP = "choose the mix of node types (from a pool) that minimises a collective's time, or meets a target"
+
+
+def parse_pool(text: str) -> dict[str, int]:
+    """``fast=16,slow=32`` -> {"fast": 16, "slow": 32}."""
+    pool: dict[str, int] = {}
+    for item in text.split(","):
+        name, eq, count = item.partition("=")
+        try:
+            pool[name.strip()] = int(count)
+        except ValueError:
+            raise InputError(f"--pool item {item!r}: expected TYPE=COUNT") from None
+        if not eq or not name.strip():
+            raise InputError(f"--pool item {item!r}: expected TYPE=COUNT")
+    return pool
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", default="paper", help="profile JSON file, or 'paper' (default)")
+    p.add_argument("--pool", required=True, help="available nodes per type, e.g. fast=16,slow=32")
+    p.add_argument("--ranks", type=positive_int, required=True, help="job size (number of ranks)")
+    p.add_argument("--op", default="bcast", help="bcast, scatter or gather (default bcast)")
+    p.add_argument("--size", default="0", help="message size in bytes (default 0)")
+    p.add_argument("--target-us", type=float, default=None,
+                   help="instead of the fastest mix: the one meeting this time with the fewest fastest-type nodes")
+    p.add_argument("--method", default="auto", help="tree search method per mix (default auto)")
+
+
+def run(args: argparse.Namespace) -> int:
+    check_choice(args.op, [o for o in OPS if o != "ptp"], "operation (--op)")
+    check_choice(args.method, search.METHODS, "method (--method)")
+    if args.target_us is not None and args.target_us <= 0:
+        raise InputError(f"--target-us {args.target_us}: must be > 0")
+    profile = load_profile(args.profile)
+    size = parse_size(args.size, "--size")
+    best, cands = search.plan(profile, parse_pool(args.pool), args.ranks, args.op, size, args.target_us, args.method)
+    if args.json:
+        emit_json({"choice": best.to_dict(), "candidates": [c.to_dict() for c in cands]})
+        return 0
+    verdict = "" if best.meets_target is None else (" (meets the target)" if best.meets_target
+                                                    else " (nothing meets the target; fastest shown)")
+    mix = ", ".join(f"{t}={c}" for t, c in best.mix.items())
+    print(f"{args.op} of {size} B on {args.ranks} ranks: use {mix}: {best.time_us:.2f} µs{verdict}")
+    print_table([{**{t: c for t, c in c.mix.items()}, "time_us": c.time_us, "method": c.method} for c in cands])
+    return 0

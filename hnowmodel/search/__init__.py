@@ -1,0 +1,146 @@
+"""Choosing trees: the exact broadcast optimum for few node types, heuristics for many, sequential orders,
+rank orders for native collectives, and pool planning. Pure model code (eq. 7-12 costs).
+
+>>> import hnowmodel as hm
+>>> best = hm.search.best_tree(hm.paper_profile(), ["fast"] * 4 + ["slow"] * 4, op="bcast", size=0)
+>>> best.method, best.time_us
+('exact', 410.0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import trees as _trees
+from ..errors import InputError, TreeError
+from ..params import Profile
+from ..predict import OPS
+from ..trees import Tree
+from .exact import EXACT_MAX_STATES, exact_bcast, exact_cost
+from .heuristics import ecef, fnf, improve
+from .orders import best_sequential, best_sequential_order
+from .plan import PlanChoice, plan
+from .rank_order import RankOrder, rank_order
+
+__all__ = [
+    "BestTree",
+    "best_tree",
+    "METHODS",
+    "exact_bcast",
+    "fnf",
+    "ecef",
+    "improve",
+    "best_sequential",
+    "best_sequential_order",
+    "rank_order",
+    "RankOrder",
+    "plan",
+    "PlanChoice",
+]
+
+
+@dataclass(frozen=True)
+class BestTree:
+    """A chosen tree, its predicted time (µs), how it was found, and the standard trees' times for comparison."""
+
+    tree: Tree
+    time_us: float
+    method: str
+    op: str
+    size: int
+    exact: bool
+    compared: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op, "size": self.size, "method": self.method, "exact": self.exact, "time_us": self.time_us,
+            "parent": self.tree.parent.tolist(), "children": [list(c) for c in self.tree.children],
+            "compared_us": dict(self.compared),
+        }
+
+
+def _counts(layout: Sequence[str], root: int) -> list[int]:
+    out: dict[str, int] = {}
+    for r, t in enumerate(layout):
+        if r != root:
+            out[t] = out.get(t, 0) + 1
+    return list(out.values())
+
+
+def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root: int, method: str):
+    if method == "exact":
+        tree, _ = exact_bcast(profile, layout, size, root)
+        return [("exact", tree)]
+    if method == "fnf":
+        return [("fnf", improve(profile, layout, fnf(profile, layout, size, root), size))]
+    if method == "ecef":
+        return [("ecef", improve(profile, layout, ecef(profile, layout, size, root), size))]
+    # auto: exact when affordable, else the better of the improved heuristics
+    if exact_cost(_counts(layout, root)) <= EXACT_MAX_STATES:
+        return _bcast_candidates(profile, layout, size, root, "exact")
+    return (_bcast_candidates(profile, layout, size, root, "fnf")
+            + _bcast_candidates(profile, layout, size, root, "ecef"))
+
+
+METHODS = ("auto", "exact", "fnf", "ecef")
+
+
+def best_tree(
+    profile: Profile, layout: Sequence[str], op: str = "bcast", size: float = 0, method: str = "auto", root: int = 0,
+    compare: Sequence[str] = ("binomial", "sequential", "hierarchical"),
+) -> BestTree:
+    """The fastest tree found for ``op`` at ``size`` bytes on this layout (``method``: auto, exact, fnf, ecef).
+
+    Broadcast: ``exact`` is the proven optimum under eq. 7 (DP over per-type counts); ``fnf``/``ecef`` are the
+    heuristics followed by local improvement; ``auto`` is exact when the DP is small enough. Scatter and gather:
+    the sequential tree in its exact best order (:mod:`~hnowmodel.search.orders`) and the FNF/ECEF shapes are
+    compared under the op's own model and the fastest is returned (``exact`` is then False: not a proof over
+    all trees).
+    """
+    if method not in METHODS:
+        raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
+    if op not in OPS:
+        raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPS)})")
+    n = len(layout)
+    if not 0 <= root < n:
+        raise InputError(f"root {root} is not a rank in 0..{n - 1}")
+    fn = OPS[op]
+    if op == "bcast":
+        cands = _bcast_candidates(profile, layout, size, root, method)
+    else:
+        cands = [("sequential:best", best_sequential(profile, layout, op, size, root))]
+        if method in ("auto", "fnf"):
+            cands.append(("fnf", fnf(profile, layout, size, root)))
+        if method in ("auto", "ecef"):
+            cands.append(("ecef", ecef(profile, layout, size, root)))
+    scored = [(float(fn(profile, layout, t, [size])[0]), name, t) for name, t in cands]
+    time_us, name, tree = min(scored, key=lambda x: x[0])
+    compared = {}
+    for spec in compare:
+        t = _trees.make_tree(spec, n, root=root, layout=layout, profile=profile)
+        compared[spec] = float(fn(profile, layout, t, [size])[0])
+    return BestTree(tree, time_us, name, op, int(size), op == "bcast" and name == "exact", compared)
+
+
+def _registered(method: str):
+    def factory(n: int, root: int = 0, arg: str | None = None, layout: Any = None, profile: Any = None) -> Tree:
+        if layout is None or profile is None:
+            raise TreeError(f"tree {method!r} needs a layout and a profile (it is chosen for the node types)")
+        if len(layout) != n:
+            raise TreeError(f"tree {method!r}: layout has {len(layout)} ranks, expected {n}")
+        try:
+            size = 0 if arg is None else int(arg)
+        except ValueError:
+            raise TreeError(f"tree {method}:SIZE needs a size in bytes, got {arg!r}") from None
+        if method == "fnf":
+            return fnf(profile, layout, size, root)
+        return best_tree(profile, layout, "bcast", size, "auto", root, compare=()).tree
+
+    return factory
+
+
+# `make_tree("fnf", …)` and `make_tree("optimal:4096", …)`: broadcast trees chosen for a size (default 0 bytes)
+_trees.TREES.setdefault("fnf", _registered("fnf"))
+_trees.TREES.setdefault("optimal", _registered("optimal"))
