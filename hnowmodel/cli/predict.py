@@ -22,6 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", default="0,1K,4K,16K,64K", help="message sizes in bytes: 0,1K,4K or 0..64K")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
     p.add_argument("--variant", default="paper", help="gather model: paper (eq. 12 as printed) or link")
+    p.add_argument("--order", default="rank", choices=("rank", "best"),
+                   help="sequential tree's send order: by rank, or the exact best order for the op and size")
     p.add_argument("--from", dest="src", default=None, help="--op ptp: sender's node type (default: every pair)")
     p.add_argument("--to", dest="dst", default=None, help="--op ptp: receiver's node type (default: every pair)")
 
@@ -46,8 +48,15 @@ def prediction_rows(args: argparse.Namespace) -> list[dict]:
     kw = {"variant": args.variant} if args.op == "gather" else {}
     rows = []
     for name in [t.strip() for t in args.tree.split(",") if t.strip()]:
-        tree = make_tree(name, len(layout), root=args.root, layout=layout, profile=profile)
-        times = model.predict(args.op, profile, layout, tree, sizes, **kw)
+        if name == "sequential" and args.order == "best":
+            from ..search import best_sequential
+
+            # the best order depends on the size: one tree per size
+            times = [model.predict(args.op, profile, layout, best_sequential(profile, layout, args.op, s, args.root),
+                                   [s], **kw)[0] for s in sizes]
+        else:
+            tree = make_tree(name, len(layout), root=args.root, layout=layout, profile=profile)
+            times = model.predict(args.op, profile, layout, tree, sizes, **kw)
         rows += [
             {"op": args.op, "tree": name, "size": s, "time_us": float(t)} for s, t in zip(sizes, times, strict=True)
         ]

@@ -85,3 +85,13 @@ def test_layout_length_vs_tree_file(hnow, tmp_path):
     assert proc.returncode == 2 and "8 ranks, expected 4" in proc.stderr
     proc = hnow("predict", "--layout", "FFFFSSSS", "--tree", f"@{f}", "--sizes", "0", "--json")
     assert json.loads(proc.stdout)["predictions"][0]["time_us"] == pytest.approx(660.0)
+
+
+def test_order_best_never_slower_than_rank_order(hnow):
+    def times(*extra):
+        proc = hnow("predict", "--op", "scatter", "--layout", "FFSSFS", "--tree", "sequential", "--sizes", "0,4K",
+                    "--json", *extra)
+        return [r["time_us"] for r in json.loads(proc.stdout)["predictions"]]
+
+    plain, best = times(), times("--order", "best")
+    assert all(b <= p for b, p in zip(best, plain, strict=True)) and best[0] < plain[0]
