@@ -306,18 +306,15 @@ def binomial(n: int, root: int = 0) -> Tree:
     rel = np.arange(n, dtype=np.int64)
     low = rel & -rel  # lowest set bit; 0 for the root
     parent_rel = np.where(rel > 0, rel - low, -1)
-    # Children of p are p + 2**j for 2**j < lowbit(p) (any j for the root), sent in decreasing j;
-    # childrank of c = 1 + number of valid siblings with a larger mask.
+    # Children of p are p + 2**j for 2**j < u, u = min(lowbit(p), n - p) (any j below n for the root), sent in
+    # decreasing j. So the child c = p + 2**j has send position 1 + #{j' > j: 2**j' < u} = bit_length(u - 1) - j,
+    # computed in closed form (no loop over bits: this is most of the build time at 2**20 ranks).
     childrank = np.zeros(n, dtype=np.int64)
     nonroot = rel > 0
     p = parent_rel[nonroot]
-    mask_c = low[nonroot]
-    plow = np.where(p > 0, p & -p, 1 << 62)
-    k = np.ones(p.shape, dtype=np.int64)
-    for j in range(1, max(1, int(n).bit_length()) + 1):
-        m = np.int64(1) << j
-        k += (m > mask_c) & (m < plow) & (p + m < n)
-    childrank[nonroot] = k
+    u = np.where(p > 0, np.minimum(p & -p, n - p), n)
+    j = np.frexp(low[nonroot].astype(float))[1] - 1  # log2 of c's own mask (exact for powers of two)
+    childrank[nonroot] = np.frexp((u - 1).astype(float))[1] - j  # frexp exponent = bit_length for ints < 2**53
     return _rotate(parent_rel, childrank, root, f"binomial(root={root})" if root else "binomial")
 
 

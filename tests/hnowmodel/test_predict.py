@@ -11,7 +11,7 @@ from hnowmodel import predict as P
 from hnowmodel import reference as R
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError, LayoutError
-from hnowmodel.params import paper_profile
+from hnowmodel.params import Link, NodeType, Profile, paper_profile
 
 from .test_trees import _any_tree
 
@@ -109,14 +109,51 @@ SIZES = [0, 1, 100, 1000, 65536]
 @given(cases())
 def test_vectorised_equals_scalar_reference(case):
     tree, layout = case
+    vec = {
+        "bcast": P.bcast(PROF, layout, tree, SIZES, per_rank=True),
+        "scatter": P.scatter(PROF, layout, tree, SIZES, per_rank=True),
+        **{v: P.gather(PROF, layout, tree, SIZES, per_rank=True, variant=v) for v in P.GATHER_VARIANTS},
+    }
     for j, m in enumerate(SIZES):
-        got = P.bcast(PROF, layout, tree, SIZES, per_rank=True)[j]
-        assert got == pytest.approx(R.bcast_reference(PROF, layout, tree, m))
-        got = P.scatter(PROF, layout, tree, SIZES, per_rank=True)[j]
-        assert got == pytest.approx(R.scatter_reference(PROF, layout, tree, m))
-        for variant in P.GATHER_VARIANTS:
-            got = P.gather(PROF, layout, tree, SIZES, per_rank=True, variant=variant)[j]
-            assert got == pytest.approx(R.gather_reference(PROF, layout, tree, m, variant))
+        assert vec["bcast"][j] == pytest.approx(R.bcast_reference(PROF, layout, tree, m))
+        assert vec["scatter"][j] == pytest.approx(R.scatter_reference(PROF, layout, tree, m))
+        for v in P.GATHER_VARIANTS:
+            assert vec[v][j] == pytest.approx(R.gather_reference(PROF, layout, tree, m, v))
+
+
+_cost = st.floats(0, 200, allow_nan=False).map(lambda v: round(v, 2))
+_per_byte = st.floats(0, 0.5, allow_nan=False).map(lambda v: round(v, 4))
+
+
+@st.composite
+def random_cases(draw, max_n=20):
+    """A random profile (1-3 types, optional per-pair links), layout and tree (hierarchical included)."""
+    names = ["a", "b", "c"][: draw(st.integers(1, 3))]
+    types = {t: NodeType(t, draw(_cost), draw(_per_byte), draw(_cost), draw(_per_byte)) for t in names}
+    links = {(x, y): Link(draw(_cost), draw(_per_byte)) for x in names for y in names if draw(st.booleans())}
+    prof = Profile(types, Link(draw(_cost), draw(_per_byte)), links)
+    n = draw(st.integers(1, max_n))
+    layout = draw(st.lists(st.sampled_from(names), min_size=n, max_size=n))
+    if draw(st.booleans()):
+        tree = T.make_tree("hierarchical", n, draw(st.integers(0, n - 1)), layout, prof)
+    else:
+        tree = _any_tree(draw, n)
+    return prof, layout, tree
+
+
+@given(random_cases())
+def test_vectorised_equals_reference_random_profiles(case):
+    prof, layout, tree = case
+    vec = {
+        "bcast": P.bcast(prof, layout, tree, SIZES, per_rank=True),
+        "scatter": P.scatter(prof, layout, tree, SIZES, per_rank=True),
+        **{v: P.gather(prof, layout, tree, SIZES, per_rank=True, variant=v) for v in P.GATHER_VARIANTS},
+    }
+    for j, m in enumerate(SIZES):
+        assert vec["bcast"][j] == pytest.approx(R.bcast_reference(prof, layout, tree, m))
+        assert vec["scatter"][j] == pytest.approx(R.scatter_reference(prof, layout, tree, m))
+        for v in P.GATHER_VARIANTS:
+            assert vec[v][j] == pytest.approx(R.gather_reference(prof, layout, tree, m, v))
 
 
 @given(cases())

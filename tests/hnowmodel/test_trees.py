@@ -22,6 +22,29 @@ def test_binomial_matches_mpich_order():
     assert T.binomial(8, root=3).children[3] == (7, 5, 4)
 
 
+def _mpich_binomial_children(n, root):
+    """MPIR_Bcast_intra_binomial's loops, literally: receive from rank - mask, then send to rank + mask, mask
+    decreasing from the one below the receive mask."""
+    kids = [[] for _ in range(n)]
+    for rank in range(n):
+        rel = (rank - root) % n
+        mask = 1
+        while mask < n and not rel & mask:
+            mask <<= 1
+        mask >>= 1
+        while mask > 0:
+            if rel + mask < n:
+                kids[rank].append((rel + mask + root) % n)
+            mask >>= 1
+    return tuple(tuple(k) for k in kids)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 6, 7, 9, 31, 33, 100, 257])
+def test_binomial_equals_mpich_loops(n):
+    for root in {0, min(1, n - 1), n // 2, n - 1}:
+        assert T.binomial(n, root).children == _mpich_binomial_children(n, root)
+
+
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 13, 64, 100])
 def test_knomial_2_is_binomial(n):
     for root in {0, n // 2, n - 1}:
