@@ -18,7 +18,7 @@ from ..errors import InputError, TreeError
 from ..params import Profile
 from ..predict import OPS
 from ..trees import Tree
-from .exact import EXACT_MAX_STATES, exact_bcast, exact_cost
+from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve
 from .orders import best_sequential, best_sequential_order
 from .plan import PlanChoice, plan
@@ -29,6 +29,7 @@ __all__ = [
     "best_tree",
     "METHODS",
     "exact_bcast",
+    "exact_work",
     "fnf",
     "ecef",
     "improve",
@@ -58,7 +59,16 @@ class BestTree:
             "op": self.op, "size": self.size, "method": self.method, "exact": self.exact, "time_us": self.time_us,
             "parent": self.tree.parent.tolist(), "children": [list(c) for c in self.tree.children],
             "compared_us": dict(self.compared),
+            "gain_vs_best_compared_pct": self.gain_pct,
         }
+
+    @property
+    def gain_pct(self) -> float | None:
+        """How much faster (%) than the best of the compared standard trees; None if none was compared."""
+        if not self.compared:
+            return None
+        ref = min(self.compared.values())
+        return 100.0 * (ref - self.time_us) / ref if ref else 0.0
 
 
 def _counts(layout: Sequence[str], root: int) -> list[int]:
@@ -78,7 +88,7 @@ def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root
     if method == "ecef":
         return [("ecef", improve(profile, layout, ecef(profile, layout, size, root), size))]
     # auto: exact when affordable, else the better of the improved heuristics
-    if exact_cost(_counts(layout, root)) <= EXACT_MAX_STATES:
+    if exact_work(_counts(layout, root)) <= EXACT_AUTO_WORK:
         return _bcast_candidates(profile, layout, size, root, "exact")
     return (_bcast_candidates(profile, layout, size, root, "fnf")
             + _bcast_candidates(profile, layout, size, root, "ecef"))
@@ -95,9 +105,10 @@ def best_tree(
 
     Broadcast: ``exact`` is the proven optimum under eq. 7 (DP over per-type counts); ``fnf``/``ecef`` are the
     heuristics followed by local improvement; ``auto`` is exact when the DP is small enough. Scatter and gather:
-    the sequential tree in its exact best order (:mod:`~hnowmodel.search.orders`) and the FNF/ECEF shapes are
-    compared under the op's own model and the fastest is returned (``exact`` is then False: not a proof over
-    all trees).
+    the sequential tree in its exact best order (:mod:`~hnowmodel.search.orders`; exact among sequential trees),
+    the binomial and hierarchical trees and the FNF/ECEF shapes (``auto``: both; ``fnf``/``ecef``: that one) are
+    compared under the op's own model (:mod:`hnowmodel.predict`: subtree data per edge off the sequential tree)
+    and the fastest is returned; ``exact`` is then False (not a proof over all trees).
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
@@ -111,6 +122,8 @@ def best_tree(
         cands = _bcast_candidates(profile, layout, size, root, method)
     else:
         cands = [("sequential:best", best_sequential(profile, layout, op, size, root))]
+        # the subtree-data shapes MPICH uses can win at small sizes (fewer root sends): always in the running
+        cands += [(name, _trees.make_tree(name, n, root, layout, profile)) for name in ("binomial", "hierarchical")]
         if method in ("auto", "fnf"):
             cands.append(("fnf", fnf(profile, layout, size, root)))
         if method in ("auto", "ecef"):
@@ -130,17 +143,36 @@ def _registered(method: str):
             raise TreeError(f"tree {method!r} needs a layout and a profile (it is chosen for the node types)")
         if len(layout) != n:
             raise TreeError(f"tree {method!r}: layout has {len(layout)} ranks, expected {n}")
-        try:
-            size = 0 if arg is None else int(arg)
-        except ValueError:
-            raise TreeError(f"tree {method}:SIZE needs a size in bytes, got {arg!r}") from None
+        op, size = _tree_arg(method, arg)
         if method == "fnf":
             return fnf(profile, layout, size, root)
-        return best_tree(profile, layout, "bcast", size, "auto", root, compare=()).tree
+        return best_tree(profile, layout, op, size, "auto", root, compare=()).tree
 
     return factory
 
 
-# `make_tree("fnf", …)` and `make_tree("optimal:4096", …)`: broadcast trees chosen for a size (default 0 bytes)
+def _tree_arg(method: str, arg: str | None) -> tuple[str, float]:
+    """``None`` | ``SIZE`` | ``OP`` | ``OP:SIZE`` -> (op, size in bytes); defaults bcast and 0 bytes."""
+    from ..sizes import parse_size
+
+    op, size = "bcast", 0.0
+    for part in ([] if arg is None else str(arg).split(":")):
+        if part in OPS and method == "optimal":
+            op = part
+            continue
+        try:
+            size = float(parse_size(part, f"tree {method}:SIZE"))
+        except InputError:
+            need = "[OP:]SIZE needs an operation (bcast, scatter, gather) and/or" if method == "optimal" else (
+                "SIZE needs")
+            raise TreeError(f"tree {method}:{need} a size in bytes, got {arg!r}") from None
+    return op, size
+
+
+# `make_tree("fnf", …)`, `make_tree("optimal", …)`, `make_tree("optimal:4096", …)`, `make_tree("optimal:scatter:1K",
+# …)`: trees chosen for the layout's node types. Defaults when nothing is said: broadcast, 0 bytes (the latency-bound
+# case the paper's tree comparison is about). `optimal` is what `best_tree(method="auto")` returns: the exact eq.-7
+# optimum for bcast when the DP is affordable (improved FNF/ECEF otherwise); for scatter/gather the best of the
+# sequential tree in its exact best order and the heuristic shapes. `fnf` is the raw FNF broadcast tree.
 _trees.TREES.setdefault("fnf", _registered("fnf"))
 _trees.TREES.setdefault("optimal", _registered("optimal"))

@@ -10,8 +10,9 @@ child's own subtree is M1 (a sub-multiset of M - {v}), the child holds the messa
 
 Ranks of one type are interchangeable, so the state is (type, count vector): ``k * prod(c_t + 1)`` states for
 counts c_t, and the inner minimum over M1 runs over a box of counts, vectorised with numpy (the box of
-``f(v, .)`` against the same box of ``f(u, .)`` reversed). Work: ``O(k^2 * prod((c_t+1)(c_t+2)/2))`` -
-2 types x 64 ranks or 3 types x 16 ranks take well under a second. The optimum is exact for eq. 7 (every schedule
+``f(v, .)`` against the same box of ``f(u, .)`` reversed). Work: ``O(k^2 * prod((c_t+1)(c_t+2)/2))``
+(:func:`exact_work`), memory ``O(k * prod(c_t+1))`` - 2 types x 64 ranks or 3 types x 16 ranks take about 0.1 s
+(experiments/perf_search.py). The optimum is exact for eq. 7 (every schedule
 is an ordered tree, and the recurrence enumerates every ordered tree up to swapping ranks of one type).
 """
 
@@ -25,15 +26,27 @@ from ..errors import InputError
 from ..params import Profile
 from ..trees import Tree, from_children
 
-__all__ = ["exact_bcast", "exact_cost", "EXACT_MAX_STATES"]
+__all__ = ["exact_bcast", "exact_cost", "exact_work", "EXACT_AUTO_WORK", "EXACT_MAX_WORK"]
 
-#: Above this many DP states per type, ``method="auto"`` uses the heuristics instead.
-EXACT_MAX_STATES = 200_000
+#: Above this much DP work (:func:`exact_work`), ``method="auto"`` uses the heuristics instead. Measured on this
+#: project's 2-core machine at 10-40 ns per unit (experiments/perf_search.py): about a second at most.
+EXACT_AUTO_WORK = 4e7
+#: Above this much work even an explicit ``method="exact"`` is refused (it would take minutes).
+EXACT_MAX_WORK = 3e9
 
 
 def exact_cost(counts: Sequence[int]) -> int:
-    """Number of DP states per type for these per-type counts (a proxy for time and memory)."""
+    """Number of DP states per type for these per-type counts (memory: ``k`` float arrays of this size)."""
     return int(np.prod([c + 1 for c in counts]))
+
+
+def exact_work(counts: Sequence[int]) -> float:
+    """Inner-loop work of the DP: ``k^2 * prod((c_t+1)(c_t+2)/2)`` (pairs M1 <= M over all M, per type pair).
+
+    >>> exact_work([3, 4])
+    600.0
+    """
+    return float(len(counts) ** 2 * np.prod([(c + 1) * (c + 2) / 2 for c in counts]))
 
 
 def _edge_costs(profile: Profile, types: Sequence[str], m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -65,8 +78,9 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
         if r != root:
             counts[tix[t]] += 1
     shape = tuple(c + 1 for c in counts)
-    if exact_cost(counts) > EXACT_MAX_STATES * 10:
-        raise InputError(f"exact search over {exact_cost(counts)} states per type is too large; use fnf or ecef")
+    if exact_work(counts) > EXACT_MAX_WORK:
+        raise InputError(f"exact search for per-type counts {counts} is too large ({exact_work(counts):.2g} steps, "
+                         f"limit {EXACT_MAX_WORK:.0g}); use method fnf or ecef")
     S, a = _edge_costs(profile, types, size)
     f = np.full((k, *shape), np.inf)
     # choice[u][M] = (v, flat index of M1 within the full shape)

@@ -5,10 +5,11 @@
 * :func:`ecef` - Earliest Completing Edge First with look-ahead (Bhat, Raghavendra, Prasanna): repeatedly the
   (sender, receiver) edge that completes earliest, the receiver's own best next send counted as look-ahead.
   Ranks of one type are interchangeable, so each step compares one candidate per (sender type, receiver type).
-* :func:`improve` - moves that re-attach the last rank to finish as the last child of the rank where it would
-  finish earliest, while the broadcast time drops.
+* :func:`improve` - local search under eq. 7: exact re-sorting of every parent's send order, moves of the last
+  rank to finish, and swaps of critical-path ranks with ranks of other types, while the broadcast time drops.
 
-All are O(n log n) or O(n k^2) for k types, with a heap per type: 10**5 ranks take about a second.
+FNF is O(n log n), ECEF O(n k^2) for k types (a heap per type); improve is capped by a budget of tree
+evaluations. See experiments/perf_search.py for timings at 10**5 ranks.
 """
 
 from __future__ import annotations
@@ -46,12 +47,13 @@ def fnf(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int = 
     waiting = sorted((r for r in range(n) if r != root), key=lambda r: (tix[layout[r]], r))
     children: list[list[int]] = [[] for _ in range(n)]
     ready = [(0.0, root)]  # (time the rank can start its next send, rank)
+    ti = [tix[t] for t in layout]
+    A, Sl = a.tolist(), S.tolist()  # plain floats: this loop runs n times
     for v in waiting:
         t, u = heapq.heappop(ready)
-        tu, tv = tix[layout[u]], tix[layout[v]]
         children[u].append(v)
-        heapq.heappush(ready, (t + S[tu], u))
-        heapq.heappush(ready, (t + a[tu, tv], v))
+        heapq.heappush(ready, (t + Sl[ti[u]], u))
+        heapq.heappush(ready, (t + A[ti[u]][ti[v]], v))
     return from_children(children, "fnf")
 
 
@@ -73,17 +75,22 @@ def ecef(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int =
         if r != root:
             waiting[tix[layout[r]]].append(r)  # pop() gives the lowest rank
     children: list[list[int]] = [[] for _ in range(n)]
-    # look-ahead of a receiver of type v: its own fastest possible next edge to any type still waiting
+    A, Sl = a.tolist(), S.tolist()  # plain floats: this loop runs n times
+    live_v: list[int] = []
+    look: dict[int, float] = {}
     for _ in range(n - 1):
-        live_v = [v for v in range(k) if waiting[v]]
-        look = {v: (min(a[v, w] for w in live_v) if lookahead else 0.0) for v in live_v}
+        now_live = [v for v in range(k) if waiting[v]]
+        if now_live != live_v:  # look-ahead of a receiver of type v: its own fastest next edge to a waiting type
+            live_v = now_live
+            look = {v: (min(A[v][w] for w in live_v) if lookahead else 0.0) for v in live_v}
         best, pick = np.inf, None
         for u in range(k):
             if not senders[u]:
                 continue
             t0 = senders[u][0][0]
+            Au = A[u]
             for v in live_v:
-                arrive = t0 + a[u, v]
+                arrive = t0 + Au[v]
                 score = arrive + look[v]
                 if score < best or (score == best and pick is not None and arrive < pick[2]):
                     best, pick = score, (u, v, arrive)
@@ -91,14 +98,25 @@ def ecef(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int =
         t0, src = heapq.heappop(senders[u])
         dst = waiting[v].pop()
         children[src].append(dst)
-        heapq.heappush(senders[u], (t0 + S[u], src))
+        heapq.heappush(senders[u], (t0 + Sl[u], src))
         heapq.heappush(senders[v], (arrive, dst))
     return from_children(children, "ecef")
 
 
-def improve(profile: Profile, layout: Sequence[str], tree: Tree, size: float = 0.0, max_moves: int = 200) -> Tree:
-    """Local improvement under eq. 7: move the last rank to finish to wherever it would finish earliest (as a
-    last child), and accept while the broadcast time drops. Never returns a slower tree.
+def improve(profile: Profile, layout: Sequence[str], tree: Tree, size: float = 0.0, max_evals: int | None = None
+            ) -> Tree:
+    """Local improvement under eq. 7; never returns a slower tree. Each round tries, in turn:
+
+    1. *re-sort siblings*: every parent sends to its children in decreasing order of their tails (time from the
+       parent's send slot to the end of the child's subtree). For a fixed parent assignment this order is exact
+       (exchange argument: child k finishes at ``T_parent + k*S_parent + tail``).
+    2. *move*: the last rank to finish (with its subtree) becomes the last child of the rank where it would be
+       received earliest.
+    3. *swap*: a rank on the critical path (the last rank and its ancestors, root excluded) trades places with
+       the earliest-reached leaf / inner rank of another type.
+
+    A step is kept only if the broadcast time drops; the pass stops when a round keeps nothing or after
+    ``max_evals`` tree evaluations (default ``clip(10**6 // n, 8, 400)``, so 10**5 ranks stay well under a second).
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import chain
@@ -109,34 +127,97 @@ def improve(profile: Profile, layout: Sequence[str], tree: Tree, size: float = 0
     """
     from ..predict import bcast
 
+    n = tree.n
+    if n <= 2:
+        return tree
     types, tix, S, a = _setup(profile, layout, size)
     ti = np.array([tix[t] for t in layout])
-    children = [list(c) for c in tree.children]
-    best_tree = tree
-    times = bcast(profile, layout, tree, [size], per_rank=True)[0]
+    Sr = S[ti]  # per-rank send overhead (µs)
+    budget = [int(np.clip(10**6 // n, 8, 400)) if max_evals is None else max_evals]
+    name = tree.name or "improved"
+
+    def times_of(t: Tree) -> np.ndarray:
+        budget[0] -= 1
+        return bcast(profile, layout, t, [size], per_rank=True)[0]
+
+    best, times = tree, times_of(tree)
     best_time = float(times.max())
-    for _ in range(max_moves):
+
+    def accept(t: Tree) -> bool:
+        nonlocal best, times, best_time
+        tt = times_of(t)
+        if tt.max() < best_time - 1e-9:
+            best, times, best_time = t, tt, float(tt.max())
+            return True
+        return False
+
+    while budget[0] > 0:
+        kept = False
+        # 1. siblings by decreasing tail (subtree max finish time measured from the parent's send slot)
+        sub = times.copy()
+        depth = best.depth
+        for d in range(int(depth.max()), 0, -1):
+            at = np.flatnonzero(depth == d)
+            np.maximum.at(sub, best.parent[at], sub[at])
+        nonroot = np.flatnonzero(best.parent >= 0)
+        par, k = best.parent[nonroot], best.childrank[nonroot]
+        tail = sub[nonroot] - times[par] - k * Sr[par]
+        o = np.lexsort((k, -tail, par))
+        starts = np.r_[True, par[o][1:] != par[o][:-1]]
+        pos = np.arange(o.size) - np.maximum.accumulate(np.where(starts, np.arange(o.size), 0)) + 1
+        if (pos != k[o]).any():
+            cr = best.childrank.copy()
+            cr[nonroot[o]] = pos
+            kept |= accept(Tree(best.parent, cr, name))
+        if budget[0] <= 0:
+            break
+        # 2. move the last rank to where it would be received earliest, as a new last child
         last = int(np.argmax(times))
-        if last == best_tree.root:
+        if last == best.root:
             break
-        # where could `last` (with its subtree) be received earliest as a new last child?
-        subtree = _subtree_mask(best_tree, last)
-        nsend = np.array([len(c) for c in children], dtype=float)
-        cand = times + nsend * S[ti] + a[ti, ti[last]]  # after the target's current sends, one more edge
-        cand[subtree] = np.inf
+        cand = times + best.nchildren * Sr + a[ti, ti[last]]
+        cand[_subtree_mask(best, last)] = np.inf
         target = int(np.argmin(cand))
-        if cand[target] >= times[last] - 1e-9:
+        if cand[target] < times[last] - 1e-9:
+            parent, cr = best.parent.copy(), best.childrank.copy()
+            old = parent[last]
+            cr[(parent == old) & (cr > cr[last])] -= 1
+            parent[last] = target
+            cr[last] = np.count_nonzero(parent == target)
+            if accept(Tree(parent, cr, name)):
+                continue
+        # 3. swap a critical-path rank with an early rank of another type
+        path = []
+        r = int(np.argmax(times))
+        while best.parent[r] >= 0:
+            path.append(r)
+            r = int(best.parent[r])
+        onpath = np.zeros(n, dtype=bool)
+        onpath[path] = True
+        onpath[best.root] = True
+        leaf = best.nchildren == 0
+        swapped = False
+        for p in reversed(path):  # nearest the root first: the biggest effect
+            for w in range(len(types)):
+                if w == ti[p]:
+                    continue
+                for group in (leaf, ~leaf):
+                    ok = (ti == w) & group & ~onpath
+                    if not ok.any() or budget[0] <= 0:
+                        continue
+                    q = int(np.flatnonzero(ok)[np.argmin(times[ok])])
+                    perm = np.arange(n)
+                    perm[p], perm[q] = q, p
+                    if accept(best.relabel(perm, name)):
+                        swapped = True
+                        break
+                if swapped:
+                    break
+            if swapped:
+                break
+        if not (kept or swapped):
             break
-        old_parent = int(best_tree.parent[last])
-        trial = [list(c) for c in children]
-        trial[old_parent].remove(last)
-        trial[target].append(last)
-        t = from_children(trial, tree.name or "improved")
-        tt = bcast(profile, layout, t, [size], per_rank=True)[0]
-        if tt.max() >= best_time - 1e-9:
-            break
-        children, best_tree, times, best_time = trial, t, tt, float(tt.max())
-    return best_tree
+    return best
 
 
 def _subtree_mask(tree: Tree, r: int) -> np.ndarray:

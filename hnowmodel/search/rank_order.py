@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InputError, LayoutError
 from ..params import Profile
 from ..predict import OPS
 from ..trees import Tree, make_tree, type_speed_order
@@ -55,10 +56,14 @@ def rank_order(
     >>> ro.time_us <= ro.baseline_us
     True
     """
+    if op not in OPS:
+        raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPS)})")
     n = len(layout)
     if isinstance(tree, str):
         tree = make_tree(tree, n, layout=layout, profile=profile)
-    fn = OPS[op] if op in OPS else OPS["bcast"]
+    if tree.n != n:
+        raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
+    fn = OPS[op]
 
     def cost(pos_types: Sequence[str]) -> float:
         return float(fn(profile, list(pos_types), tree, [size])[0])

@@ -1,0 +1,56 @@
+"""best_tree for every op and method, the registered `fnf`/`optimal` tree names, and bad input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hnowmodel import predict, search, trees
+from hnowmodel.errors import InputError, TreeError
+
+from .profiles import PROF, THREE, TYPES3
+
+
+@given(st.lists(st.sampled_from(TYPES3), min_size=2, max_size=12), st.sampled_from(["scatter", "gather"]),
+       st.sampled_from(["auto", "exact", "fnf", "ecef"]), st.sampled_from([0, 4096]))
+def test_scatter_gather_best_is_never_worse_than_sequential_or_binomial(layout, op, method, size):
+    best = search.best_tree(THREE, layout, op, size, method)
+    assert not best.exact and best.op == op
+    assert best.time_us == pytest.approx(predict.predict(op, THREE, layout, best.tree, [size])[0])
+    for name in ("sequential", "binomial", "hierarchical"):
+        assert best.time_us <= best.compared[name] + 1e-9
+    seq = search.best_sequential(THREE, layout, op, size)
+    assert best.time_us <= predict.predict(op, THREE, layout, seq, [size])[0] + 1e-9
+
+
+def test_best_tree_result_shape():
+    best = search.best_tree(PROF, ["fast", "slow"] * 3, "bcast", 1024, root=1)
+    d = best.to_dict()
+    assert d["parent"][1] == -1 and d["method"] == "exact" and d["exact"] is True
+    assert set(d) >= {"time_us", "parent", "children", "compared_us", "method", "op", "size"}
+    with pytest.raises(AttributeError):
+        best.time_us = 0  # frozen
+
+
+def test_registered_trees_and_errors():
+    layout = ["fast", "slow", "slow", "fast"]
+    assert trees.make_tree("optimal", 4, 0, layout, PROF).n == 4
+    assert trees.make_tree("fnf:1024", 4, 0, layout, PROF).n == 4
+    opt = trees.make_tree("optimal:4K", 4, 2, layout, PROF)
+    assert opt.root == 2
+    assert predict.bcast(PROF, layout, opt, [4096])[0] == pytest.approx(search.exact_bcast(PROF, layout, 4096, 2)[1])
+    sc = trees.make_tree("optimal:scatter:1K", 4, 0, layout, PROF)
+    assert sc == search.best_tree(PROF, layout, "scatter", 1024).tree
+    with pytest.raises(TreeError, match="layout and a profile"):
+        trees.make_tree("optimal", 4)
+    with pytest.raises(TreeError, match="'xx'"):
+        trees.make_tree("optimal:xx", 4, 0, layout, PROF)
+    with pytest.raises(TreeError, match="layout has 4 ranks"):
+        trees.make_tree("fnf", 5, 0, layout, PROF)
+    with pytest.raises(InputError, match="magic"):
+        search.best_tree(PROF, layout, method="magic")
+    with pytest.raises(InputError, match="allreduce"):
+        search.best_tree(PROF, layout, op="allreduce")
+    with pytest.raises(InputError, match="root 4"):
+        search.best_tree(PROF, layout, root=4)
