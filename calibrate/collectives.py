@@ -1,0 +1,628 @@
+"""``python -m calibrate measure``: run broadcast, scatter and gather for real and time them.
+
+Two kinds of collective:
+
+* **Tree executor** - any :class:`hnowmodel.trees.Tree` over the :class:`~calibrate.transport.Transport` (plain MPI
+  or the emulated testbed), following exactly the schedule :mod:`hnowmodel.predict` assumes: store-and-forward,
+  a rank sends to its children one after another in the tree's send order.
+
+  - ``bcast``: a rank receives the ``m`` bytes from its parent, then sends them to each child in turn.
+  - ``scatter``: the edge into a rank carries its whole subtree's blocks (``subtree_size * m`` bytes, the rank's
+    own block first, then each child's subtree in send order), so on the sequential tree the root sends ``m``
+    bytes to every rank in turn (eq. 9) and on the binomial tree it is MPICH's binomial scatter.
+  - ``gather``: a rank receives its children's subtree data in *arrival order* (``recv(ANY_SOURCE)`` into a
+    scratch buffer, then copied into place), and once all have arrived sends its own subtree's data to its
+    parent; the root does the same (eq. 10-12 on the sequential tree).
+
+  The root's scatter buffer is packed into subtree order once, outside the timed region (it is the same every
+  repetition); the copy of each gathered piece into place is inside it (a memcpy, < 1 % of a message's cost).
+  Every (op, tree, size) first runs once untimed and every rank checks the payload it ended up with (bcast: the
+  root's bytes; scatter: its own block; gather root: every rank's block in rank order); a wrong byte aborts the
+  job naming the rank.
+
+* **Native** - ``MPI_Bcast``/``MPI_Scatter``/``MPI_Gather`` of the MPI library. With MPICH the algorithm is
+  pinned before ``MPI_Init`` (:data:`MPICH_PIN`): binomial for all three, the ch4 device's own collectives off
+  (``MPIR_CVAR_DEVICE_COLLECTIVES=none``, otherwise the binomial choice is bypassed) and an inapplicable choice
+  is an error (``MPIR_CVAR_COLLECTIVE_FALLBACK=error``), so ``native`` is modelled by the binomial tree
+  (MPICH's bcast/scatter send the largest subtree first, as :func:`hnowmodel.trees.binomial`; its gather
+  receives the smallest subtree first with blocking receives, where the model assumes arrival order - the same
+  order unless a small subtree is much slower). MPICH skips empty messages entirely, so a native size-0 row
+  measures only the call overhead. Open MPI is detected but not pinned (reported as ``pinned: false``). Native
+  collectives cannot run on the emulated testbed: the library does its own sends, which the emulation cannot
+  slow down.
+
+Timing, both methods for every row, each repeated ``--reps`` times (min / median / max reported, µs; on the
+emulated testbed every time is in testbed µs, i.e. divided by ``time_scale``):
+
+* ``fig2`` - the paper's Figure 2: ``iters`` barriers timed to get the barrier cost, then ``iters`` rounds of
+  (collective; barrier); each rank's mean round time, max over ranks, minus the barrier cost (also max over
+  ranks). It includes whatever part of the barrier does not overlap the collective's tail: ranks that finish
+  early enter the barrier early, so the subtraction removes a full barrier although only the last finisher's
+  share of it was added, and on an oversubscribed machine the barrier's own noise lands in the result.
+* ``sync`` - barrier-free: each rank's clock offset to rank 0 is measured once by ping-pong (the sample with the
+  smallest round trip), rank 0 announces a start instant a few ms ahead, every rank waits for it on its own
+  clock (sleeping, then spinning with sched_yield the last ~0.3 ms) and runs one collective; each rank's finish
+  time is collected and the completion time is the last finish minus the root's actual start (gather: the
+  earliest start). That is the model's definition (eq. 6: the max over ranks of the time each rank is done)
+  for a single, cold collective; it also gives each rank's own finish time (``per_rank_us``). A rank that the
+  OS schedules late shows up as ``sync_late_us``. Short collectives get extra repetitions (``sync_reps``).
+
+How they differ here (2 cores): on the emulated testbed ``sync`` matches the model with the true parameters
+within ~1 % at every size, ``fig2`` too from 1 KiB up but errs by up to ~9 % at 0 bytes, where the emulated
+barrier's polling and the partial overlap of barrier and collective are a large share of the time. On plain
+MPI with more ranks than cores ``sync`` reads 100-300 µs for collectives that ``fig2`` puts at 10-60 µs: a single
+cold collective pays an OS wake-up for every rank that slept or was descheduled, which a hot loop does not -
+so ``hnow measure``/``compare`` default to ``sync`` on a testbed and ``fig2`` on plain MPI (``--method auto``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "HELP",
+    "add_arguments",
+    "prepare",
+    "main",
+    "MPICH_PIN",
+    "TreeExecutor",
+    "OPS",
+    "METHODS",
+    "payload_block",
+]
+
+HELP = "run bcast/scatter/gather over hnowmodel trees or the MPI library's own, and time them (µs)"
+OPS = ("bcast", "scatter", "gather")
+METHODS = ("sync", "fig2")
+NATIVE = "native"
+TAG = 4242
+
+#: MPICH control variables that pin MPI_Bcast/Scatter/Gather to the binomial algorithm (verified with
+#: ``mpivars`` of MPICH 5.0.2). They must be in the environment before MPI_Init.
+MPICH_PIN: dict[str, str] = {
+    "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "binomial",
+    "MPIR_CVAR_SCATTER_INTRA_ALGORITHM": "binomial",
+    "MPIR_CVAR_GATHER_INTRA_ALGORITHM": "binomial",
+    "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+    "MPIR_CVAR_COLLECTIVE_FALLBACK": "error",
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op", default="bcast", help="comma list of bcast, scatter, gather")
+    p.add_argument("--tree", default="binomial", help="comma list of tree names (hnowmodel.trees) or 'native'")
+    p.add_argument("--trees-file", default=None, help="JSON {'trees': [{'spec': NAME, 'tree': {...}}]} (pre-built)")
+    p.add_argument("--sizes", default="0,1K,4K", help="message sizes in bytes (per rank for scatter/gather)")
+    p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
+    p.add_argument("--reps", type=int, default=7, help="repetitions of each timing method (default 7)")
+    p.add_argument("--iters", type=int, default=4, help="collectives per Figure-2 loop (default 4)")
+    p.add_argument("--methods", default="sync,fig2", help="timing methods: sync, fig2 (default both)")
+    p.add_argument("--testbed", default=None, help="emulated testbed: 'paper' or a JSON file (default: plain MPI)")
+    p.add_argument("--layout", default=None, help="node type of each rank (overrides the testbed's ranks)")
+    p.add_argument("--profile", default=None, help="profile for trees that need one (hierarchical, fnf, optimal)")
+    p.add_argument("--keys", default=None, help="comma list: rank i joins the measuring communicator with key i")
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in str(text).split(",") if t.strip()]
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Validate everything that can be checked before MPI starts; pin MPICH's algorithms in the environment."""
+    from hnowmodel.errors import InputError
+    from hnowmodel.io import read_json
+    from hnowmodel.params import Profile
+    from hnowmodel.sizes import parse_sizes
+    from hnowmodel.trees import TREES, from_dict
+
+    ops = _csv(args.op)
+    if not ops:
+        raise InputError("--op: give at least one of bcast, scatter, gather")
+    for op in ops:
+        if op not in OPS:
+            raise InputError(f"--op: unknown operation {op!r} (choose from: {', '.join(OPS)})")
+    methods = _csv(args.methods)
+    for m in methods:
+        if m not in METHODS:
+            raise InputError(f"--methods: unknown timing method {m!r} (choose from: {', '.join(METHODS)})")
+    if not methods:
+        raise InputError("--methods: give at least one of sync, fig2")
+    sizes = parse_sizes(args.sizes)
+    if args.reps < 1:
+        raise InputError(f"--reps must be >= 1, got {args.reps}")
+    if args.iters < 1:
+        raise InputError(f"--iters must be >= 1, got {args.iters}")
+    if args.root < 0:
+        raise InputError(f"--root must be a rank >= 0, got {args.root}")
+    specs: list[str] = []
+    prebuilt: dict[str, Any] = {}
+    if args.trees_file:
+        doc = read_json(args.trees_file, "trees file")
+        entries = doc.get("trees") if isinstance(doc, dict) else None
+        if not isinstance(entries, list) or not entries:
+            raise InputError(f"{args.trees_file}: expected {{'trees': [{{'spec': ..., 'tree': {{...}}}}, ...]}}")
+        for e in entries:
+            spec = str(e.get("spec", "")) if isinstance(e, dict) else ""
+            if not spec:
+                raise InputError(f"{args.trees_file}: every tree entry needs a 'spec' name")
+            specs.append(spec)
+            if spec != NATIVE:
+                prebuilt[spec] = from_dict(e.get("tree"))
+    else:
+        specs = _csv(args.tree)
+        if not specs:
+            raise InputError("--tree: give at least one tree name or 'native'")
+        for spec in specs:
+            name = spec.partition(":")[0]
+            if spec != NATIVE and name not in TREES:
+                raise InputError(f"--tree: unknown tree {spec!r} (choose from: {', '.join([*TREES, NATIVE])})")
+    profile = Profile.load(args.profile) if args.profile else None
+    keys = None
+    if args.keys:
+        try:
+            keys = [int(k) for k in _csv(args.keys)]
+        except ValueError:
+            raise InputError(f"--keys: expected a comma list of integers, got {args.keys!r}") from None
+    if NATIVE in specs and args.testbed:
+        raise InputError(
+            "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the "
+            "emulation cannot slow down (use --tree binomial for MPICH's binomial tree over the emulated transport)"
+        )
+    testbed = None
+    if args.testbed:
+        from calibrate.testbed import load_testbed
+
+        testbed = load_testbed(args.testbed)
+    # MPICH reads its control variables in MPI_Init: they must be in this process's environment now.
+    for k, v in MPICH_PIN.items():
+        os.environ.setdefault(k, v)
+    return {
+        "ops": ops,
+        "specs": specs,
+        "prebuilt": prebuilt,
+        "sizes": sizes,
+        "methods": methods,
+        "profile": profile,
+        "keys": keys,
+        "testbed": testbed,
+    }
+
+
+# ---- payloads ------------------------------------------------------------------------------------------------
+def payload_block(rank: int, m: int) -> np.ndarray:
+    """The ``m`` bytes that belong to ``rank`` (scatter/gather) - distinct per rank and per position.
+
+    >>> payload_block(1, 4).tolist()
+    [32, 39, 46, 53]
+    """
+    return ((np.arange(m, dtype=np.int64) * 7 + rank * 31 + 1) % 251).astype(np.uint8)
+
+
+def _bcast_payload(m: int) -> np.ndarray:
+    return ((np.arange(m, dtype=np.int64) * 13 + 5) % 256).astype(np.uint8)
+
+
+# ---- the tree executor ---------------------------------------------------------------------------------------
+class TreeExecutor:
+    """One rank's part of bcast/scatter/gather over a tree on a transport, for one message size ``m`` (bytes)."""
+
+    def __init__(self, tr: Any, tree: Any, m: int) -> None:
+        self.tr, self.tree, self.m = tr, tree, int(m)
+        rank = tr.rank
+        self.parent = int(tree.parent[rank])
+        self.children = tuple(int(c) for c in tree.children[rank])
+        self.subsize = tree.subtree_size
+        # Preorder of this rank's subtree (itself first, then each child's subtree in send order): every child's
+        # subtree is one contiguous run, so scatter/gather move one contiguous slice per edge.
+        self.sub = _preorder(tree, rank)
+        self.pos = {r: i for i, r in enumerate(self.sub)}
+        self.buf = np.zeros(len(self.sub) * self.m, dtype=np.uint8)
+        width = max((int(self.subsize[c]) for c in self.children), default=0)
+        self.scratch = np.zeros(width * self.m, dtype=np.uint8)
+
+    # ops (the timed part) ---------------------------------------------------------------------------------
+    def bcast(self) -> None:
+        buf = self.buf[: self.m]
+        if self.parent >= 0:
+            self.tr.recv(buf, self.parent, TAG)
+        for c in self.children:
+            self.tr.send(buf, c, TAG)
+
+    def scatter(self) -> None:
+        m, buf = self.m, self.buf
+        if self.parent >= 0:
+            self.tr.recv(buf, self.parent, TAG)
+        for c in self.children:
+            i = self.pos[c]
+            self.tr.send(buf[i * m : (i + int(self.subsize[c])) * m], c, TAG)
+
+    def gather(self) -> None:
+        m, buf, scratch = self.m, self.buf, self.scratch
+        for _ in self.children:
+            src = self.tr.recv(scratch, -1, TAG)
+            k = int(self.subsize[src])
+            i = self.pos[src]
+            if m:
+                buf[i * m : (i + k) * m] = scratch[: k * m]
+        if self.parent >= 0:
+            self.tr.send(buf, self.parent, TAG)
+
+    # payload set-up and checks (untimed) ------------------------------------------------------------------
+    def setup(self, op: str) -> None:
+        m, rank, root = self.m, self.tr.rank, self.tree.root
+        self.buf[:] = 0
+        if op == "bcast" and rank == root:
+            self.buf[:m] = _bcast_payload(m)
+        elif op == "scatter" and rank == root:
+            for i, r in enumerate(self.sub):
+                self.buf[i * m : (i + 1) * m] = payload_block(r, m)
+        elif op == "gather":
+            self.buf[:m] = payload_block(rank, m)
+
+    def check(self, op: str) -> str:
+        """'' if this rank holds the right bytes after ``op``, else what is wrong."""
+        m, rank, root = self.m, self.tr.rank, self.tree.root
+        if op == "bcast":
+            ok = np.array_equal(self.buf[:m], _bcast_payload(m))
+        elif op == "scatter":
+            ok = np.array_equal(self.buf[:m], payload_block(rank, m))
+        elif rank == root:
+            ok = all(np.array_equal(self.buf[i * m : (i + 1) * m], payload_block(r, m)) for i, r in enumerate(self.sub))
+        else:
+            ok = True
+        return "" if ok else f"{op} over {self.tree.name or 'tree'} delivered wrong bytes ({m} B) on rank {rank}"
+
+
+def _preorder(tree: Any, rank: int) -> list[int]:
+    out, stack = [], [rank]
+    while stack:
+        r = stack.pop()
+        out.append(r)
+        stack.extend(reversed(tree.children[r]))
+    return out
+
+
+class NativeExecutor:
+    """MPI_Bcast / MPI_Scatter / MPI_Gather of the library, same set-up/check interface as :class:`TreeExecutor`."""
+
+    def __init__(self, comm: Any, root: int, m: int) -> None:
+        self.comm, self.root, self.m = comm, root, int(m)
+        self.rank, self.size = comm.Get_rank(), comm.Get_size()
+        self.buf = np.zeros(self.m, dtype=np.uint8)
+        self.big = np.zeros(self.m * self.size if self.rank == root else 0, dtype=np.uint8)
+
+    def bcast(self) -> None:
+        self.comm.Bcast(self.buf, self.root)
+
+    def scatter(self) -> None:
+        self.comm.Scatter(self.big if self.rank == self.root else None, self.buf, self.root)
+
+    def gather(self) -> None:
+        self.comm.Gather(self.buf, self.big if self.rank == self.root else None, self.root)
+
+    def setup(self, op: str) -> None:
+        m = self.m
+        self.buf[:] = 0
+        self.big[:] = 0
+        if op == "bcast" and self.rank == self.root:
+            self.buf[:] = _bcast_payload(m)
+        elif op == "scatter" and self.rank == self.root:
+            for r in range(self.size):
+                self.big[r * m : (r + 1) * m] = payload_block(r, m)
+        elif op == "gather":
+            self.buf[:] = payload_block(self.rank, m)
+
+    def check(self, op: str) -> str:
+        m = self.m
+        if op == "bcast":
+            ok = np.array_equal(self.buf, _bcast_payload(m))
+        elif op == "scatter":
+            ok = np.array_equal(self.buf, payload_block(self.rank, m))
+        elif self.rank == self.root:
+            ok = all(np.array_equal(self.big[r * m : (r + 1) * m], payload_block(r, m)) for r in range(self.size))
+        else:
+            ok = True
+        return "" if ok else f"native {op} delivered wrong bytes ({m} B) on rank {self.rank}"
+
+
+# ---- timing --------------------------------------------------------------------------------------------------
+class Clock:
+    """Transport clock plus this rank's offset to rank 0's clock (µs), measured by ping-pong on a private comm."""
+
+    def __init__(self, tr: Any, ctl: Any, samples: int = 12) -> None:
+        self.tr, self.ctl = tr, ctl
+        self.root = 0  # whose actual start is the reference of a synchronised run (set per tree)
+        rank, size = ctl.Get_rank(), ctl.Get_size()
+        ping = np.zeros(1)
+        best = np.full(size, np.inf)
+        off = np.zeros(size)
+        for r in range(1, size):
+            for _ in range(samples):
+                if rank == 0:
+                    t0 = tr.now()
+                    ctl.Send(ping, r, 7)
+                    ctl.Recv(ping, r, 7)
+                    t1 = tr.now()
+                    if t1 - t0 < best[r]:
+                        best[r], off[r] = t1 - t0, ping[0] - (t0 + t1) / 2
+                elif rank == r:
+                    ctl.Recv(ping, 0, 7)
+                    ping[0] = tr.now()
+                    ctl.Send(ping, 0, 7)
+        self.offsets_us = ctl.bcast(off, root=0)  # local clock of rank r ~ rank 0's clock + offsets_us[r]
+        self.offset_us = float(self.offsets_us[rank])
+        self.rtt_us = ctl.bcast(best, root=0)
+
+    def wait_until(self, local_t: float) -> float:
+        """Sleep, then spin (yielding the CPU), until this rank's clock reads ``local_t`` (model µs).
+
+        Returns the clock then. The spin yields because ranks are oversubscribed on few cores: a rank that spins
+        without yielding keeps a peer that is due to start (or to forward a message) off the CPU.
+        """
+        scale = float(getattr(self.tr, "time_scale", 1.0) or 1.0)
+        while True:
+            left_real_s = (local_t - self.tr.now()) * scale * 1e-6
+            if left_real_s <= 0:
+                return self.tr.now()
+            if left_real_s > 3e-4:
+                time.sleep(left_real_s - 3e-4)
+            else:
+                os.sched_yield()
+
+
+def _stats(xs: Sequence[float]) -> tuple[float, float, float]:
+    return float(min(xs)), float(statistics.median(xs)), float(max(xs))
+
+
+def time_sync(
+    clock: Clock,
+    run: Callable[[], None],
+    reps: int,
+    lead_real_us: float = 4000.0,
+    extra_budget_s: float = 0.25,
+    first_start: bool = False,
+) -> dict[str, Any]:
+    """Barrier-free completion time (µs): synchronised start, then the last finish minus the root's start.
+
+    Rank 0 announces a start instant ``lead_real_us`` real µs ahead; every rank waits for it on its own clock and
+    runs one collective. Finish times are mapped to rank 0's clock with the measured offsets; the reference is the
+    root's actual start (nothing can happen before the root starts), or with ``first_start`` (gather, where every
+    rank starts work at once) the earliest rank's start, so a rank that wakes late costs only what it really
+    delays. ``late_us`` is the median over repetitions of the latest rank's wake-up delay.
+
+    At least ``reps`` repetitions; short collectives get up to ``3*reps`` while the row has used less than
+    ``extra_budget_s`` real seconds, because they are the most exposed to scheduling noise and cost little.
+    """
+    tr, ctl = clock.tr, clock.ctl
+    scale = float(getattr(tr, "time_scale", 1.0) or 1.0)
+    me = ctl.Get_rank()
+    comp, late, per_rank = [], [], []
+    began = time.monotonic()
+    for i in range(3 * reps):
+        ctl.Barrier()
+        t0 = None
+        if me == 0 and (i < reps or time.monotonic() - began < extra_budget_s):
+            t0 = tr.now() + lead_real_us / scale
+        t0 = ctl.bcast(t0, root=0)
+        if t0 is None:
+            break
+        target = t0 + clock.offset_us
+        start = clock.wait_until(target)
+        run()
+        end = tr.now()
+        got = ctl.gather((start - clock.offset_us, end - clock.offset_us, start - target), root=0)
+        if me == 0:
+            # bcast/scatter: nothing happens before the root starts; gather: the first rank to start begins it
+            ref = min(g[0] for g in got) if first_start else got[clock.root][0]
+            done = [max(0.0, g[1] - ref) for g in got]
+            comp.append(max(done))
+            late.append(max(g[2] for g in got))
+            per_rank.append(done)
+    if me != 0:
+        return {}
+    mn, md, mx = _stats(comp)
+    return {
+        "sync_min_us": mn,
+        "sync_median_us": md,
+        "sync_max_us": mx,
+        "sync_late_us": float(statistics.median(late)),
+        "sync_reps": len(comp),
+        "per_rank_us": [float(statistics.median(col)) for col in zip(*per_rank, strict=True)],
+    }
+
+
+def time_fig2(tr: Any, ctl: Any, run: Callable[[], None], reps: int, iters: int) -> dict[str, Any]:
+    """The paper's Figure 2: (collective; barrier) loop minus a barrier loop, max over ranks (µs)."""
+    from mpi4py import MPI
+
+    vals, barriers = [], []
+    for _ in range(reps):
+        tr.barrier()
+        a = tr.now()
+        for _ in range(iters):
+            tr.barrier()
+        barrier_us = (tr.now() - a) / iters
+        tr.barrier()
+        a = tr.now()
+        for _ in range(iters):
+            run()
+            tr.barrier()
+        local_us = (tr.now() - a) / iters
+        glob = ctl.allreduce(local_us, op=MPI.MAX)
+        bar = ctl.allreduce(barrier_us, op=MPI.MAX)
+        vals.append(glob - bar)
+        barriers.append(bar)
+    mn, md, mx = _stats(vals)
+    return {
+        "fig2_min_us": mn,
+        "fig2_median_us": md,
+        "fig2_max_us": mx,
+        "barrier_us": float(statistics.median(barriers)),
+    }
+
+
+# ---- the task ------------------------------------------------------------------------------------------------
+def _library() -> dict[str, Any]:
+    from mpi4py import MPI
+
+    text = MPI.Get_library_version().strip()
+    first = text.splitlines()[0] if text else ""
+    if "MPICH" in text:
+        name = "MPICH"
+    elif "Open MPI" in text:
+        name = "Open MPI"
+    else:
+        name = first.split()[0] if first else "unknown"
+    return {"library": name, "library_version": first, "mpi_standard": "{}.{}".format(*MPI.Get_version())}
+
+
+def native_pinning(library: str) -> dict[str, Any]:
+    """What the native collectives run as, for the result document."""
+    if library == "MPICH":
+        env = {k: os.environ.get(k, "") for k in MPICH_PIN}
+        pinned = all(env[k] == v for k, v in MPICH_PIN.items())
+        return {
+            "pinned": pinned,
+            "algorithm": "binomial" if pinned else "library default",
+            "cvars": env,
+            "model_tree": "binomial" if pinned else None,
+        }
+    return {
+        "pinned": False,
+        "algorithm": "library default (not pinned: only MPICH's CVARs are set by hnow)",
+        "cvars": {},
+        "model_tree": None,
+    }
+
+
+def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any]:
+    from mpi4py import MPI
+
+    from hnowmodel.errors import InputError, LayoutError
+    from hnowmodel.trees import make_tree
+
+    comm = rt.comm
+    if prepared["keys"] is not None:
+        keys = prepared["keys"]
+        if len(keys) != rt.size:
+            raise InputError(f"--keys has {len(keys)} entries for {rt.size} ranks")
+        comm = comm.Split(0, keys[rt.rank])  # rank order of the measuring communicator = order of the keys
+    n, rank = comm.Get_size(), comm.Get_rank()
+    root = args.root
+    if root >= n:
+        raise InputError(f"--root {root} is not a rank in 0..{n - 1}")
+    testbed = prepared["testbed"]
+    layout: tuple[str, ...] | None = None
+    with rt.step("transport"):
+        if testbed is not None:
+            from calibrate.testbed import make_transport
+
+            if args.layout:
+                from hnowmodel.layout import parse_layout
+
+                testbed = testbed.with_ranks(parse_layout(args.layout, list(testbed.types)))
+            if comm is not rt.comm:
+                # a node keeps its type when it gets a new rank: new rank p has the type of its world rank
+                world = testbed.layout_for(rt.size)
+                testbed = testbed.with_ranks(tuple(comm.allgather(world[rt.rank])))
+            tr = make_transport(comm, testbed)
+            layout = tuple(getattr(tr, "layout", None) or getattr(testbed, "ranks", ()) or ()) or None
+        else:
+            from calibrate.transport import PlainTransport
+
+            tr = PlainTransport(comm)
+            if args.layout and prepared["profile"] is not None:
+                from hnowmodel.layout import parse_layout
+
+                layout = parse_layout(args.layout, prepared["profile"].type_names)
+                if comm is not rt.comm:
+                    layout = tuple(comm.allgather(layout[rt.rank]))
+        if layout is not None and len(layout) != n:
+            raise LayoutError(f"layout has {len(layout)} ranks but the job has {n}")
+        ctl = comm.Dup()  # timing control messages never mix with the collectives' own
+        clock = Clock(tr, ctl)
+    lib = _library()
+    out_rows: list[dict[str, Any]] = []
+    ops, methods = prepared["ops"], prepared["methods"]
+    for spec in prepared["specs"]:
+        with rt.step(f"tree {spec}"):
+            if spec == NATIVE:
+                tree = None
+            elif spec in prepared["prebuilt"]:
+                tree = prepared["prebuilt"][spec]
+                if tree.n != n or tree.root != root:
+                    raise InputError(
+                        f"tree {spec!r} has {tree.n} ranks and root {tree.root}; job: {n} ranks, root {root}"
+                    )
+            else:
+                tree = make_tree(spec, n, root=root, layout=layout, profile=prepared["profile"])
+        for op in ops:
+            for m in prepared["sizes"]:
+                with rt.step(f"{op} {spec} {m} B"):
+                    ex = NativeExecutor(comm, root, m) if tree is None else TreeExecutor(tr, tree, m)
+                    run = getattr(ex, op)
+                    clock.root = root
+                    ex.setup(op)
+                    tr.barrier()
+                    run()  # untimed: delivers the payload, warms up the connections
+                    bad = ex.check(op)
+                    bads = ctl.allgather(bad)
+                    if any(bads):
+                        raise RuntimeError(next(b for b in bads if b))
+                    row: dict[str, Any] = {"op": op, "tree": spec, "size": int(m), "root": root, "verified": True}
+                    if "sync" in methods:
+                        row.update(time_sync(clock, run, args.reps, first_start=op == "gather"))
+                    if "fig2" in methods:
+                        row.update(time_fig2(tr, ctl, run, args.reps, args.iters))
+                    row["reps"] = args.reps  # minimum; sync may take more for short collectives (sync_reps)
+                    row["iters"] = args.iters
+                    if tree is not None and rank == 0:
+                        row["tree_parent"] = tree.parent.tolist()
+                    out_rows.append(row)
+                rt.progress(f"{op} {spec} {m} B done")
+    with rt.step("finish"):
+        tr.finish()
+        ctl.Barrier()
+        ctl.Free()
+    doc = None
+    if rank == 0:
+        doc = _document(args, prepared, tr, clock, lib, layout, n, out_rows)
+        doc["wtime_is_global"] = bool(MPI.COMM_WORLD.Get_attr(MPI.WTIME_IS_GLOBAL))
+    if comm is not rt.comm:  # with --keys the measuring rank 0 need not be world rank 0, which writes the result
+        docs = rt.comm.gather(doc, root=0)
+        doc = next((d for d in docs if d is not None), None) if rt.rank == 0 else None
+    return doc  # type: ignore[return-value]
+
+
+def _document(args, prepared, tr, clock, lib, layout, n, out_rows) -> dict[str, Any]:
+    methods = prepared["methods"]
+    primary = methods[0]
+    for row in out_rows:
+        row["measured_us"] = row[f"{primary}_median_us"]
+        row["min_us"], row["median_us"], row["max_us"] = (
+            row[f"{primary}_min_us"],
+            row[f"{primary}_median_us"],
+            row[f"{primary}_max_us"],
+        )
+    return {
+        "np": n,
+        **lib,
+        "native": native_pinning(lib["library"]) if NATIVE in prepared["specs"] else None,
+        "mpi_thread_level": "single",
+        "testbed": args.testbed,
+        "emulated": bool(getattr(tr, "emulated", False)),
+        "time_scale": float(getattr(tr, "time_scale", 1.0) or 1.0),
+        "layout": list(layout) if layout else None,
+        "keys": prepared["keys"],
+        "method": primary,
+        "methods": methods,
+        "clock_offsets_us": [float(x) for x in clock.offsets_us],
+        "rows": out_rows,
+    }
