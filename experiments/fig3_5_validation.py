@@ -22,7 +22,8 @@ from common import claim, md_table, outdir, parser, write_markdown
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hnowmodel.cli.compare import calibrate_profile, compare  # noqa: E402
+from hnowmodel.cli.calibrate import calibrate_profile  # noqa: E402
+from hnowmodel.cli.compare import compare  # noqa: E402
 from hnowmodel.layout import parse_layout  # noqa: E402
 from hnowmodel.report import error_stats, group_stats, plot_comparison, write_csv  # noqa: E402
 

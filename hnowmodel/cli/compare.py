@@ -19,10 +19,11 @@ from ..predict import GATHER_VARIANTS
 from ..report import error_stats, write_report
 from ..sizes import format_size
 from ..trees import Tree, make_tree
+from .calibrate import calibrate_profile
 from .common import add_mpi_arguments, check_choice, emit_json, load_profile, print_table, sizes_arg
-from .measure import NATIVE, check_ops, check_trees, measure, resolve_method, resolve_stat
+from .measure import NATIVE, check_counts, check_ops, check_trees, measure
 
-__all__ = ["HELP", "add_arguments", "run", "compare", "calibrate_profile", "build_trees"]
+__all__ = ["HELP", "add_arguments", "run", "compare", "build_trees"]
 
 HELP = "calibrate (unless --profile), predict and measure bcast/scatter/gather; report predicted vs measured"
 
@@ -55,34 +56,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "median on plain MPI",
     )
     p.add_argument("--calibrate-sizes", default=None, help="sizes for the calibration (default: its own)")
-
-
-def calibrate_profile(
-    np: int,
-    *,
-    testbed: str | None,
-    layout: str | None,
-    sizes: str | None = None,
-    launcher: str = "mpiexec",
-    launcher_args: str = "",
-    timeout_s: float | None = None,
-    echo: bool = True,
-    quick: bool = False,
-) -> Profile:
-    """Calibrate on ``np`` ranks exactly as ``hnow calibrate`` does and return the profile."""
-    from . import calibrate as cal
-
-    return cal.calibrate_profile(
-        np,
-        testbed=testbed,
-        layout=layout,
-        sizes=sizes,
-        launcher=launcher,
-        launcher_args=launcher_args,
-        timeout_s=timeout_s,
-        echo=echo,
-        quick=quick,
-    )
 
 
 def build_trees(specs: Sequence[str], profile: Profile, layout: Sequence[str], root: int = 0) -> dict[str, Tree | None]:
@@ -155,15 +128,7 @@ def _short(layout: Sequence[str]) -> bool:
 
 
 def _check(args: argparse.Namespace) -> None:
-    if args.iters is None:
-        args.iters = 2 if args.testbed else 50
-    for flag in ("reps", "iters"):
-        if getattr(args, flag) < 1:
-            raise InputError(f"--{flag} must be >= 1, got {getattr(args, flag)}")
-    if args.root < 0 or args.root >= args.np:
-        raise InputError(f"--root {args.root} is not a rank in 0..{args.np - 1}")
-    args.method = resolve_method(args.method, args.testbed)
-    args.stat = resolve_stat(args.stat, args.testbed)
+    check_counts(args)
     check_choice(args.gather_variant, GATHER_VARIANTS, "gather variant (--gather-variant)")
 
 

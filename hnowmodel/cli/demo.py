@@ -22,8 +22,9 @@ from ..layout import parse_layout
 from ..report import error_stats, group_stats, markdown_summary, plot_comparison, write_csv
 from ..sizes import format_size
 from ..trees import TREES
+from .calibrate import calibrate_profile
 from .common import emit_json, load_profile, positive_int, print_table, sizes_arg
-from .compare import calibrate_profile, compare
+from .compare import compare
 
 __all__ = ["HELP", "add_arguments", "run", "CONFIGS"]
 

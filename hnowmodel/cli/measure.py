@@ -29,6 +29,7 @@ __all__ = [
     "resolve_stat",
     "check_ops",
     "check_trees",
+    "check_counts",
     "MEASURE_OPS",
     "METHODS",
     "NATIVE",
@@ -119,7 +120,8 @@ def check_trees(text: str, testbed: str | None) -> list[str]:
     return specs
 
 
-def _check_counts(args: argparse.Namespace) -> None:
+def check_counts(args: argparse.Namespace) -> None:
+    """Validate --reps/--iters/--root and resolve --method/--stat ``auto`` (shared with ``hnow compare``)."""
     if args.iters is None:
         args.iters = 2 if args.testbed else 50
     for flag in ("reps", "iters"):
@@ -271,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
     ops = check_ops(args.op)
     specs = check_trees(args.tree, args.testbed)
     sizes = sizes_arg(args.sizes)
-    _check_counts(args)
+    check_counts(args)
     if getattr(args, "reorder", False) and not (args.profile and args.layout):
         raise InputError("--reorder needs --profile and --layout (the rank order is chosen from the model)")
     doc = measure(
