@@ -18,7 +18,9 @@ from typing import Any
 
 from hnowmodel.io import atomic_write
 
-__all__ = ["parser", "outdir", "write_csv", "save_png", "write_markdown", "md_table", "claim", "command_line"]
+__all__ = [
+    "parser", "outdir", "write_csv", "save_png", "write_markdown", "md_table", "claim", "command_line", "best_of",
+]
 
 ROOT = Path(__file__).resolve().parent
 
@@ -82,3 +84,13 @@ def write_markdown(path: Path, title: str, body: Iterable[str]) -> Path:
     text = f"# {title}\n\n" + "".join(body)
     text += f"\nReproduce with `{command_line()}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}).\n"
     return atomic_write(path, text)
+
+
+def best_of(fn: Any, repeat: int) -> float:
+    """Best wall time (s) of ``repeat`` calls of ``fn()`` - the least disturbed run, for speed ratios."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best

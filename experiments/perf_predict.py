@@ -8,23 +8,13 @@ timed separately and is not part of either prediction time. Each time is the bes
 from __future__ import annotations
 
 import sys
-import time
 
 import numpy as np
-from common import claim, md_table, outdir, parser, write_csv, write_markdown
+from common import best_of, claim, md_table, outdir, parser, write_csv, write_markdown
 
 from hnowmodel import paper_profile, predict, reference, trees
 
 SIZES = [0, 1024, 65536]
-
-
-def best_of(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main() -> None:

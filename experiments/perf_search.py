@@ -7,21 +7,10 @@ case (2 types x 128 ranks) and the local improvement pass, for scale. Printed an
 
 from __future__ import annotations
 
-import time
-
-from common import claim, md_table, outdir, parser, write_csv, write_markdown
+from common import best_of, claim, md_table, outdir, parser, write_csv, write_markdown
 
 from hnowmodel import paper_profile, search
 from hnowmodel.params import NodeType, Profile
-
-
-def best_of(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def three_types() -> Profile:
