@@ -1,0 +1,189 @@
+"""``python -m calibrate bench NAME[,NAME...]``: the seeds' microbenchmarks (issue 6; docs/benchmarks.md).
+
+Every benchmark runs over the :class:`~calibrate.transport.Transport` (plain MPI, or the emulated testbed with
+``--testbed``); the ones that need MPI features the transport does not have (``Isend`` windows, ``Test``/``Wait``,
+the library's match queues) use them on a duplicate communicator under plain MPI and say in ``notes`` what
+runs emulated and what does not on a testbed. Result: ``{"rows": [...], "benchmarks": {name: {...}}, ...}``;
+each row carries ``bench``; times in µs (testbed µs on a testbed), bandwidths in MB/s (10^6 bytes/s).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from hnowmodel.cli.bench import COLUMNS, SUMMARY
+
+from .buffers import buffer_reuse
+from .common import Ctx
+from .host import completion, cpu_availability, overhead
+from .hotspot import fanin_extension, hotspot
+from .pointtopoint import bandwidth, bibandwidth, bilatency, latency, streaming
+from .queues import posted_queue, queue_extension, unexpected_queue
+
+__all__ = ["HELP", "add_arguments", "prepare", "main", "BENCHMARKS", "NOTES", "COLUMNS", "SUMMARY", "resolve_names"]
+
+HELP = "the seeds' microbenchmarks (latency, bandwidth, queues, hot spot, ...); NAME or NAME1,NAME2"
+
+BENCHMARKS: dict[str, Callable[[Ctx], list[dict]]] = {
+    "latency": latency,
+    "bandwidth": bandwidth,
+    "bilatency": bilatency,
+    "bibandwidth": bibandwidth,
+    "streaming": streaming,
+    "overhead": overhead,
+    "cpu-availability": cpu_availability,
+    "completion": completion,
+    "buffer-reuse": buffer_reuse,
+    "hotspot": hotspot,
+    "posted-queue": posted_queue,
+    "unexpected-queue": unexpected_queue,
+}
+
+#: What runs emulated on a testbed and what does not (reported in the result's ``benchmarks[name].notes``).
+NOTES: dict[str, str] = {
+    "latency": "fully emulated (transport ping-pong)",
+    "bandwidth": "emulated; the window is flow control (ack every Q/2), the transport has no Isend",
+    "bilatency": "emulated (the emulated send never blocks, so both ranks send first)",
+    "bibandwidth": "emulated; windows of Q sends then Q receives on each side",
+    "streaming": "fully emulated",
+    "overhead": "emulated busy periods are sleeps: send_us/recv_us are meaningful, *_cpu_us are not",
+    "cpu-availability": "polling: the transport has no Test, each poll is a blocking exchange; bandwidth-loop emulated",
+    "completion": "only 'recv' (the transport's own wait); Test/Wait/test-sleep are not emulated",
+    "buffer-reuse": "runs emulated, but the emulation has no address-dependent cost: no effect expected",
+    "hotspot": "fully emulated; fanin_us is the gather model's quantity",
+    "posted-queue": "queue entries are real MPI receives on another communicator; the model has no queue cost",
+    "unexpected-queue": "unexpected messages are real MPI messages on another communicator; no emulated queue cost",
+}
+
+
+def resolve_names(text: str | None) -> list[str]:
+    """``NAME`` or ``NAME1,NAME2`` (or ``all``) -> benchmark names; InputError names the valid ones."""
+    from hnowmodel.errors import InputError
+
+    names = [t.strip() for t in str(text or "").split(",") if t.strip()]
+    if names == ["all"]:
+        return list(BENCHMARKS)
+    if not names:
+        raise InputError(f"give a benchmark name (choose from: {', '.join(BENCHMARKS)})")
+    for n in names:
+        if n not in BENCHMARKS:
+            raise InputError(f"unknown benchmark {n!r} (choose from: {', '.join(BENCHMARKS)})")
+    return names
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Options of every benchmark (each ignores the ones it does not use); None = the benchmark's default."""
+    p.add_argument("name", help="benchmark name(s), comma-separated, or 'all': " + ", ".join(BENCHMARKS))
+    p.add_argument("--testbed", default=None, help="emulated testbed: 'paper' or a JSON file (default: plain MPI)")
+    p.add_argument("--layout", default=None, help="node type of each rank (overrides the testbed's ranks)")
+    p.add_argument("--profile", default=None, help="profile (FILE or 'paper') for model predictions (hotspot)")
+    p.add_argument("--sizes", default=None, help="message sizes in bytes, e.g. 0,1K,4K or 0..64K")
+    p.add_argument("--iters", type=int, default=None, help="operations timed per sample (default: per benchmark)")
+    p.add_argument("--min-reps", type=int, default=None, help="fewest samples per point (default 5)")
+    p.add_argument("--max-reps", type=int, default=None, help="most samples per point (default 30; 10 on a testbed)")
+    p.add_argument("--window", type=int, default=None, help="bandwidth queue size Q (default 64; 8 on a testbed)")
+    p.add_argument("--count", type=int, default=None, help="messages per sample (streaming: N, default 160)")
+    p.add_argument("--buffers", default=None, help="buffer-reuse: FIFO buffer counts N, e.g. 1,4,16,64")
+    p.add_argument("--reuse", default=None, help="buffer-reuse: reuse percentages R, e.g. 100,50,0")
+    p.add_argument("--slaves", default=None, help="hotspot: numbers of slaves k (default 1..np-1)")
+    p.add_argument("--variant", default=None, help="hotspot: gather model variant for predicted_us (default link)")
+    p.add_argument("--lengths", default=None, help="queue benchmarks: queue lengths L, e.g. 0,10,100,1000")
+    p.add_argument("--fractions", default=None, help="posted-queue: traversed percentages, e.g. 0,50,100")
+    p.add_argument("--intervals", default=None, help="cpu-availability: poll intervals / compute loops in µs")
+    p.add_argument("--work", type=float, default=None, help="cpu-availability polling: computation per sample, µs")
+    p.add_argument("--methods", default=None, help="cpu-availability: polling, bandwidth-loop (default both)")
+    p.add_argument("--quick", action="store_true", help="tiny settings (tests, smoke runs)")
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Check names and options before MPI starts (InputError names the bad value)."""
+    from hnowmodel.errors import InputError
+    from hnowmodel.sizes import parse_sizes
+
+    names = resolve_names(args.name)
+    if args.sizes is not None:
+        parse_sizes(args.sizes)
+    for flag in ("iters", "min_reps", "max_reps", "window", "count"):
+        v = getattr(args, flag)
+        if v is not None and v < 1:
+            raise InputError(f"--{flag.replace('_', '-')} must be >= 1, got {v}")
+    if args.window is not None and args.window < 2:
+        raise InputError(f"--window must be >= 2 (refilled Q/2 at a time), got {args.window}")
+    from hnowmodel.cli.bench import check_options
+
+    check_options(argparse.Namespace(**{**vars(args), "np": None, "profile_in": None, "profile_out": None}))
+    out: dict[str, Any] = {"names": names, "testbed": None, "profile": None, "layout": None}
+    if args.testbed:
+        from calibrate.testbed import load_testbed
+        from hnowmodel.layout import parse_layout
+
+        tb = load_testbed(args.testbed)
+        if args.layout:
+            tb = tb.with_ranks(parse_layout(args.layout, list(tb.types)))
+        out["testbed"] = tb
+    if args.profile:
+        from hnowmodel.layout import parse_layout
+        from hnowmodel.params import Profile
+
+        out["profile"] = Profile.load(args.profile)
+        if args.layout and not args.testbed:
+            out["layout"] = parse_layout(args.layout, out["profile"].type_names)
+    return out
+
+
+def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any] | None:
+    from mpi4py import MPI
+
+    from calibrate.testbed import make_transport
+
+    from .common import summarize  # noqa: F401  (imported so a broken stats module fails before any run)
+
+    with rt.step("transport"):
+        tb = prepared["testbed"]
+        tr = make_transport(rt.comm, tb)
+        raw = rt.comm.Dup()  # raw MPI features never mix with the transport's messages
+    ctx = Ctx(tr=tr, raw=raw, rt=rt, args=args, MPI=MPI, quick=bool(args.quick), prepared=prepared)
+    rows: list[dict] = []
+    info: dict[str, Any] = {}
+    extensions: dict[str, Any] = {}
+    for name in prepared["names"]:
+        rt.progress(f"bench {name}")
+        with rt.step(f"bench {name}"):
+            got = BENCHMARKS[name](ctx)
+            tr.quiet_barrier()
+        rows += [{"bench": name, **r} for r in got]
+        info[name] = {"rows": len(got), "emulated": ctx.emulated, "notes": NOTES[name] if ctx.emulated else ""}
+        if rt.rank == 0:
+            # queue costs are real MPI matching costs: on a testbed they are unscaled noise, not testbed numbers
+            if name == "posted-queue" and not ctx.emulated:
+                ext = queue_extension([r for r in got if r["traversed_pct"] > 0 or r["length"] == 0], "traversed")
+                if ext:
+                    extensions["posted_queue"] = ext
+            elif name == "unexpected-queue" and not ctx.emulated:
+                ext = queue_extension(got, "length")
+                if ext:
+                    extensions["unexpected_queue"] = ext
+            elif name == "hotspot":
+                ext = fanin_extension(got)
+                if ext:
+                    extensions["hotspot"] = ext
+    tr.finish()
+    raw.Free()
+    if rt.rank != 0:
+        return None
+    for ext in extensions.values():
+        ext["emulated"] = ctx.emulated
+    return {
+        "rows": rows,
+        "benchmarks": info,
+        "columns": {n: COLUMNS[n] for n in prepared["names"]},
+        "extensions": extensions,
+        "np": rt.size,
+        "emulated": ctx.emulated,
+        "testbed": getattr(tb, "name", None) if tb is not None else None,
+        "time_scale": float(tr.time_scale),
+        "layout": list(getattr(tr, "layout", ()) or ()) or None,
+        "library_version": MPI.Get_library_version().strip().splitlines()[0],
+    }
