@@ -56,19 +56,22 @@ class Runtime:
             yield
         finally:
             self.current_step = outer
-            self._record()
+            self._record(done=name)
 
     def progress(self, message: str) -> None:
         """Print a progress line on rank 0 only (to stderr, with elapsed seconds)."""
         if self.rank == 0 and not self.quiet:
             print(f"{PROGRESS_PREFIX}{time.monotonic() - self._t0:6.1f}s] {message}", file=sys.stderr, flush=True)
 
-    def _record(self) -> None:
+    def _record(self, done: str = "") -> None:
         if self._status is None:
             return
+        where = self.current_step
+        if done and where == "start-up":  # between top-level steps: say which one was finished last
+            where = f"after {done}"
         tmp = f"{self._status}.tmp"
         with open(tmp, "w") as f:
-            f.write(f"{self._entered}\t{self.current_step}")
+            f.write(f"{self._entered}\t{where}")
         os.replace(tmp, self._status)
 
     def _inject(self, name: str) -> None:
