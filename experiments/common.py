@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hnowmodel.io import atomic_write
+from hnowmodel.report import save_png
 
 __all__ = [
     "parser", "outdir", "write_csv", "save_png", "write_markdown", "md_table", "claim", "command_line", "best_of",
@@ -50,16 +51,6 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [], lineterminator="\n")
     w.writeheader()
     w.writerows(rows)
-    return atomic_write(path, buf.getvalue())
-
-
-def save_png(fig: Any, path: Path) -> Path:
-    """Save a matplotlib figure as PNG atomically and close it."""
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return atomic_write(path, buf.getvalue())
 
 

@@ -33,6 +33,7 @@ from .trees import Tree, binomial
 __all__ = [
     "NATIVE_MODEL_TREE",
     "predicted_rows",
+    "save_png",
     "add_errors",
     "error_stats",
     "group_stats",
@@ -151,6 +152,16 @@ def _cell(v: Any) -> Any:
     return v
 
 
+def save_png(fig: Any, path: str | Path, dpi: int = 90) -> Path:
+    """Write a matplotlib figure as PNG atomically (temporary file, then rename) and close it."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return atomic_write(path, buf.getvalue())
+
+
 def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "", group: str = "tree") -> Path:
     """One PNG: a panel per ``op``, a colour per ``group`` value; predicted as lines, measured as points with the
     min-max spread over repetitions as error bars; x = message size (bytes), y = time (µs)."""
@@ -182,12 +193,7 @@ def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, title: 
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    return save_png(fig, path)
 
 
 def explain_misses(rows: Sequence[Mapping[str, Any]], threshold_pct: float = 15.0) -> list[str]:

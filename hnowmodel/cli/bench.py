@@ -311,12 +311,9 @@ def plot_bench(name: str, rows: Sequence[Mapping[str, Any]], path: str | Path) -
     if series:
         ax.legend(fontsize=7)
     fig.tight_layout()
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    plt.close(fig)
-    tmp.replace(path)
-    return path
+    from ..report import save_png
+
+    return save_png(fig, path)
 
 
 def merge_extensions(profile_in: str, profile_out: str, extensions: Mapping[str, Any], provenance: str) -> Path:
