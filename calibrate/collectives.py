@@ -502,6 +502,13 @@ def native_pinning(library: str) -> dict[str, Any]:
     }
 
 
+def spec_runs_op(spec: str, op: str) -> bool:
+    """A tree chosen for one operation (``optimal:scatter``, ``optimal:gather:4096``) runs only that operation."""
+    name, _, arg = spec.partition(":")
+    chosen_for = arg.partition(":")[0]
+    return not (name == "optimal" and chosen_for in OPS and chosen_for != op)
+
+
 def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any]:
     from mpi4py import MPI
 
@@ -564,6 +571,8 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
             else:
                 tree = make_tree(spec, n, root=root, layout=layout, profile=prepared["profile"])
         for op in ops:
+            if not spec_runs_op(spec, op):
+                continue
             for m in prepared["sizes"]:
                 with rt.step(f"{op} {spec} {m} B"):
                     ex = NativeExecutor(comm, root, m) if tree is None else TreeExecutor(tr, tree, m)

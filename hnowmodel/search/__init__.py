@@ -128,6 +128,8 @@ def best_tree(
             cands.append(("fnf", fnf(profile, layout, size, root)))
         if method in ("auto", "ecef"):
             cands.append(("ecef", ecef(profile, layout, size, root)))
+        # the broadcast optimum's shape (exact or heuristic) also carries scatter/gather data well at small sizes
+        cands += [(f"{name} (bcast shape)", t) for name, t in _bcast_candidates(profile, layout, size, root, method)]
     scored = [(float(fn(profile, layout, t, [size])[0]), name, t) for name, t in cands]
     time_us, name, tree = min(scored, key=lambda x: x[0])
     compared = {}

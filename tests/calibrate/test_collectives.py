@@ -164,3 +164,12 @@ def test_emulated_measure_matches_true_profile_prediction():
         kw = {"variant": "link"} if r["op"] == "gather" else {}
         want = float(predict.predict(r["op"], prof, layout, tree, [r["size"]], **kw)[0])
         assert r["sync_median_us"] == pytest.approx(want, rel=0.10), (r["op"], r["tree"], r["sync_median_us"], want)
+
+
+def test_op_specific_trees_run_only_their_op():
+    from calibrate.collectives import spec_runs_op
+
+    assert spec_runs_op("optimal:scatter", "scatter") and not spec_runs_op("optimal:scatter", "bcast")
+    assert not spec_runs_op("optimal:gather:4096", "scatter")
+    assert all(spec_runs_op(s, op) for s in ("optimal", "optimal:1024", "binomial", "kary:3")
+               for op in ("bcast", "scatter", "gather"))

@@ -54,3 +54,14 @@ def test_registered_trees_and_errors():
         search.best_tree(PROF, layout, op="allreduce")
     with pytest.raises(InputError, match="root 4"):
         search.best_tree(PROF, layout, root=4)
+
+
+@pytest.mark.parametrize("op", ["scatter", "gather"])
+@pytest.mark.parametrize("size", [0, 1024, 4096])
+def test_op_optimal_never_worse_than_the_broadcast_optimum_on_that_op(op, size):
+    from hnowmodel import paper_profile, predict, trees
+
+    prof, layout = paper_profile(), ["fast"] * 4 + ["slow"] * 4
+    own = trees.make_tree(f"optimal:{op}:{size}", 8, layout=layout, profile=prof)
+    bshape = trees.make_tree(f"optimal:bcast:{size}", 8, layout=layout, profile=prof)
+    assert predict.predict(op, prof, layout, own, [size])[0] <= predict.predict(op, prof, layout, bshape, [size])[0]
