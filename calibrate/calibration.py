@@ -30,6 +30,7 @@ import numpy as np
 
 from hnowmodel.errors import InputError
 from hnowmodel.layout import parse_layout
+from hnowmodel.options import parse_assignments
 from hnowmodel.params import PROFILE_SCHEMA
 from hnowmodel.sizes import parse_sizes
 
@@ -67,15 +68,7 @@ def parse_network_spec(text: str) -> tuple[float, float]:
     >>> parse_network_spec("bandwidth_MBps=12.5,latency_us=16")
     (16.0, 0.08)
     """
-    kv: dict[str, float] = {}
-    for item in text.split(","):
-        key, eq, val = item.partition("=")
-        try:
-            kv[key.strip()] = float(val)
-        except ValueError:
-            raise InputError(f"--network item {item!r}: expected key=number") from None
-        if not eq:
-            raise InputError(f"--network item {item!r}: expected key=number")
+    kv = parse_assignments(text, "--network", float, "key=number")
     if set(kv) == {"bandwidth_MBps", "latency_us"}:
         if kv["bandwidth_MBps"] <= 0 or kv["latency_us"] < 0:
             raise InputError("--network: bandwidth_MBps must be > 0 and latency_us >= 0")

@@ -66,6 +66,17 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.options import (
+    MEASURE_OPS,
+    NATIVE,
+    NATIVE_ON_TESTBED,
+    TIMING_METHODS,
+    check_methods,
+    check_ops,
+    check_trees,
+    split_list,
+)
+
 __all__ = [
     "HELP",
     "add_arguments",
@@ -79,9 +90,8 @@ __all__ = [
 ]
 
 HELP = "run bcast/scatter/gather over hnowmodel trees or the MPI library's own, and time them (µs)"
-OPS = ("bcast", "scatter", "gather")
-METHODS = ("sync", "fig2")
-NATIVE = "native"
+OPS = MEASURE_OPS
+METHODS = TIMING_METHODS
 TAG = 4242
 
 #: MPICH control variables that pin MPI_Bcast/Scatter/Gather to the binomial algorithm (verified with
@@ -110,30 +120,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keys", default=None, help="comma list: rank i joins the measuring communicator with key i")
 
 
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in str(text).split(",") if t.strip()]
-
-
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Validate everything that can be checked before MPI starts; pin MPICH's algorithms in the environment."""
     from hnowmodel.errors import InputError
     from hnowmodel.io import read_json
     from hnowmodel.params import Profile
     from hnowmodel.sizes import parse_sizes
-    from hnowmodel.trees import TREES, from_dict
+    from hnowmodel.trees import from_dict
 
-    ops = _csv(args.op)
-    if not ops:
-        raise InputError("--op: give at least one of bcast, scatter, gather")
-    for op in ops:
-        if op not in OPS:
-            raise InputError(f"--op: unknown operation {op!r} (choose from: {', '.join(OPS)})")
-    methods = _csv(args.methods)
-    for m in methods:
-        if m not in METHODS:
-            raise InputError(f"--methods: unknown timing method {m!r} (choose from: {', '.join(METHODS)})")
-    if not methods:
-        raise InputError("--methods: give at least one of sync, fig2")
+    ops = check_ops(args.op)
+    methods = check_methods(args.methods)
     sizes = parse_sizes(args.sizes)
     if args.reps < 1:
         raise InputError(f"--reps must be >= 1, got {args.reps}")
@@ -156,25 +152,16 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
             if spec != NATIVE:
                 prebuilt[spec] = from_dict(e.get("tree"))
     else:
-        specs = _csv(args.tree)
-        if not specs:
-            raise InputError("--tree: give at least one tree name or 'native'")
-        for spec in specs:
-            name = spec.partition(":")[0]
-            if spec != NATIVE and name not in TREES:
-                raise InputError(f"--tree: unknown tree {spec!r} (choose from: {', '.join([*TREES, NATIVE])})")
+        specs = check_trees(args.tree, args.testbed)
     profile = Profile.load(args.profile) if args.profile else None
     keys = None
     if args.keys:
         try:
-            keys = [int(k) for k in _csv(args.keys)]
+            keys = [int(k) for k in split_list(args.keys)]
         except ValueError:
             raise InputError(f"--keys: expected a comma list of integers, got {args.keys!r}") from None
-    if NATIVE in specs and args.testbed:
-        raise InputError(
-            "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the "
-            "emulation cannot slow down (use --tree binomial for MPICH's binomial tree over the emulated transport)"
-        )
+    if NATIVE in specs and args.testbed:  # also for pre-built tree files
+        raise InputError(NATIVE_ON_TESTBED)
     testbed = None
     if args.testbed:
         from calibrate.testbed import load_testbed

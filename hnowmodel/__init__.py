@@ -8,7 +8,7 @@ Pure model code (numpy, scipy, networkx): no MPI import anywhere in this package
 230.0
 """
 
-from . import errors, layout, params, predict, reference, search, sizes, trees
+from . import errors, layout, options, params, predict, reference, search, sizes, trees
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
 from .layout import parse_layout
 from .params import Link, NodeType, Profile, paper_profile
@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 __all__ = [
     "errors",
     "layout",
+    "options",
     "params",
     "predict",
     "reference",

@@ -15,8 +15,9 @@ from typing import Any
 
 from ..errors import InputError
 from ..io import write_json_atomic
+from ..options import MEASURE_OPS, NATIVE, TIMING_METHODS, check_ops, check_trees
 from ..sizes import format_size
-from ..trees import TREES, Tree, tree_names
+from ..trees import Tree, tree_names
 from .common import add_mpi_arguments, check_choice, emit_json, print_table, sizes_arg
 from .launch import run_mpi
 
@@ -36,8 +37,7 @@ __all__ = [
 ]
 
 HELP = "run bcast/scatter/gather under MPI over a tree (or the MPI library's own: native) and time it (µs)"
-MEASURE_OPS = ("bcast", "scatter", "gather")
-METHODS = ("fig2", "sync")
+METHODS = TIMING_METHODS
 #: ``--method auto``: barrier-free synchronised timing on the emulated testbed (its barrier is emulated too and
 #: adds noise at small sizes), the paper's Figure 2 on plain MPI (a single cold collective on ranks that
 #: outnumber the cores pays OS wake-ups that a hot loop does not; see calibrate.collectives).
@@ -47,11 +47,6 @@ STATS = ("median", "min")
 #: only noise is delay - late wake-ups under load - so the minimum is the least disturbed run), the median on
 #: plain MPI (Figure 2's barrier subtraction can err low as well as high there).
 AUTO_STAT = {"testbed": "min", "plain": "median"}
-NATIVE = "native"
-NATIVE_ON_TESTBED = (
-    "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the emulation "
-    "cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
-)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -91,33 +86,6 @@ def _add_reorder(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="also run with the rank order hnowmodel.search.rank_order picks (needs --profile) and report the gain",
     )
-
-
-def _csv(text: str) -> list[str]:
-    return [t.strip() for t in str(text).split(",") if t.strip()]
-
-
-def check_ops(text: str) -> list[str]:
-    """``--op``/``--ops`` -> list of operations; InputError names the bad one."""
-    ops = _csv(text)
-    if not ops:
-        raise InputError("--op: give at least one of bcast, scatter, gather")
-    for op in ops:
-        check_choice(op, MEASURE_OPS, "operation (--op)")
-    return ops
-
-
-def check_trees(text: str, testbed: str | None) -> list[str]:
-    """``--tree``/``--trees`` -> list of tree specs (names in the tree registry, or native)."""
-    specs = _csv(text)
-    if not specs:
-        raise InputError("--tree: give at least one tree name or 'native'")
-    for s in specs:
-        if s != NATIVE and s.partition(":")[0] not in TREES:
-            raise InputError(f"--tree: unknown tree {s!r} (choose from: {', '.join([*tree_names(), NATIVE])})")
-    if NATIVE in specs and testbed:
-        raise InputError(NATIVE_ON_TESTBED)
-    return specs
 
 
 def check_counts(args: argparse.Namespace) -> None:

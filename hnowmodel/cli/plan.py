@@ -6,6 +6,7 @@ import argparse
 
 from .. import search
 from ..errors import InputError
+from ..options import parse_assignments
 from ..sizes import parse_size
 from .common import OPS, check_choice, emit_json, load_profile, positive_int, print_table
 
@@ -16,16 +17,7 @@ HELP = "choose the mix of node types (from a pool) that minimises a collective's
 
 def parse_pool(text: str) -> dict[str, int]:
     """``fast=16,slow=32`` -> {"fast": 16, "slow": 32}."""
-    pool: dict[str, int] = {}
-    for item in text.split(","):
-        name, eq, count = item.partition("=")
-        try:
-            pool[name.strip()] = int(count)
-        except ValueError:
-            raise InputError(f"--pool item {item!r}: expected TYPE=COUNT") from None
-        if not eq or not name.strip():
-            raise InputError(f"--pool item {item!r}: expected TYPE=COUNT")
-    return pool
+    return parse_assignments(text, "--pool", int, "TYPE=COUNT")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

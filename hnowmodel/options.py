@@ -1,0 +1,96 @@
+"""The comma-list options that the ``hnow`` commands and the MPI tasks both accept, parsed and checked once.
+
+Operations (``bcast,scatter``), tree specs (names in :data:`hnowmodel.trees.TREES`, or ``native`` for the MPI
+library's own collective), timing methods, and ``KEY=VALUE`` lists (``--pool fast=16,slow=32``). Errors are
+:class:`~hnowmodel.errors.InputError` naming the bad item.
+
+>>> check_ops("bcast, gather")
+['bcast', 'gather']
+>>> parse_assignments("fast=16,slow=32", "--pool", int, "TYPE=COUNT")
+{'fast': 16, 'slow': 32}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import InputError
+from .predict import OPS
+from .trees import TREES, tree_names
+
+__all__ = [
+    "split_list",
+    "MEASURE_OPS",
+    "NATIVE",
+    "NATIVE_ON_TESTBED",
+    "TIMING_METHODS",
+    "check_ops",
+    "check_trees",
+    "check_methods",
+    "parse_assignments",
+]
+
+MEASURE_OPS = tuple(OPS)
+NATIVE = "native"
+NATIVE_ON_TESTBED = (
+    "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the emulation "
+    "cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
+)
+#: ``fig2``: the paper's Figure 2 (barrier-subtracted loop); ``sync``: synchronised clocks, no barrier.
+TIMING_METHODS = ("fig2", "sync")
+
+
+def split_list(text: Any) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    return [t.strip() for t in str(text or "").split(",") if t.strip()]
+
+
+def _check_each(text: Any, flag: str, choices: tuple[str, ...], what: str) -> list[str]:
+    items = split_list(text)
+    if not items:
+        raise InputError(f"{flag}: give at least one of {', '.join(choices)}")
+    for item in items:
+        if item not in choices:
+            raise InputError(f"unknown {what} ({flag}) {item!r} (choose from: {', '.join(choices)})")
+    return items
+
+
+def check_ops(text: Any, flag: str = "--op") -> list[str]:
+    """The operations of a comma list; :class:`InputError` names an unknown one."""
+    return _check_each(text, flag, MEASURE_OPS, "operation")
+
+
+def check_methods(text: Any, flag: str = "--methods") -> list[str]:
+    """The timing methods of a comma list."""
+    return _check_each(text, flag, TIMING_METHODS, "timing method")
+
+
+def check_trees(text: Any, testbed: Any = None, flag: str = "--tree") -> list[str]:
+    """Tree specs of a comma list (registered names, ``kary:4``-style arguments, or ``native``).
+
+    ``native`` is refused on an emulated testbed (``testbed`` set): the library's own sends are not emulated.
+    """
+    specs = split_list(text)
+    if not specs:
+        raise InputError(f"{flag}: give at least one tree name or '{NATIVE}'")
+    for s in specs:
+        if s != NATIVE and s.partition(":")[0] not in TREES:
+            raise InputError(f"{flag}: unknown tree {s!r} (choose from: {', '.join([*tree_names(), NATIVE])})")
+    if NATIVE in specs and testbed:
+        raise InputError(NATIVE_ON_TESTBED)
+    return specs
+
+
+def parse_assignments(text: Any, flag: str, cast: Callable[[str], Any], form: str) -> dict[str, Any]:
+    """``KEY=VALUE`` items of a comma list, values converted by ``cast``; ``form`` shows the expected shape."""
+    out: dict[str, Any] = {}
+    for item in str(text or "").split(","):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"{flag} item {item!r}: expected {form}")
+        try:
+            out[key.strip()] = cast(value)
+        except ValueError:
+            raise InputError(f"{flag} item {item!r}: expected {form}") from None
+    return out
