@@ -1,8 +1,10 @@
 """``python -m calibrate TASK [options]``: the MPI side of hnow, run under mpiexec/srun on every rank.
 
 Arguments are parsed (and files validated) before mpi4py is imported; the thread level is pinned to
-``single`` (mpi4py's default ``multiple`` changes which algorithms MPICH picks). Rank 0 writes the task's
-result document atomically to ``--result FILE`` (or prints it on stdout). An exception on any rank prints one
+``single`` (mpi4py's default ``multiple`` changes which algorithms MPICH picks). The protocol with the launching
+``hnow`` is :mod:`hnowmodel.jobs.wire`: rank 0 prints its result as one ``hnow-result:`` line on stdout (with the
+world size, so the launcher can check that the job it asked for is the one that started); nothing is written to
+files, so node-local ``/tmp`` on other hosts is no obstacle. An exception on any rank prints one
 ``hnow-error: rank R: step S: message`` line and aborts the whole job, so no rank hangs.
 """
 
@@ -10,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
+
+from hnowmodel.jobs.wire import ERROR_PREFIX, result_line
 
 TASKS: dict[str, str] = {
     "calibrate": "calibrate.calibration",
@@ -33,10 +36,14 @@ def _launcher_rank() -> int:
     return 0
 
 
+def _say_error(message: str) -> None:
+    if _launcher_rank() == 0:
+        print(f"{ERROR_PREFIX} {message}", file=sys.stderr, flush=True)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        if _launcher_rank() == 0:
-            print(f"hnow-error: {message}", file=sys.stderr, flush=True)
+        _say_error(message)
         self.exit(2)
 
 
@@ -48,15 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     # Import only the task asked for (every rank does this at start-up); all of them only for --help.
     wanted = [argv[0]] if argv and argv[0] in TASKS else list(TASKS)
     for name in wanted:
-        modname = TASKS[name]
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as e:
-            if e.name == modname:
-                continue
-            raise
+        mod = importlib.import_module(TASKS[name])
         p = sub.add_parser(name, help=mod.HELP)
-        p.add_argument("--result", default=None, help="rank 0 writes the result JSON here (default: stdout)")
         p.add_argument("--quiet", action="store_true", help="no progress lines")
         mod.add_arguments(p)
         p.set_defaults(_mod=mod)
@@ -67,8 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         prepared = args._mod.prepare(args) if hasattr(args._mod, "prepare") else None
     except HnowError as e:  # bad files or flags: one line from rank 0, exit 2, before MPI starts
-        if _launcher_rank() == 0:
-            print(f"hnow-error: {e}", file=sys.stderr, flush=True)
+        _say_error(str(e))
         return 2
 
     import mpi4py
@@ -86,17 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         msg = str(e) or type(e).__name__
         rank = MPI.COMM_WORLD.Get_rank()
         step = rt.current_step if rt is not None else "start-up"
-        print(f"hnow-error: rank {rank}: step {step}: {msg}", file=sys.stderr, flush=True)
+        print(f"{ERROR_PREFIX} rank {rank}: step {step}: {msg}", file=sys.stderr, flush=True)
         MPI.COMM_WORLD.Abort(2)
         return 2
-    if rt.rank == 0 and result is not None:
-        if args.result:
-            from hnowmodel.io import write_json_atomic
-
-            write_json_atomic(args.result, result)
-        else:
-            json.dump(result, sys.stdout, indent=2)
-            sys.stdout.write("\n")
+    if rt.rank == 0:
+        sys.stdout.write(result_line({"world_size": rt.size, "result": result}) + "\n")
+        sys.stdout.flush()
     return 0
 
 

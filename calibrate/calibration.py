@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import socket
 import time
 from typing import Any
@@ -52,14 +53,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--testbed", default=None, help="emulated testbed: 'paper' or a JSON file (default: plain MPI)")
     p.add_argument("--layout", default=None, help="node type of each rank (FFSS, fast,slow,…) or 'auto'")
     p.add_argument("--sizes", default=None, help="message sizes in bytes (default depends on plain/emulated)")
-    p.add_argument("--network", default=None, help="take X from the network's configuration: "
-                   "bandwidth_MBps=…,latency_us=… (or Xc_us=…,Xm_us_per_byte=…)")
-    p.add_argument("--regime", default="auto", choices=("auto", "below", "above"),
-                   help="with a protocol switch: which side's fit goes into the profile (default: most sizes)")
+    p.add_argument(
+        "--network",
+        default=None,
+        help="take X from the network's configuration: bandwidth_MBps=…,latency_us=… (or Xc_us=…,Xm_us_per_byte=…)",
+    )
+    p.add_argument(
+        "--regime",
+        default="auto",
+        choices=("auto", "below", "above"),
+        help="with a protocol switch: which side's fit goes into the profile (default: most sizes)",
+    )
     p.add_argument("--precision", type=float, default=0.025, help="stop when the 95%% CI of the median is within this")
-    p.add_argument("--budget", type=float, default=None,
-                   help="seconds per experiment and size (default 1.5, quick 0.5)")
+    p.add_argument(
+        "--budget", type=float, default=None, help="seconds per experiment and size (default 1.5, quick 0.5)"
+    )
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (tests, demos)")
+    p.add_argument(
+        "--kernels",
+        default="auto",
+        choices=("auto", "c", "python"),
+        help="plain MPI: time with the C kernels (auto: when a compiler is found) or the Python ones",
+    )
+    p.add_argument("--rounds", type=int, default=None, help="C kernels: interleaved rounds (default 7, quick 3)")
+    p.add_argument("--gap-us", type=float, default=None, help="C kernels: idle gap between isolated messages (µs)")
+    p.add_argument("--native-ops", default="", help="also time these native collectives in every round")
+    p.add_argument("--native-sizes", default="8,4K,64K,1M", help="sizes of the interleaved native collectives")
 
 
 def parse_network_spec(text: str) -> tuple[float, float]:
@@ -100,7 +119,29 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
             letters = sorted(set(args.layout.upper()))
             layout = parse_layout(args.layout, [LETTER_NAMES.get(c, c) for c in letters])
     network = parse_network_spec(args.network) if args.network else None
-    return {"testbed": testbed, "sizes": sizes, "layout": layout, "network": network, "mode": mode}
+    native_ops = [o for o in args.native_ops.split(",") if o.strip()]
+    if native_ops:
+        from hnowmodel.options import check_ops
+
+        from .collectives import native_env
+
+        native_ops = check_ops(",".join(native_ops), "--native-ops")
+        for k, v in native_env("MPICH", native_ops).items():  # read by MPICH in MPI_Init: set it now
+            os.environ.setdefault(k, v)
+    if args.rounds is not None and args.rounds < 1:
+        raise InputError(f"--rounds must be >= 1, got {args.rounds}")
+    if args.gap_us is not None and not (math.isfinite(args.gap_us) and 0 <= args.gap_us <= 1e6):
+        raise InputError(f"--gap-us must be a number of µs in 0..1e6, got {args.gap_us}")
+    return {
+        "testbed": testbed,
+        "sizes": sizes if args.sizes else None,
+        "default_sizes": sizes,
+        "layout": layout,
+        "network": network,
+        "mode": mode,
+        "native_ops": native_ops,
+        "native_sizes": parse_sizes(args.native_sizes, "--native-sizes"),
+    }
 
 
 def _names_in(spec: str) -> list[str]:
@@ -114,11 +155,12 @@ def _names_in(spec: str) -> list[str]:
 
 
 # ---- on all ranks -----------------------------------------------------------------------------------------------
-def auto_layout(tr: Any, rt: Any, hosts: list[str]) -> tuple[str, ...]:
+def auto_layout(tr: Any, rt: Any, hosts: list[str], emulated: bool = False) -> tuple[str, ...]:
     """Types from measured send overheads (and host names): each rank's send overhead at 1 KiB is measured; sorted,
     a new type starts where the next rank is more than 25 % slower than the first of the current group and the
     gap exceeds both medians' confidence intervals. Ranks on one host never differ by hardware, so a host's
-    ranks share the type of its fastest rank. Names: ``node`` for one type, ``fast``/``slow`` for two, else
+    ranks share the type of its fastest rank (not on an emulated testbed, whose ranks share one host but each
+    behave as their own type). Names: ``node`` for one type, ``fast``/``slow`` for two, else
     ``type1``… (fastest first)."""
     n = tr.size
     overhead, ci = [], []
@@ -131,7 +173,7 @@ def auto_layout(tr: Any, rt: Any, hosts: list[str]) -> tuple[str, ...]:
     per_host: dict[str, float] = {}
     for r in range(n):
         per_host[hosts[r]] = min(per_host.get(hosts[r], math.inf), overhead[r])
-    value = [per_host[hosts[r]] for r in range(n)]
+    value = list(overhead) if emulated else [per_host[hosts[r]] for r in range(n)]
     order = sorted(range(n), key=lambda r: value[r])
     groups: list[list[int]] = []
     for r in order:
@@ -142,14 +184,22 @@ def auto_layout(tr: Any, rt: Any, hosts: list[str]) -> tuple[str, ...]:
                 groups[-1].append(r)
                 continue
         groups.append([r])
-    names = ["fast", "slow"] if len(groups) == 2 else ["node"] if len(groups) == 1 else [
-        f"type{i + 1}" for i in range(len(groups))]
+    names = (
+        ["fast", "slow"]
+        if len(groups) == 2
+        else ["node"]
+        if len(groups) == 1
+        else [f"type{i + 1}" for i in range(len(groups))]
+    )
     layout = [""] * n
     for name, g in zip(names, groups, strict=True):
         for r in g:
             layout[r] = name
-    rt.progress(f"auto layout: {','.join(layout)} (hosts: {len(set(hosts))}, send overhead at 1 KiB: "
-                + ", ".join(f"{o:.1f}" for o in overhead) + " µs)")
+    rt.progress(
+        f"auto layout: {','.join(layout)} (hosts: {len(set(hosts))}, send overhead at 1 KiB: "
+        + ", ".join(f"{o:.1f}" for o in overhead)
+        + " µs)"
+    )
     return tuple(layout)
 
 
@@ -188,21 +238,43 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         hosts = comm.allgather(socket.gethostname())
     with rt.step("layout"):
         layout = prepared["layout"]
-        if layout is None and testbed is not None:
+        if layout is None and testbed is not None and args.layout != "auto":
             layout = testbed.layout_for(tr.size)  # the user knows which node is which; never its parameters
-        if layout is None:
-            layout = auto_layout(tr, rt, hosts)
+        if layout is None:  # --layout auto (or nothing known): discover the groups by measuring
+            layout = auto_layout(tr, rt, hosts, emulated=testbed is not None)
         if len(layout) != tr.size:
             raise InputError(f"--layout has {len(layout)} ranks, the job has {tr.size}")
     pairs, roles = _plan(tuple(layout))
-    sizes = prepared["sizes"]
+    if prepared["mode"] == "plain" and prepared["network"] is None and args.kernels != "python":
+        from .ckernels import available
+
+        ok, why = available()
+        oks = comm.allgather((ok, why))
+        bad = next((w for good, w in oks if not good), None)
+        if bad is None:
+            return _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start)
+        if args.kernels == "c":
+            raise InputError(f"--kernels c: the C kernels cannot be used here ({bad})")
+        rt.progress(f"C kernels unavailable ({bad}): timing with the Python kernels (less accurate on real MPI)")
+        prepared["kernel_note"] = f"Python kernels: the C kernels could not be used ({bad})"
+    sizes = prepared["sizes"] or prepared["default_sizes"]
     quick = args.quick
     if prepared["mode"] == "plain":  # µs-scale samples: cheap, and noisy on a shared machine, so take many
-        opts = {"rel": args.precision, "budget_s": args.budget or (0.3 if quick else 1.0), "min_samples": 20,
-                "max_samples": 200 if quick else 600, "batch": 10, "warmup": 10}
+        opts = {
+            "rel": args.precision,
+            "budget_s": args.budget or (0.3 if quick else 1.0),
+            "min_samples": 20,
+            "max_samples": 200 if quick else 600,
+            "batch": 10,
+            "warmup": 10,
+        }
     else:
-        opts = {"rel": args.precision, "budget_s": args.budget or (0.5 if quick else 1.5),
-                "min_samples": 4 if quick else 6, "max_samples": 20 if quick else 40}
+        opts = {
+            "rel": args.precision,
+            "budget_s": args.budget or (0.5 if quick else 1.5),
+            "min_samples": 4 if quick else 6,
+            "max_samples": 20 if quick else 40,
+        }
     records: list[dict[str, Any]] = []
 
     def run(name: str, a: int, b: int, m: int, **kw: Any) -> float:
@@ -214,8 +286,9 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         return float(comm.bcast(float(np.median(samples)) if samples else None, root=who))
 
     for i, m in enumerate(sizes):
-        rt.progress(f"size {m} B ({i + 1}/{len(sizes)}): ping-pong {len(pairs)} pair(s), overheads of "
-                    f"{len(roles)} type(s)")
+        rt.progress(
+            f"size {m} B ({i + 1}/{len(sizes)}): ping-pong {len(pairs)} pair(s), overheads of {len(roles)} type(s)"
+        )
         pp = [run("pingpong", a, b, m) for a, b in pairs]
         settle = 3 * max(pp) + 100.0
         for _, (r, partner) in roles.items():
@@ -230,14 +303,89 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         recs = [r for part in everything for r in part]
         doc = _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
     doc["provenance"]["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+    doc["provenance"]["kernels"] = (
+        {"kind": "Python", "why": prepared.get("kernel_note", "asked for (--kernels)")}
+        if prepared["mode"] == "plain"
+        else {"kind": "Python (emulated testbed transport)"}
+    )
     doc["provenance"]["wall_s"] = round(time.monotonic() - t_start, 2)
+    return doc
+
+
+def _transport(hosts: list[str]) -> str:
+    """What carries the messages: shared memory on one host, else the network (and the settings that choose it)."""
+    n = len(set(hosts))
+    if n == 1:
+        return "shared memory (all ranks on one host)"
+    env = {
+        k: os.environ[k]
+        for k in ("UCX_TLS", "UCX_NET_DEVICES", "MPIR_CVAR_CH4_NETMOD", "FI_PROVIDER")
+        if k in os.environ
+    }
+    return f"network between {n} hosts" + (f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else "")
+
+
+def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> dict[str, Any] | None:
+    """Plain MPI with the C kernels, in interleaved rounds (:mod:`calibrate.realmpi`)."""
+    from mpi4py import MPI
+
+    from hnowmodel.params import Profile
+
+    from . import realmpi
+    from .ckernels import Kernels
+
+    comm = rt.comm
+    with rt.step("C kernels"):
+        k = Kernels(comm)
+    sizes = prepared["sizes"] or realmpi.default_sizes(args.quick)
+    sizes = sorted({0, *sizes})
+    rounds = args.rounds or (3 if args.quick else 9)
+    gap = realmpi.DEFAULT_GAP_US if args.gap_us is None else args.gap_us
+    raw = realmpi.run(
+        k,
+        comm,
+        rt,
+        pairs=pairs,
+        roles=roles,
+        sizes=sizes,
+        rounds=rounds,
+        gap_us=gap,
+        quick=args.quick,
+        native_ops=prepared["native_ops"],
+        native_sizes=prepared["native_sizes"],
+    )
+    if rt.rank != 0:
+        return None
+    with rt.step("fit"):
+        doc = realmpi.fit_profile(raw, layout, hosts, pairs, roles)
+        prof = Profile.from_dict(doc, where="fitted profile")
+        prov = doc["provenance"]
+        prov["self_check"] = realmpi.self_check(doc, raw, pairs, layout, prof)
+        prov["reference_pingpong"] = realmpi.reference_rows(raw, pairs, layout, prof)
+        prov["kernels"] = {"kind": "C", **k.info()}
+        lib = MPI.Get_library_version().strip()
+        prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
+        prov["transport"] = _transport(hosts)
+        prov["mode"] = "plain"
+        prov["wall_s"] = round(time.monotonic() - t_start, 2)
+        natives = realmpi.native_rows(raw)
+        if natives:
+            doc["interleaved_native"] = {
+                "rows": natives,
+                "gap_us": gap,
+                "rounds": rounds,
+                "pinning": {o: "binomial" for o in prepared["native_ops"]},
+            }
     return doc
 
 
 # ---- fitting on rank 0 ------------------------------------------------------------------------------------------
 def _medians(recs: list[dict[str, Any]], exp: str, a: int, b: int) -> tuple[list[int], list[float]]:
-    pts = sorted((r["size"], float(np.median(r["samples_us"]))) for r in recs
-                 if r["experiment"] == exp and r["a"] == a and r["b"] == b)
+    pts = sorted(
+        (r["size"], float(np.median(r["samples_us"])))
+        for r in recs
+        if r["experiment"] == exp and r["a"] == a and r["b"] == b
+    )
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
@@ -264,6 +412,12 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
     else:
         main_idx = 0 if k >= len(pp_sizes) - k else 1
     regime_sizes = [set(pp_sizes[s]) for s in regimes]
+    few = len(regime_sizes[main_idx])
+    if few < 3:
+        warnings.append(
+            f"the profile's lines are fitted through only {few} message sizes: a line through 2 points has no "
+            "confidence interval and nothing checks it; calibrate with 3 or more sizes (--sizes) in each regime"
+        )
 
     def fits_for(sel: set[int]) -> dict[str, Any]:
         out: dict[str, Any] = {"types": {}, "pairs": []}
@@ -285,11 +439,18 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
             for m, half_rtt in zip(xs, ys, strict=True):
                 if m not in sel:
                     continue
-                sr = (ts[ta]["S_points"][m] + ts[tb]["R_points"][m] + ts[tb]["S_points"][m] + ts[ta]["R_points"][m])
+                sr = ts[ta]["S_points"][m] + ts[tb]["R_points"][m] + ts[tb]["S_points"][m] + ts[ta]["R_points"][m]
                 pts.append((m, half_rtt - sr / 2))
             x_all += pts
-            out["pairs"].append({"a": a, "b": b, "types": (ta, tb), "X": fit_line(*zip(*pts, strict=True)),
-                                 "pingpong": dict(zip(xs, ys, strict=True))})
+            out["pairs"].append(
+                {
+                    "a": a,
+                    "b": b,
+                    "types": (ta, tb),
+                    "X": fit_line(*zip(*pts, strict=True)),
+                    "pingpong": dict(zip(xs, ys, strict=True)),
+                }
+            )
         out["X"] = fit_line(*zip(*x_all, strict=True))
         return out
 
@@ -311,8 +472,10 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
         network = {"Xc_us": xc, "Xm_us_per_byte": xm}
         x_source = "network configuration (--network)"
     else:
-        network = {"Xc_us": _nonneg(X.intercept, "network.Xc_us", warnings),
-                   "Xm_us_per_byte": _nonneg(X.slope, "network.Xm_us_per_byte", warnings)}
+        network = {
+            "Xc_us": _nonneg(X.intercept, "network.Xc_us", warnings),
+            "Xm_us_per_byte": _nonneg(X.slope, "network.Xm_us_per_byte", warnings),
+        }
         x_source = "ping-pong minus measured S and R, all pairs fitted together"
     links = []
     pair_rows = []
@@ -329,8 +492,9 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
         )
         if differs and prepared["network"] is None and ta != tb:
             for src, dst in ((ta, tb), (tb, ta)):
-                links.append({"from": src, "to": dst, "Xc_us": max(px.intercept, 0.0),
-                              "Xm_us_per_byte": max(px.slope, 0.0)})
+                links.append(
+                    {"from": src, "to": dst, "Xc_us": max(px.intercept, 0.0), "Xm_us_per_byte": max(px.slope, 0.0)}
+                )
         # additivity: measured half round trip vs the fitted S + X + R of both directions
         resid = []
         for m, meas in pf["pingpong"].items():
@@ -339,36 +503,57 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
             net = network["Xc_us"] + network["Xm_us_per_byte"] * m
             pred = 0.0
             for s_t, r_t in ((ta, tb), (tb, ta)):
-                pred += (types_doc[s_t]["Sc_us"] + types_doc[s_t]["Sm_us_per_byte"] * m + net
-                         + types_doc[r_t]["Rc_us"] + types_doc[r_t]["Rm_us_per_byte"] * m) / 2
+                pred += (
+                    types_doc[s_t]["Sc_us"]
+                    + types_doc[s_t]["Sm_us_per_byte"] * m
+                    + net
+                    + types_doc[r_t]["Rc_us"]
+                    + types_doc[r_t]["Rm_us_per_byte"] * m
+                ) / 2
             resid.append({"size": m, "measured_us": meas, "model_us": pred, "residual_pct": 100 * (meas - pred) / pred})
-        pair_rows.append({"ranks": [pf["a"], pf["b"]], "types": [ta, tb], "X_fit": px.to_dict(),
-                          "max_abs_residual_pct": max((abs(r["residual_pct"]) for r in resid), default=0.0),
-                          "residuals": resid})
+        pair_rows.append(
+            {
+                "ranks": [pf["a"], pf["b"]],
+                "types": [ta, tb],
+                "X_fit": px.to_dict(),
+                "max_abs_residual_pct": max((abs(r["residual_pct"]) for r in resid), default=0.0),
+                "residuals": resid,
+            }
+        )
     # spread of the raw samples: warn where the CI of the median is wide
     sample_rows = []
     for r in recs:
         s = summary(r["samples_us"])
         spread = (s["ci_high_us"] - s["ci_low_us"]) / max(s["median_us"], 1e-9)
-        sample_rows.append({"experiment": r["experiment"], "a": r["a"], "b": r["b"], "size": r["size"], **s,
-                            "ci_rel": spread, "raw_us": [round(v, 3) for v in r["samples_us"]]})
+        sample_rows.append(
+            {
+                "experiment": r["experiment"],
+                "a": r["a"],
+                "b": r["b"],
+                "size": r["size"],
+                **s,
+                "ci_rel": spread,
+                "raw_us": [round(v, 3) for v in r["samples_us"]],
+            }
+        )
     noisy = sorted((row for row in sample_rows if row["ci_rel"] > 0.10), key=lambda row: -row["ci_rel"])
     if noisy:
         w = noisy[0]
         warnings.append(
             f"{len(noisy)} of {len(sample_rows)} measurements have a 95% CI of the median wider than 10% of it "
             f"(worst: {w['experiment']} {w['a']}->{w['b']} at {w['size']} B, {100 * w['ci_rel']:.0f}%); "
-            "a quieter machine or more --budget narrows them"
+            "a quieter machine narrows them, and a smaller --precision takes more samples"
         )
-    fits_doc = {
-        t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in main["types"].items()
-    }
+    fits_doc = {t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in main["types"].items()}
     fits_doc["network"] = X.to_dict()
     other = [
-        {"sizes": sorted(regime_sizes[i]),
-         "types": {t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in per_regime[i]["types"].items()},
-         "network": per_regime[i]["X"].to_dict()}
-        for i in range(len(per_regime)) if i != main_idx
+        {
+            "sizes": sorted(regime_sizes[i]),
+            "types": {t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in per_regime[i]["types"].items()},
+            "network": per_regime[i]["X"].to_dict(),
+        }
+        for i in range(len(per_regime))
+        if i != main_idx
     ]
     return {
         "schema": PROFILE_SCHEMA,
@@ -378,11 +563,12 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
         "nodes": [{"rank": r, "host": hosts[r], "type": t} for r, t in enumerate(layout)],
         "provenance": {
             "method": "papers/003 section 2: ping-pong (eq. 5), consecutive sends (S), receive after arrival (R); "
-                      "X = T_ptp - S - R",
+            "X = T_ptp - S - R",
             "x_source": x_source,
             "mode": prepared["mode"],
-            "testbed": None if prepared["testbed"] is None else {
-                "name": prepared["testbed"].name, "time_scale": prepared["testbed"].time_scale},
+            "testbed": None
+            if prepared["testbed"] is None
+            else {"name": prepared["testbed"].name, "time_scale": prepared["testbed"].time_scale},
             "sizes": sizes,
             "precision": args.precision,
             "protocol_breakpoint_bytes": None if k is None else [pp_sizes[k - 1], pp_sizes[k]],

@@ -94,21 +94,29 @@ OPS = MEASURE_OPS
 METHODS = TIMING_METHODS
 TAG = 4242
 
+
+def native_env(library: str, ops: Sequence[str]) -> dict[str, str]:
+    """The environment that pins ``library``'s own algorithm for each of ``ops`` (the operation registry's
+    :class:`hnowmodel.ops.NativeAlgorithm`); it must be set before ``MPI_Init``."""
+    from hnowmodel import ops as registry
+
+    env: dict[str, str] = {}
+    for op in ops:
+        nat = registry.get(op).native.get(library)
+        if nat is not None:
+            env.update(nat.env)
+    return env
+
+
 #: MPICH control variables that pin MPI_Bcast/Scatter/Gather to the binomial algorithm (verified with
-#: ``mpivars`` of MPICH 5.0.2). They must be in the environment before MPI_Init.
-MPICH_PIN: dict[str, str] = {
-    "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "binomial",
-    "MPIR_CVAR_SCATTER_INTRA_ALGORITHM": "binomial",
-    "MPIR_CVAR_GATHER_INTRA_ALGORITHM": "binomial",
-    "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
-    "MPIR_CVAR_COLLECTIVE_FALLBACK": "error",
-}
+#: ``mpivars`` of MPICH 5.0.2), from the operation registry.
+MPICH_PIN: dict[str, str] = native_env("MPICH", ("bcast", "scatter", "gather"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", default="bcast", help="comma list of bcast, scatter, gather")
     p.add_argument("--tree", default="binomial", help="comma list of tree names (hnowmodel.trees) or 'native'")
-    p.add_argument("--trees-file", default=None, help="JSON {'trees': [{'spec': NAME, 'tree': {...}}]} (pre-built)")
+    p.add_argument("--trees-packed", default=None, help="pre-built trees (hnowmodel.jobs.wire.pack of [{spec, tree}])")
     p.add_argument("--sizes", default="0,1K,4K", help="message sizes in bytes (per rank for scatter/gather)")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
     p.add_argument("--reps", type=int, default=7, help="repetitions of each timing method (default 7)")
@@ -123,7 +131,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Validate everything that can be checked before MPI starts; pin MPICH's algorithms in the environment."""
     from hnowmodel.errors import InputError
-    from hnowmodel.io import read_json
     from hnowmodel.params import Profile
     from hnowmodel.sizes import parse_sizes
     from hnowmodel.trees import from_dict
@@ -139,15 +146,19 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         raise InputError(f"--root must be a rank >= 0, got {args.root}")
     specs: list[str] = []
     prebuilt: dict[str, Any] = {}
-    if args.trees_file:
-        doc = read_json(args.trees_file, "trees file")
-        entries = doc.get("trees") if isinstance(doc, dict) else None
+    if args.trees_packed:
+        from hnowmodel.jobs.wire import ProtocolError, unpack
+
+        try:
+            entries = unpack(args.trees_packed)
+        except ProtocolError as e:
+            raise InputError(f"--trees-packed: {e}") from None
         if not isinstance(entries, list) or not entries:
-            raise InputError(f"{args.trees_file}: expected {{'trees': [{{'spec': ..., 'tree': {{...}}}}, ...]}}")
+            raise InputError("--trees-packed: expected a list of {'spec': NAME, 'tree': {...}}")
         for e in entries:
             spec = str(e.get("spec", "")) if isinstance(e, dict) else ""
             if not spec:
-                raise InputError(f"{args.trees_file}: every tree entry needs a 'spec' name")
+                raise InputError("--trees-packed: every tree entry needs a 'spec' name")
             specs.append(spec)
             if spec != NATIVE:
                 prebuilt[spec] = from_dict(e.get("tree"))
@@ -233,7 +244,7 @@ class TreeExecutor:
     def gather(self) -> None:
         m, buf, scratch = self.m, self.buf, self.scratch
         for _ in self.children:
-            src = self.tr.recv(scratch, -1, TAG)
+            src = self.tr.recv(scratch, self.tr.ANY_SOURCE, TAG)
             k = int(self.subsize[src])
             i = self.pos[src]
             if m:
@@ -425,6 +436,40 @@ def time_sync(
     }
 
 
+def _c_kernels(comm: Any) -> Any:
+    """The C kernels on ``comm`` when every rank can load them, else None (the Python timing is used)."""
+    from .ckernels import Kernels, available
+
+    if not all(comm.allgather(available()[0])):
+        return None
+    return Kernels(comm)
+
+
+def time_sync_c(k: Any, ctl: Any, op: str, root: int, m: int, reps: int, lead_us: float) -> dict[str, Any]:
+    """The library's own collective timed in C with a common start (µs): every rank spins to one instant of the
+    shared clock, calls it once, and the completion is the latest finish minus the earliest start."""
+    n = max(3 * reps, 11)  # cheap: a cold single collective is the noisiest case, so take more
+    start, finish = k.coll(op, root, m, n, lead_us=lead_us)
+    starts, finishes = ctl.gather(start, root=0), ctl.gather(finish, root=0)
+    if ctl.Get_rank() != 0:
+        return {}
+    t0 = np.min(np.array(starts), axis=0)
+    done = np.array(finishes) - t0  # (ranks, repetitions): when each rank finished, from the common start
+    comp = done.max(axis=0)
+    late = np.max(np.array(starts), axis=0) - t0
+    mn, md, mx = _stats(comp.tolist())
+    return {
+        "sync_min_us": mn,
+        "sync_median_us": md,
+        "sync_max_us": mx,
+        "sync_late_us": float(np.median(late)),
+        "sync_reps": n,
+        "sync_kernel": "C",
+        "sync_lead_us": lead_us,
+        "per_rank_us": [float(x) for x in np.median(done, axis=1)],
+    }
+
+
 def time_fig2(tr: Any, ctl: Any, run: Callable[[], None], reps: int, iters: int) -> dict[str, Any]:
     """The paper's Figure 2: (collective; barrier) loop minus a barrier loop, max over ranks (µs)."""
     from mpi4py import MPI
@@ -545,6 +590,9 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     lib = _library()
     out_rows: list[dict[str, Any]] = []
     ops, methods = prepared["ops"], prepared["methods"]
+    ckern = _c_kernels(comm) if testbed is None and NATIVE in prepared["specs"] and "sync" in methods else None
+    # the common start must reach every rank before it comes: a few round trips ahead (10 µs on shared memory)
+    lead_us = max(10.0, 4.0 * float(np.max(clock.rtt_us[np.isfinite(clock.rtt_us)], initial=0.0)))
     for spec in prepared["specs"]:
         with rt.step(f"tree {spec}"):
             if spec == NATIVE:
@@ -573,7 +621,9 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
                     if any(bads):
                         raise RuntimeError(next(b for b in bads if b))
                     row: dict[str, Any] = {"op": op, "tree": spec, "size": int(m), "root": root, "verified": True}
-                    if "sync" in methods:
+                    if "sync" in methods and tree is None and ckern is not None:
+                        row.update(time_sync_c(ckern, ctl, op, root, m, args.reps, lead_us))
+                    elif "sync" in methods:
                         row.update(time_sync(clock, run, args.reps, first_start=op == "gather"))
                     if "fig2" in methods:
                         row.update(time_fig2(tr, ctl, run, args.reps, args.iters))

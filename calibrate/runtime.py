@@ -2,9 +2,9 @@
 
 A task names its current step (``with rt.step("ping-pong fast->slow"):``) so that a failure anywhere is
 reported as one line naming the rank and the step, after which the whole job is aborted (no rank hangs).
-When the launcher sets ``HNOW_STATUS_DIR``, each rank also keeps its current step in a small file there, so
-that a rank which hangs or dies without a word can still be named (see :mod:`hnowmodel.cli.launch`). Steps
-are meant to be coarse (a benchmark, a size, a tree), never one per timed repetition.
+Every rank also announces each step it enters on stderr (:func:`hnowmodel.jobs.wire.step_line`), so that a
+rank which hangs or dies without a word can still be named by the launcher (:mod:`hnowmodel.jobs.launcher`).
+Steps are meant to be coarse (a benchmark, a size, a tree), never one per timed repetition.
 """
 
 from __future__ import annotations
@@ -15,16 +15,9 @@ import time
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Runtime", "FAULT_ENV", "STATUS_ENV", "PROGRESS_PREFIX"]
+from hnowmodel.jobs.wire import FAULT_ENV, PROGRESS_PREFIX, step_line
 
-#: Fault injection for tests of the failure paths: ``HNOW_FAULT="RANK:STEP:KIND"`` makes rank RANK fail when it
-#: enters a step whose name contains STEP; KIND is ``raise`` (an exception), ``exit`` (the process dies without
-#: a word) or ``hang`` (sleeps forever). Real runs never set it.
-FAULT_ENV = "HNOW_FAULT"
-#: Folder where each rank keeps ``rank<R>`` = "<steps entered>\\t<current step>" (set by the launcher).
-STATUS_ENV = "HNOW_STATUS_DIR"
-#: Progress lines start with this, so the launcher can tell them from the MPI library's own chatter.
-PROGRESS_PREFIX = "[hnow "
+__all__ = ["Runtime", "FAULT_ENV", "PROGRESS_PREFIX"]
 
 
 class Runtime:
@@ -39,8 +32,6 @@ class Runtime:
         self._entered = 0
         self._t0 = time.monotonic()
         self._fault = _parse_fault(os.environ.get(FAULT_ENV, ""))
-        status_dir = os.environ.get(STATUS_ENV)
-        self._status = os.path.join(status_dir, f"rank{self.rank}") if status_dir else None
         self._record()
 
     @contextmanager
@@ -64,15 +55,10 @@ class Runtime:
             print(f"{PROGRESS_PREFIX}{time.monotonic() - self._t0:6.1f}s] {message}", file=sys.stderr, flush=True)
 
     def _record(self, done: str = "") -> None:
-        if self._status is None:
-            return
         where = self.current_step
         if done and where == "start-up":  # between top-level steps: say which one was finished last
             where = f"after {done}"
-        tmp = f"{self._status}.tmp"
-        with open(tmp, "w") as f:
-            f.write(f"{self._entered}\t{where}")
-        os.replace(tmp, self._status)
+        print(step_line(self.rank, self._entered, where), file=sys.stderr, flush=True)
 
     def _inject(self, name: str) -> None:
         rank, step, kind = self._fault

@@ -6,6 +6,12 @@ and reports every time divided by the scale, so code written against :class:`Tra
 runs on.
 
 Buffers are contiguous numpy ``uint8`` arrays (any writable buffer works for ``recv``).
+
+MPI constants come from mpi4py, never by hand (``MPI_ANY_SOURCE`` is -2 in MPICH, where -1 is ``MPI_PROC_NULL``):
+``recv(buf)`` or ``recv(buf, tr.ANY_SOURCE)`` takes a message from any rank, and ``tr.ANY_SOURCE`` *is*
+``MPI.ANY_SOURCE``. This module does not import ``mpi4py.MPI`` when it is imported (that would initialise MPI
+before ``python -m calibrate`` has parsed its arguments and pinned the thread level); only a transport, built on
+a communicator, or an access to the module attribute ``ANY_SOURCE`` does.
 """
 
 from __future__ import annotations
@@ -15,9 +21,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Transport", "PlainTransport", "ANY_SOURCE", "quiet_wait"]
+__all__ = ["Transport", "PlainTransport", "quiet_wait"]
 
-ANY_SOURCE = -1
+
+def __getattr__(name: str) -> Any:
+    """``calibrate.transport.ANY_SOURCE``: mpi4py's ``MPI.ANY_SOURCE`` (imported, so MPI initialised, on first use)."""
+    if name == "ANY_SOURCE":
+        from mpi4py import MPI
+
+        return MPI.ANY_SOURCE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def quiet_wait(request: Any, poll_s: float = 30e-6) -> None:
@@ -31,7 +44,8 @@ class Transport:
 
     ``send(buf, dest, tag)`` returns when the sender is free again (its send overhead is over);
     ``recv(buf, source, tag)`` returns when the message is fully received into ``buf`` and returns the source
-    rank (``source=ANY_SOURCE`` takes whichever message arrives first); ``now()`` is this rank's clock in µs
+    rank (``source=None`` or :attr:`ANY_SOURCE` takes whichever message arrives first; ``MPI.PROC_NULL`` returns
+    ``MPI.PROC_NULL`` at once, as ``MPI_Recv`` does); ``now()`` is this rank's clock in µs
     (model time: real time divided by ``time_scale``); ``barrier()`` synchronises all ranks;
     ``compute(us)`` keeps this rank busy for ``us`` model µs (for benchmarks that measure CPU availability);
     ``finish()`` completes anything still in flight (call before the job ends).
@@ -43,10 +57,17 @@ class Transport:
     time_scale: float = 1.0
     emulated: bool = False
 
+    @property
+    def ANY_SOURCE(self) -> int:  # noqa: N802 (the MPI name)
+        """mpi4py's ``MPI.ANY_SOURCE`` (MPI is initialised once a transport exists)."""
+        from mpi4py import MPI
+
+        return MPI.ANY_SOURCE
+
     def send(self, buf: np.ndarray, dest: int, tag: int = 0) -> None:
         raise NotImplementedError
 
-    def recv(self, buf: np.ndarray, source: int = ANY_SOURCE, tag: int = 0) -> int:
+    def recv(self, buf: np.ndarray, source: int | None = None, tag: int = 0) -> int:
         raise NotImplementedError
 
     def now(self) -> float:
@@ -88,8 +109,8 @@ class PlainTransport(Transport):
     def send(self, buf: np.ndarray, dest: int, tag: int = 0) -> None:
         self.comm.Send(buf, dest, tag)
 
-    def recv(self, buf: np.ndarray, source: int = ANY_SOURCE, tag: int = 0) -> int:
-        src = self._MPI.ANY_SOURCE if source == ANY_SOURCE else source
+    def recv(self, buf: np.ndarray, source: int | None = None, tag: int = 0) -> int:
+        src = self._MPI.ANY_SOURCE if source is None else source  # mpi4py's constants pass through unchanged
         self.comm.Recv(buf, src, tag, self._status)
         return self._status.Get_source()
 

@@ -20,7 +20,15 @@ from hnowmodel.io import atomic_write
 from hnowmodel.report import save_png
 
 __all__ = [
-    "parser", "outdir", "write_csv", "save_png", "write_markdown", "md_table", "claim", "command_line", "best_of",
+    "parser",
+    "outdir",
+    "write_csv",
+    "save_png",
+    "write_markdown",
+    "md_table",
+    "claim",
+    "command_line",
+    "best_of",
 ]
 
 ROOT = Path(__file__).resolve().parent

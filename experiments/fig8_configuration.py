@@ -1,6 +1,9 @@
-"""Figure 8 of papers/003: gather time vs the number of fast nodes, on 8 and 16 nodes (root always fast).
+"""Figure 8 of Banikazemi et al.: gather time vs the number of fast nodes, on 8 and 16 nodes (root always fast).
 
 Paper's claim: beyond about four fast nodes, adding more does not improve gather significantly.
+
+Paper: Banikazemi, Sampathkumar, Prabhu, Panda, Sadayappan, "Communication Modeling of Heterogeneous Networks of
+Workstations for Performance Characterization of Collective Operations".
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ def main() -> None:
             for fast in range(1, n + 1):
                 layout = ["fast"] * fast + ["slow"] * (n - fast)
                 t = predict.gather(prof, layout, trees.sequential(n), SIZES, variant=variant)
-                rows += [{"nodes": n, "fast": fast, "variant": variant, "size": s, "time_us": float(v)}
-                         for s, v in zip(SIZES, t, strict=True)]
+                rows += [
+                    {"nodes": n, "fast": fast, "variant": variant, "size": s, "time_us": float(v)}
+                    for s, v in zip(SIZES, t, strict=True)
+                ]
         for s in SIZES:
             ys = [r["time_us"] for r in rows if (r["nodes"], r["size"], r["variant"]) == (n, s, "paper")]
             ax.plot(range(1, n + 1), ys, marker="o", label=f"{s} B")
@@ -50,12 +55,14 @@ def main() -> None:
         for s in SIZES:
             gain_first = t(n, 1, s) - t(n, 4, s)
             gain_rest = t(n, 4, s) - t(n, n, s)
-            body.append(claim(
-                f"{n} nodes, {s} B: more than four fast nodes improves gather by less than 10 %",
-                gain_rest < 0.10 * t(n, 4, s),
-                f"1->4 fast saves {gain_first:.0f} µs, 4->{n} fast saves {gain_rest:.0f} µs "
-                f"({100 * gain_rest / t(n, 4, s):.1f} % of {t(n, 4, s):.0f} µs)",
-            ))
+            body.append(
+                claim(
+                    f"{n} nodes, {s} B: more than four fast nodes improves gather by less than 10 %",
+                    gain_rest < 0.10 * t(n, 4, s),
+                    f"1->4 fast saves {gain_first:.0f} µs, 4->{n} fast saves {gain_rest:.0f} µs "
+                    f"({100 * gain_rest / t(n, 4, s):.1f} % of {t(n, 4, s):.0f} µs)",
+                )
+            )
     body.append(
         "\nWhy: the root receives the n-1 messages one after another (eq. 11), so its receive overhead sets a floor"
         " that more fast senders cannot lower; fast senders only help while their messages arrive before the root"

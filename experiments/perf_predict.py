@@ -35,8 +35,14 @@ def main() -> None:
         run = lambda layout=layout, tree=tree: predict.bcast(prof, layout, tree, SIZES)  # noqa: E731
         vec_first = run_time = best_of(run, 1)  # the first call includes the per-tree caches
         vec = min(run_time, best_of(run, args.repeat))
-        row = {"ranks": n, "tree_build_s": t_build, "vectorised_first_s": vec_first, "vectorised_s": vec,
-               "per_rank_python_s": float("nan"), "speedup": float("nan")}
+        row = {
+            "ranks": n,
+            "tree_build_s": t_build,
+            "vectorised_first_s": vec_first,
+            "vectorised_s": vec,
+            "per_rank_python_s": float("nan"),
+            "speedup": float("nan"),
+        }
         if e <= args.ref_max_exp:
             lay = layout.tolist()
             ref = best_of(
@@ -47,21 +53,36 @@ def main() -> None:
             assert np.allclose(got, want)
             row.update(per_rank_python_s=ref, speedup=ref / vec_first)
         rows.append(row)
-        print(f"n=2^{e:<2d} build {t_build:7.3f} s  vectorised {vec_first:7.4f} s (first) {vec:7.4f} s (cached)"
-              f"  python {row['per_rank_python_s']:8.3f} s  speed-up {row['speedup']:7.1f}x", flush=True)
+        print(
+            f"n=2^{e:<2d} build {t_build:7.3f} s  vectorised {vec_first:7.4f} s (first) {vec:7.4f} s (cached)"
+            f"  python {row['per_rank_python_s']:8.3f} s  speed-up {row['speedup']:7.1f}x",
+            flush=True,
+        )
     write_csv(out / "perf_predict.csv", rows)
-    body = [md_table(rows, fmt="{:.4g}"),
-            "\nspeed-up = per-rank Python recursion / vectorised first call (per-tree caches included).\n\n"]
+    body = [
+        md_table(rows, fmt="{:.4g}"),
+        "\nspeed-up = per-rank Python recursion / vectorised first call (per-tree caches included).\n\n",
+    ]
     by_n = {r["ranks"]: r for r in rows}
     if 2**18 in by_n and by_n[2**18]["speedup"] == by_n[2**18]["speedup"]:
         sp = by_n[2**18]["speedup"]
-        body.append(claim("2^18 ranks x 3 sizes: vectorised at least 20x faster than the per-rank recursion",
-                          sp >= 20, f"{sp:.0f}x"))
+        body.append(
+            claim(
+                "2^18 ranks x 3 sizes: vectorised at least 20x faster than the per-rank recursion",
+                sp >= 20,
+                f"{sp:.0f}x",
+            )
+        )
     if 2**20 in by_n:
         r = by_n[2**20]
-        body.append(claim("2^20 ranks x 3 sizes predicted in under 0.2 s", r["vectorised_first_s"] < 0.2,
-                          f"{r['vectorised_first_s']:.3f} s (first call); building the tree takes another "
-                          f"{r['tree_build_s']:.3f} s"))
+        body.append(
+            claim(
+                "2^20 ranks x 3 sizes predicted in under 0.2 s",
+                r["vectorised_first_s"] < 0.2,
+                f"{r['vectorised_first_s']:.3f} s (first call); building the tree takes another "
+                f"{r['tree_build_s']:.3f} s",
+            )
+        )
     write_markdown(out / "perf_predict.md", "Prediction speed: binomial broadcast, 3 sizes", body)
     print("".join(body[2:]), end="")
 

@@ -27,12 +27,30 @@ def main() -> None:
     out = outdir(args.out)
     two, three = paper_profile(), three_types()
     cases = [
-        ("exact", "2 types x 64 ranks", two, ["fast", "slow"] * 32, 2.0,
-         lambda pr, lay, s: search.exact_bcast(pr, lay, s)),
-        ("exact", "3 types x 16 ranks", three, ["fast", "slow", "medium"] * 5 + ["fast"], 2.0,
-         lambda pr, lay, s: search.exact_bcast(pr, lay, s)),
-        ("exact", "2 types x 128 ranks", two, ["fast", "slow"] * 64, None,
-         lambda pr, lay, s: search.exact_bcast(pr, lay, s)),
+        (
+            "exact",
+            "2 types x 64 ranks",
+            two,
+            ["fast", "slow"] * 32,
+            2.0,
+            lambda pr, lay, s: search.exact_bcast(pr, lay, s),
+        ),
+        (
+            "exact",
+            "3 types x 16 ranks",
+            three,
+            ["fast", "slow", "medium"] * 5 + ["fast"],
+            2.0,
+            lambda pr, lay, s: search.exact_bcast(pr, lay, s),
+        ),
+        (
+            "exact",
+            "2 types x 128 ranks",
+            two,
+            ["fast", "slow"] * 64,
+            None,
+            lambda pr, lay, s: search.exact_bcast(pr, lay, s),
+        ),
     ]
     big2 = ["fast", "slow"] * (args.big // 2)
     big3 = (["fast", "slow", "medium"] * (args.big // 3 + 1))[: args.big]
@@ -40,25 +58,47 @@ def main() -> None:
         cases += [
             ("fnf", label, prof, lay, 5.0, lambda pr, lay, s: search.fnf(pr, lay, s)),
             ("ecef", label, prof, lay, 5.0, lambda pr, lay, s: search.ecef(pr, lay, s)),
-            ("best_tree auto (ecef+fnf+improve)", label, prof, lay, 5.0,
-             lambda pr, lay, s: search.best_tree(pr, lay, "bcast", s, "auto", compare=())),
+            (
+                "best_tree auto (ecef+fnf+improve)",
+                label,
+                prof,
+                lay,
+                5.0,
+                lambda pr, lay, s: search.best_tree(pr, lay, "bcast", s, "auto", compare=()),
+            ),
         ]
     rows = []
     for method, label, prof, lay, target, fn in cases:
         for size in (0, 4096):
             sec = best_of(lambda fn=fn, prof=prof, lay=lay, size=size: fn(prof, lay, size), args.repeat)
-            rows.append({"method": method, "case": label, "size": size, "seconds": sec,
-                         "target_s": target if target is not None else ""})
+            rows.append(
+                {
+                    "method": method,
+                    "case": label,
+                    "size": size,
+                    "seconds": sec,
+                    "target_s": target if target is not None else "",
+                }
+            )
             print(f"{method:36s} {label:26s} {size:5d} B  {sec:8.3f} s", flush=True)
     write_csv(out / "perf_search.csv", rows)
     body = [md_table(rows, fmt="{:.3f}"), "\n"]
     exact = [r for r in rows if r["method"] == "exact" and r["target_s"] != ""]
     heur = [r for r in rows if r["method"] != "exact"]
-    body.append(claim("exact search for 2 types x 64 and 3 types x 16 ranks under 2 s",
-                      all(r["seconds"] < 2.0 for r in exact),
-                      f"slowest {max(r['seconds'] for r in exact):.3f} s"))
-    body.append(claim(f"heuristics for {args.big} ranks under 5 s", all(r["seconds"] < 5.0 for r in heur),
-                      f"slowest {max(r['seconds'] for r in heur):.3f} s"))
+    body.append(
+        claim(
+            "exact search for 2 types x 64 and 3 types x 16 ranks under 2 s",
+            all(r["seconds"] < 2.0 for r in exact),
+            f"slowest {max(r['seconds'] for r in exact):.3f} s",
+        )
+    )
+    body.append(
+        claim(
+            f"heuristics for {args.big} ranks under 5 s",
+            all(r["seconds"] < 5.0 for r in heur),
+            f"slowest {max(r['seconds'] for r in heur):.3f} s",
+        )
+    )
     write_markdown(out / "perf_search.md", "Tree search speed", body)
     print("".join(body))
 

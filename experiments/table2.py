@@ -1,7 +1,10 @@
-"""Table 2 of papers/003: one-way latency between fast and slow nodes, from the paper profile (hnow predict --op ptp).
+"""Table 2 of Banikazemi et al.: one-way latency between fast and slow nodes, from the paper profile (`hnow predict`).
 
 The paper measured 170/200/200/230 µs for 0-byte messages (fast->fast, fast->slow, slow->fast, slow->slow). The
 model reproduces them from Table 1 with Rc stored as Table-1 Rc - Xc (docs/model.md explains the convention).
+
+Paper: Banikazemi, Sampathkumar, Prabhu, Panda, Sadayappan, "Communication Modeling of Heterogeneous Networks of
+Workstations for Performance Characterization of Collective Operations".
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ def main() -> None:
     rows = []
     for (a, b), paper in PAPER.items():
         t = predict.ptp(prof, a, b, SIZES)
-        rows += [{"from": a, "to": b, "size": s, "time_us": float(v), "paper_us": paper if s == 0 else ""}
-                 for s, v in zip(SIZES, t, strict=True)]
+        rows += [
+            {"from": a, "to": b, "size": s, "time_us": float(v), "paper_us": paper if s == 0 else ""}
+            for s, v in zip(SIZES, t, strict=True)
+        ]
     write_csv(out / "table2.csv", rows)
     fig, ax = plt.subplots(figsize=(6, 4))
     for a, b in PAPER:
@@ -38,9 +43,15 @@ def main() -> None:
     save_png(fig, out / "table2.png")
     zero = [r for r in rows if r["size"] == 0]
     ok = all(abs(r["time_us"] - r["paper_us"]) < 1e-9 for r in zero)
-    body = [md_table(zero, ["from", "to", "time_us", "paper_us"]), "\n",
-            claim("Table 2 (0-byte one-way latency) reproduced exactly", ok,
-                  ", ".join(f"{r['from']}->{r['to']} {r['time_us']:.0f} µs" for r in zero))]
+    body = [
+        md_table(zero, ["from", "to", "time_us", "paper_us"]),
+        "\n",
+        claim(
+            "Table 2 (0-byte one-way latency) reproduced exactly",
+            ok,
+            ", ".join(f"{r['from']}->{r['to']} {r['time_us']:.0f} µs" for r in zero),
+        ),
+    ]
     write_markdown(out / "table2.md", "Table 2: point-to-point latency", body)
     print("".join(body))
 

@@ -6,7 +6,7 @@ heuristics (no improvement pass), so they show what the heuristics alone give. C
 4 fast + 4 slow the optimum is at least 20 % below the best of the paper's three trees at small messages.
 
 Measured part: ``--measure`` also runs the same trees (8 nodes) on the emulated "paper" testbed through
-:func:`hnowmodel.cli.measure.measure` (``python -m calibrate measure`` under mpiexec; run it wrapped in
+:func:`hnowmodel.measure` (``python -m calibrate measure`` under mpiexec; run it wrapped in
 ``flock /tmp/hnow-mpi.lock`` on a shared machine) and adds ``measured_us`` columns and a claim "optimal is faster
 than binomial when measured". Without ``--measure`` only predictions are written.
 """
@@ -41,15 +41,26 @@ def build(name: str, prof, layout: list[str], size: int):
 
 def measured(prof, layout: list[str], sizes: list[int]) -> dict[tuple[str, int], float]:
     """Hook for the emulated testbed: measured time (µs, min over repetitions) of each tree at each size."""
-    from hnowmodel.cli.measure import measure
+    import hnowmodel as hm
 
     out: dict[tuple[str, int], float] = {}
     for s in sizes:  # trees depend on the size, so one job per size
         built = {name: build(name, prof, layout, s) for name in ("optimal", "binomial", "hierarchical")}
-        doc = measure(len(layout), ["bcast"], built, [s], testbed="paper", layout=layout, method="sync",
-                      both=False, stat="min", reps=5, iters=2, echo=False)
-        for r in doc["rows"]:
-            out[(r["tree"], int(r["size"]))] = float(r["measured_us"])
+        got = hm.measure(
+            len(layout),
+            op="bcast",
+            tree=built,
+            sizes=[s],
+            testbed="paper",
+            layout=layout,
+            method="sync",
+            both=False,
+            stat="min",
+            reps=5,
+            iters=2,
+        )
+        for r in got.rows:
+            out[(r.tree, r.size)] = r.measured_us
     return out
 
 
@@ -90,24 +101,53 @@ def main() -> None:
         table = []
         for s in SIZES:
             paper_best = min(t(n, k, s) for k in PAPER_TREES)
-            table.append({"size": format_size(s), **{k: t(n, k, s) for k in ALL},
-                          "optimal vs best paper tree %": 100 * (t(n, "optimal", s) - paper_best) / paper_best})
+            table.append(
+                {
+                    "size": format_size(s),
+                    **{k: t(n, k, s) for k in ALL},
+                    "optimal vs best paper tree %": 100 * (t(n, "optimal", s) - paper_best) / paper_best,
+                }
+            )
         body += [f"\n{n // 2} fast + {n // 2} slow, predicted µs:\n\n", md_table(table)]
     small = [s for s in SIZES if s <= SMALL]
     gains = [1 - t(8, "optimal", s) / min(t(8, k, s) for k in PAPER_TREES) for s in small]
     body.append("\n")
-    body.append(claim("4 fast + 4 slow: the optimal tree is >= 20 % below the best of binomial/sequential/"
-                      "hierarchical at small messages (<= 1 KiB)", min(gains) >= 0.20,
-                      f"gains {', '.join(f'{100 * g:.1f} %' for g in gains)} at {', '.join(map(format_size, small))}"))
-    body.append(claim("the optimum is never slower than any other tree here",
-                      all(t(n, "optimal", s) <= t(n, k, s) + 1e-9 for n in (8, 16) for s in SIZES for k in ALL)))
+    body.append(
+        claim(
+            "4 fast + 4 slow: the optimal tree is >= 20 % below the best of binomial/sequential/"
+            "hierarchical at small messages (<= 1 KiB)",
+            min(gains) >= 0.20,
+            f"gains {', '.join(f'{100 * g:.1f} %' for g in gains)} at {', '.join(map(format_size, small))}",
+        )
+    )
+    body.append(
+        claim(
+            "the optimum is never slower than any other tree here",
+            all(t(n, "optimal", s) <= t(n, k, s) + 1e-9 for n in (8, 16) for s in SIZES for k in ALL),
+        )
+    )
     if meas:
         ms = sorted({s for (_, s) in meas})
-        body.append(md_table([{"size": format_size(s), **{f"{k} measured": meas.get((k, s), float("nan"))
-                                                          for k in ("optimal", "binomial", "hierarchical")}}
-                              for s in ms]))
-        body.append(claim("measured on the emulated paper testbed (4+4), optimal is faster than binomial",
-                          all(meas[("optimal", s)] < meas[("binomial", s)] for s in ms)))
+        body.append(
+            md_table(
+                [
+                    {
+                        "size": format_size(s),
+                        **{
+                            f"{k} measured": meas.get((k, s), float("nan"))
+                            for k in ("optimal", "binomial", "hierarchical")
+                        },
+                    }
+                    for s in ms
+                ]
+            )
+        )
+        body.append(
+            claim(
+                "measured on the emulated paper testbed (4+4), optimal is faster than binomial",
+                all(meas[("optimal", s)] < meas[("binomial", s)] for s in ms),
+            )
+        )
     else:
         body.append("\n(measured part not run: add `--measure` to time the 8-node trees on the emulated testbed)\n")
     write_markdown(out / "tree_search.md", "Tree search: exact optimum vs the paper's trees and heuristics", body)

@@ -1,6 +1,7 @@
 """hnowmodel: communication model of heterogeneous networks of workstations (Banikazemi et al.).
 
-Pure model code (numpy, scipy, networkx): no MPI import anywhere in this package.
+The model and the library: no MPI import anywhere in this package. What runs under MPI (``calibrate``,
+``measure``, ``compare``, ``bench``, ``info``) is started as a child process through :mod:`hnowmodel.jobs`.
 
 >>> import hnowmodel as hm
 >>> prof = hm.paper_profile()
@@ -8,8 +9,24 @@ Pure model code (numpy, scipy, networkx): no MPI import anywhere in this package
 230.0
 """
 
-from . import errors, layout, options, params, predict, reference, search, sizes, trees
+from . import (
+    benchmarks,
+    cluster,
+    errors,
+    jobs,
+    layout,
+    ops,
+    options,
+    params,
+    predict,
+    reference,
+    search,
+    sizes,
+    testbed,
+    trees,
+)
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
+from .jobs import Comparison, ComparisonRow, Launch, MeasuredRow, Measurement, bench, calibrate, compare, info, measure
 from .layout import parse_layout
 from .params import Link, NodeType, Profile, paper_profile
 from .sizes import parse_sizes
@@ -17,6 +34,21 @@ from .sizes import parse_sizes
 __version__ = "0.1.0"
 
 __all__ = [
+    "calibrate",
+    "measure",
+    "compare",
+    "bench",
+    "info",
+    "Comparison",
+    "ComparisonRow",
+    "Launch",
+    "MeasuredRow",
+    "Measurement",
+    "benchmarks",
+    "cluster",
+    "jobs",
+    "ops",
+    "testbed",
     "errors",
     "layout",
     "options",

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import InputError
-from .predict import OPS
+from .jobs.specs import TIMING_METHODS
+from .ops import names as _op_names
 from .trees import TREES, tree_names
 
 __all__ = [
@@ -31,14 +32,12 @@ __all__ = [
     "parse_assignments",
 ]
 
-MEASURE_OPS = tuple(OPS)
+MEASURE_OPS = _op_names()
 NATIVE = "native"
 NATIVE_ON_TESTBED = (
     "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the emulation "
     "cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
 )
-#: ``fig2``: the paper's Figure 2 (barrier-subtracted loop); ``sync``: synchronised clocks, no barrier.
-TIMING_METHODS = ("fig2", "sync")
 
 
 def split_list(text: Any) -> list[str]:

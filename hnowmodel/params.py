@@ -8,17 +8,27 @@ receive overhead, so ``T_ptp(a->b, m) = S_a(m) + X_ab(m) + R_b(m)`` with ``S = S
 :func:`paper_profile` therefore stores ``Rc = Table-1 Rc - Xc`` so that one-way latencies equal Table 2, and
 ``paper_profile(convention="as-printed")`` gives Table 1 verbatim (which then counts ``Xc`` twice).
 
+Regimes (``hnowmodel.profile/2``): each of S, R (per node type) and X (network, per-pair links) is piecewise-linear
+in the message size. A parameter set is an ordered list of :class:`Regime` / :class:`LinkRegime` lines, each valid
+for sizes up to and including its ``upto_bytes``; the last one has ``upto_bytes=None`` and covers every larger size.
+A size ``m`` uses the first regime with ``m <= upto_bytes`` (the bound is **inclusive**). Every model computation
+evaluates the parameters at the size in question (:meth:`NodeType.send_us`, :meth:`Link.us`, :meth:`Profile.at`,
+:meth:`Profile.segments`); the flat attributes ``Sc_us``, ``Xc_us``, ... are the *first* regime's values.
+
 >>> p = paper_profile()
 >>> float(p.ptp_us("fast", "slow", 0))
 200.0
 >>> p.types["slow"].Sc_us
 90.0
+>>> t = NodeType.piecewise("f", [Regime(8192, 1.0, 0.001, 2.0, 0.001), Regime(None, 10.0, 0.0001, 3.0, 0.0001)])
+>>> t.send_us([8192, 8193]).tolist()
+[9.192, 10.8193]
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -32,19 +42,102 @@ from .io import read_json, write_json_atomic
 __all__ = [
     "NodeType",
     "Link",
+    "Regime",
+    "LinkRegime",
     "Profile",
     "paper_profile",
     "PROFILE_SCHEMA",
+    "PROFILE_SCHEMA_V1",
+    "PROFILE_SCHEMAS",
     "TYPE_KEYS",
+    "COPY_KEYS",
     "LINK_KEYS",
+    "MAX_CONST_US",
+    "MAX_PER_BYTE_US",
+    "MAX_UPTO_BYTES",
     "parse_types",
     "parse_network",
     "parse_links",
 ]
 
-PROFILE_SCHEMA = "hnowmodel.profile/1"
+#: The schema :meth:`Profile.save` writes.
+PROFILE_SCHEMA = "hnowmodel.profile/2"
+#: The regime-free schema of earlier versions; still read (each parameter set is one regime).
+PROFILE_SCHEMA_V1 = "hnowmodel.profile/1"
+PROFILE_SCHEMAS = (PROFILE_SCHEMA_V1, PROFILE_SCHEMA)
 TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
+#: Optional per-type keys (default 0): the root's local copy of its own block in MPICH's binomial scatter/gather.
+COPY_KEYS = ("Cc_us", "Cm_us_per_byte")
 LINK_KEYS = ("Xc_us", "Xm_us_per_byte")
+#: Largest constant term (µs) a profile may hold: 1000 s. Paper values are ~100 µs.
+MAX_CONST_US = 1e9
+#: Largest per-byte term (µs/byte) a profile may hold: 1 KB/s. Paper values are ~0.1 µs/byte.
+MAX_PER_BYTE_US = 1e3
+#: Largest finite ``upto_bytes`` (2**53: every size up to it is exact as a float).
+MAX_UPTO_BYTES = 2**53
+
+_NUMBER = (int, float, np.integer, np.floating)
+
+
+# ---- validation helpers ----------------------------------------------------------------------------------------
+def _value(v: Any, key: str, where: str) -> float:
+    """A finite, non-negative, bounded coefficient; :class:`ProfileError` naming ``where.key`` otherwise."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBER):
+        raise ProfileError(f"{where}.{key}: must be a number, got {v!r}")
+    try:
+        v = float(v)
+    except OverflowError:
+        v = math.inf
+    if not math.isfinite(v):
+        raise ProfileError(f"{where}.{key}: must be finite, got {v!r}")
+    if v < 0:
+        raise ProfileError(f"{where}.{key}: must be >= 0, got {v:g}")
+    per_byte = key.endswith("_per_byte")
+    limit = MAX_PER_BYTE_US if per_byte else MAX_CONST_US
+    if v > limit:
+        unit = "us/byte" if per_byte else "us"
+        raise ProfileError(f"{where}.{key}: {v:g} is above the limit of {limit:g} {unit}")
+    return v
+
+
+def _number(doc: Mapping, key: str, where: str) -> float:
+    if key not in doc:
+        raise ProfileError(f"{where}.{key}: missing")
+    return _value(doc[key], key, where)
+
+
+def _upto(v: Any, where: str) -> int | None:
+    """``upto_bytes``: null or a whole number of bytes in 0..MAX_UPTO_BYTES."""
+    if v is None:
+        return None
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBER):
+        raise ProfileError(f"{where}: must be a whole number of bytes or null, got {v!r}")
+    if isinstance(v, (float, np.floating)) and not (math.isfinite(v) and float(v).is_integer()):
+        raise ProfileError(f"{where}: must be a whole number of bytes or null, got {v!r}")
+    v = int(v)
+    if v < 0:
+        raise ProfileError(f"{where}: must be >= 0, got {v}")
+    if v > MAX_UPTO_BYTES:
+        raise ProfileError(f"{where}: {v} is above the limit of 2**53 bytes")
+    return v
+
+
+def _check_order(uptos: Sequence[int | None], where: str) -> None:
+    """Strictly increasing bounds, exactly one null, and it comes last."""
+    prev: int | None = None
+    for i, u in enumerate(uptos):
+        last = i == len(uptos) - 1
+        if u is None and not last:
+            raise ProfileError(
+                f"{where}[{i}].upto_bytes: only the last regime may be null (it covers every larger size)"
+            )
+        if u is not None and last:
+            raise ProfileError(
+                f"{where}[{i}].upto_bytes: the last regime must be null (it covers every larger size), got {u}"
+            )
+        if u is not None and prev is not None and u <= prev:
+            raise ProfileError(f"{where}[{i}].upto_bytes: must be greater than the previous regime's {prev}, got {u}")
+        prev = u
 
 
 def _affine(c: float, k: float, m: Any) -> Any:
@@ -54,11 +147,102 @@ def _affine(c: float, k: float, m: Any) -> Any:
     return c + k * np.asarray(m, dtype=float)
 
 
+def _piecewise(bounds: np.ndarray, c: np.ndarray, k: np.ndarray, m: Any) -> Any:
+    """``c[i] + k[i]*m`` with i the first regime whose bound is >= m (``bounds``: the finite bounds, increasing)."""
+    if bounds.size == 0:
+        return _affine(float(c[0]), float(k[0]), m)
+    if np.ndim(m) == 0:
+        x = float(m)
+        i = int(np.searchsorted(bounds, x, side="left"))
+        return float(c[i] + k[i] * x)
+    x = np.asarray(m, dtype=float)
+    i = np.searchsorted(bounds, x, side="left")
+    return c[i] + k[i] * x
+
+
+def _regime_index(bounds: np.ndarray, m: float) -> int:
+    return int(np.searchsorted(bounds, float(m), side="left")) if bounds.size else 0
+
+
+# ---- regimes ---------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Regime:
+    """One node type's lines for sizes up to and including ``upto_bytes`` (None: every larger size).
+
+    ``S(m) = Sc_us + Sm_us_per_byte*m``, ``R(m) = Rc_us + Rm_us_per_byte*m`` and the root's local copy of its own
+    block ``C(m) = Cc_us + Cm_us_per_byte*m`` (µs, m in bytes; C is optional, default 0).
+
+    >>> Regime(None, 60, 0.05, 94, 0.03).send_us(1000)
+    110.0
+    """
+
+    upto_bytes: int | None
+    Sc_us: float
+    Sm_us_per_byte: float
+    Rc_us: float
+    Rm_us_per_byte: float
+    Cc_us: float = 0.0
+    Cm_us_per_byte: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "upto_bytes", _upto(self.upto_bytes, "regime.upto_bytes"))
+        for k in (*TYPE_KEYS, *COPY_KEYS):
+            object.__setattr__(self, k, _value(getattr(self, k), k, "regime"))
+
+    def send_us(self, m: Any) -> Any:
+        """Send overhead S(m) in µs on this regime's line."""
+        return _affine(self.Sc_us, self.Sm_us_per_byte, m)
+
+    def recv_us(self, m: Any) -> Any:
+        """Receive overhead R(m) in µs on this regime's line."""
+        return _affine(self.Rc_us, self.Rm_us_per_byte, m)
+
+    def copy_us(self, m: Any) -> Any:
+        """The root's local copy of its own ``m``-byte block, C(m) in µs, on this regime's line."""
+        return _affine(self.Cc_us, self.Cm_us_per_byte, m)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"upto_bytes", Sc_us, Sm_us_per_byte, Rc_us, Rm_us_per_byte}`` (+ the copy keys when not 0)."""
+        doc: dict[str, Any] = {"upto_bytes": self.upto_bytes, **{k: getattr(self, k) for k in TYPE_KEYS}}
+        doc.update({k: getattr(self, k) for k in COPY_KEYS if getattr(self, k)})
+        return doc
+
+
+@dataclass(frozen=True)
+class LinkRegime:
+    """The transmission line ``X(m) = Xc_us + Xm_us_per_byte*m`` for sizes up to and including ``upto_bytes``.
+
+    >>> LinkRegime(None, 16, 0.08).us(125)
+    26.0
+    """
+
+    upto_bytes: int | None
+    Xc_us: float
+    Xm_us_per_byte: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "upto_bytes", _upto(self.upto_bytes, "regime.upto_bytes"))
+        for k in LINK_KEYS:
+            object.__setattr__(self, k, _value(getattr(self, k), k, "regime"))
+
+    def us(self, m: Any) -> Any:
+        """Transmission time X(m) in µs on this regime's line."""
+        return _affine(self.Xc_us, self.Xm_us_per_byte, m)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"upto_bytes": self.upto_bytes, **{k: getattr(self, k) for k in LINK_KEYS}}
+
+
+_TYPE_COLS = (*TYPE_KEYS, *COPY_KEYS)
+
+
 @dataclass(frozen=True)
 class NodeType:
-    """Send and receive overheads of one kind of node.
+    """Send and receive overheads (and the root's local copy) of one kind of node, piecewise in the size.
 
-    ``send_us(m) = Sc_us + Sm_us_per_byte*m`` and ``recv_us(m) = Rc_us + Rm_us_per_byte*m`` (µs, m in bytes).
+    ``NodeType(name, Sc_us, Sm_us_per_byte, Rc_us, Rm_us_per_byte)`` makes a one-regime type; a piecewise one is
+    :meth:`piecewise`. The flat attributes (``Sc_us`` ...) are the **first** regime's values: every model computation
+    goes through the size-aware :meth:`send_us`, :meth:`recv_us`, :meth:`copy_us` (or :meth:`at`).
 
     >>> NodeType("fast", 60, 0.05, 94, 0.03).send_us(1000)
     110.0
@@ -69,22 +253,106 @@ class NodeType:
     Sm_us_per_byte: float
     Rc_us: float
     Rm_us_per_byte: float
+    Cc_us: float = 0.0
+    Cm_us_per_byte: float = 0.0
+    regimes: tuple[Regime, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = f"node type {self.name!r}"
+        flat = tuple(_value(getattr(self, k), k, where) for k in _TYPE_COLS)
+        if not self.regimes:
+            regimes: tuple[Regime, ...] = (Regime(None, *flat),)
+        else:
+            regimes = tuple(self.regimes)
+            for i, r in enumerate(regimes):
+                if not isinstance(r, Regime):
+                    raise ProfileError(f"{where}.regimes[{i}]: must be a Regime, got {type(r).__name__}")
+            _check_order([r.upto_bytes for r in regimes], f"{where}.regimes")
+            first = tuple(getattr(regimes[0], k) for k in _TYPE_COLS)
+            if flat != first:
+                raise ProfileError(
+                    f"{where}: the flat coefficients must equal the first regime's "
+                    f"(build piecewise types with NodeType.piecewise)"
+                )
+        object.__setattr__(self, "regimes", regimes)
+        for k, v in zip(_TYPE_COLS, (getattr(regimes[0], k) for k in _TYPE_COLS), strict=True):
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "_bounds", np.array([r.upto_bytes for r in regimes[:-1]], dtype=float))
+        object.__setattr__(self, "_table", np.array([[getattr(r, k) for k in _TYPE_COLS] for r in regimes]))
+
+    @classmethod
+    def piecewise(cls, name: str, regimes: Iterable[Regime]) -> NodeType:
+        """A node type from its ordered regimes (the last with ``upto_bytes=None``)."""
+        regimes = tuple(regimes)
+        if not regimes:
+            raise ProfileError(f"node type {name!r}: needs at least one regime")
+        first = regimes[0]
+        return cls(name, *(getattr(first, k) for k in _TYPE_COLS), regimes=regimes)
+
+    @property
+    def is_piecewise(self) -> bool:
+        """True when the type has more than one regime."""
+        return len(self.regimes) > 1
+
+    @property
+    def breakpoints(self) -> tuple[int, ...]:
+        """The finite ``upto_bytes`` bounds, increasing."""
+        return tuple(r.upto_bytes for r in self.regimes[:-1])  # type: ignore[misc]
+
+    def regime_at(self, m: float) -> Regime:
+        """The regime in force at ``m`` bytes (the first with ``m <= upto_bytes``)."""
+        return self.regimes[_regime_index(self._bounds, m)]
+
+    def at(self, m: float) -> NodeType:
+        """A one-regime type whose lines are the ones in force at ``m`` bytes.
+
+        >>> t = NodeType.piecewise("f", [Regime(100, 1, 0, 1, 0), Regime(None, 5, 0, 7, 0)])
+        >>> t.at(100).Sc_us, t.at(101).Sc_us
+        (1.0, 5.0)
+        """
+        if not self.is_piecewise:
+            return self
+        r = self.regime_at(m)
+        return NodeType(self.name, *(getattr(r, k) for k in _TYPE_COLS))
+
+    def _eval(self, col: int, m: Any) -> Any:
+        t = self._table
+        return _piecewise(self._bounds, t[:, col], t[:, col + 1], m)
 
     def send_us(self, m: Any) -> Any:
-        """Send overhead S(m) in µs; ``m`` may be a scalar or an array of sizes in bytes."""
-        return _affine(self.Sc_us, self.Sm_us_per_byte, m)
+        """Send overhead S(m) in µs; ``m`` may be a scalar or an array of sizes in bytes (piecewise, vectorised)."""
+        return self._eval(0, m)
 
     def recv_us(self, m: Any) -> Any:
         """Receive overhead R(m) in µs."""
-        return _affine(self.Rc_us, self.Rm_us_per_byte, m)
+        return self._eval(2, m)
 
-    def to_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in TYPE_KEYS}
+    def copy_us(self, m: Any) -> Any:
+        """The root's local copy of its own ``m``-byte block, C(m) in µs (0 unless the profile gives it)."""
+        return self._eval(4, m)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``hnowmodel.profile/2`` form: ``{"regimes": [...]}``."""
+        return {"regimes": [r.to_dict() for r in self.regimes]}
+
+    def to_flat_dict(self) -> dict[str, float]:
+        """The regime-free form (profile/1, testbed/1): the four parameters (+ the copy keys when not 0).
+
+        :class:`ProfileError` for a piecewise type, which has no such form.
+        """
+        if self.is_piecewise:
+            raise ProfileError(f"node type {self.name!r} has {len(self.regimes)} regimes: it has no regime-free form")
+        doc = self.regimes[0].to_dict()
+        del doc["upto_bytes"]
+        return doc
 
 
 @dataclass(frozen=True)
 class Link:
-    """Transmission cost of the network (or of one type pair): ``X(m) = Xc_us + Xm_us_per_byte*m``.
+    """Transmission cost of the network (or of one type pair), piecewise in the size: ``X(m) = Xc_us + Xm*m``.
+
+    ``Link(Xc_us, Xm_us_per_byte)`` is one regime; :meth:`piecewise` makes several. The flat attributes are the
+    first regime's values; model computations use :meth:`us` / :meth:`at`.
 
     >>> Link(16, 0.08).us(125)
     26.0
@@ -92,37 +360,125 @@ class Link:
 
     Xc_us: float
     Xm_us_per_byte: float
+    regimes: tuple[LinkRegime, ...] = ()
+
+    def __post_init__(self) -> None:
+        where = "link"
+        flat = tuple(_value(getattr(self, k), k, where) for k in LINK_KEYS)
+        if not self.regimes:
+            regimes: tuple[LinkRegime, ...] = (LinkRegime(None, *flat),)
+        else:
+            regimes = tuple(self.regimes)
+            for i, r in enumerate(regimes):
+                if not isinstance(r, LinkRegime):
+                    raise ProfileError(f"{where}.regimes[{i}]: must be a LinkRegime, got {type(r).__name__}")
+            _check_order([r.upto_bytes for r in regimes], f"{where}.regimes")
+            if flat != (regimes[0].Xc_us, regimes[0].Xm_us_per_byte):
+                raise ProfileError(
+                    f"{where}: the flat coefficients must equal the first regime's "
+                    f"(build piecewise links with Link.piecewise)"
+                )
+        object.__setattr__(self, "regimes", regimes)
+        object.__setattr__(self, "Xc_us", regimes[0].Xc_us)
+        object.__setattr__(self, "Xm_us_per_byte", regimes[0].Xm_us_per_byte)
+        object.__setattr__(self, "_bounds", np.array([r.upto_bytes for r in regimes[:-1]], dtype=float))
+        object.__setattr__(self, "_table", np.array([[r.Xc_us, r.Xm_us_per_byte] for r in regimes]))
+
+    @classmethod
+    def piecewise(cls, regimes: Iterable[LinkRegime]) -> Link:
+        """A link from its ordered regimes (the last with ``upto_bytes=None``)."""
+        regimes = tuple(regimes)
+        if not regimes:
+            raise ProfileError("link: needs at least one regime")
+        return cls(regimes[0].Xc_us, regimes[0].Xm_us_per_byte, regimes=regimes)
+
+    @property
+    def is_piecewise(self) -> bool:
+        return len(self.regimes) > 1
+
+    @property
+    def breakpoints(self) -> tuple[int, ...]:
+        """The finite ``upto_bytes`` bounds, increasing."""
+        return tuple(r.upto_bytes for r in self.regimes[:-1])  # type: ignore[misc]
+
+    def regime_at(self, m: float) -> LinkRegime:
+        """The regime in force at ``m`` bytes."""
+        return self.regimes[_regime_index(self._bounds, m)]
+
+    def at(self, m: float) -> Link:
+        """A one-regime link whose line is the one in force at ``m`` bytes."""
+        if not self.is_piecewise:
+            return self
+        r = self.regime_at(m)
+        return Link(r.Xc_us, r.Xm_us_per_byte)
 
     def us(self, m: Any) -> Any:
-        """Transmission time X(m) in µs."""
-        return _affine(self.Xc_us, self.Xm_us_per_byte, m)
+        """Transmission time X(m) in µs; ``m`` a scalar or an array of sizes in bytes (piecewise, vectorised)."""
+        t = self._table
+        return _piecewise(self._bounds, t[:, 0], t[:, 1], m)
 
-    def to_dict(self) -> dict[str, float]:
+    def to_dict(self) -> dict[str, Any]:
+        """The ``hnowmodel.profile/2`` form: ``{"regimes": [...]}``."""
+        return {"regimes": [r.to_dict() for r in self.regimes]}
+
+    def to_flat_dict(self) -> dict[str, float]:
+        """The regime-free form ``{"Xc_us", "Xm_us_per_byte"}``; :class:`ProfileError` for a piecewise link."""
+        if self.is_piecewise:
+            raise ProfileError(f"link has {len(self.regimes)} regimes: it has no regime-free form")
         return {k: getattr(self, k) for k in LINK_KEYS}
 
 
-def _number(doc: Mapping, key: str, where: str) -> float:
-    if key not in doc:
-        raise ProfileError(f"{where}.{key}: missing")
-    v = doc[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ProfileError(f"{where}.{key}: must be a number, got {v!r}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise ProfileError(f"{where}.{key}: must be finite, got {v!r}")
-    if v < 0:
-        raise ProfileError(f"{where}.{key}: must be >= 0, got {v:g}")
-    return v
-
-
+# ---- parsing ---------------------------------------------------------------------------------------------------
 def _mapping(v: Any, where: str) -> Mapping:
     if not isinstance(v, Mapping):
         raise ProfileError(f"{where}: must be a JSON object, got {type(v).__name__}")
     return v
 
 
-def parse_types(doc: Any, where: str = "types") -> dict[str, NodeType]:
-    """Validate a ``types`` object (name -> four parameters) and return NodeTypes; errors name the field."""
+def _line(doc: Any, keys: Sequence[str], optional: Sequence[str], where: str, upto: bool) -> dict[str, Any]:
+    """One validated line (a regime, or a regime-free parameter set): its keys and nothing else."""
+    doc = _mapping(doc, where)
+    allowed = (*(("upto_bytes",) if upto else ()), *keys, *optional)
+    unknown = [k for k in doc if k not in allowed]
+    if unknown:
+        raise ProfileError(f"{where}: unknown key {unknown[0]!r} (expected {', '.join(allowed)})")
+    out: dict[str, Any] = {}
+    if upto:
+        if "upto_bytes" not in doc:
+            raise ProfileError(f"{where}.upto_bytes: missing (a whole number of bytes, or null for the last regime)")
+        out["upto_bytes"] = _upto(doc["upto_bytes"], f"{where}.upto_bytes")
+    else:
+        out["upto_bytes"] = None
+    out.update({k: _number(doc, k, where) for k in keys})
+    out.update({k: _number(doc, k, where) for k in optional if k in doc})
+    return out
+
+
+def _lines(doc: Any, keys: Sequence[str], optional: Sequence[str], where: str, allow_regimes: bool) -> list[dict]:
+    """``{"regimes": [...]}`` or one regime-free line -> validated lines in order."""
+    doc = _mapping(doc, where)
+    if "regimes" not in doc:
+        return [_line(doc, keys, optional, where, upto=False)]
+    if not allow_regimes:
+        raise ProfileError(f"{where}.regimes: piecewise regimes need schema {PROFILE_SCHEMA!r}")
+    extra = sorted(k for k in doc if k != "regimes")
+    if extra:
+        raise ProfileError(f"{where}: unknown key {extra[0]!r} beside 'regimes' (a piecewise entry has only 'regimes')")
+    regs = doc["regimes"]
+    if not isinstance(regs, list) or not regs:
+        raise ProfileError(f"{where}.regimes: must be a non-empty list of regimes")
+    lines = [_line(r, keys, optional, f"{where}.regimes[{i}]", upto=True) for i, r in enumerate(regs)]
+    _check_order([ln["upto_bytes"] for ln in lines], f"{where}.regimes")
+    return lines
+
+
+def parse_types(doc: Any, where: str = "types", *, allow_regimes: bool = True) -> dict[str, NodeType]:
+    """Validate a ``types`` object and return NodeTypes; errors name the field.
+
+    Each type is ``{"regimes": [{"upto_bytes", "Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte"[, "Cc_us",
+    "Cm_us_per_byte"]}, ...]}`` (profile/2) or the regime-free ``{"Sc_us", ...}`` (profile/1, testbed/1), which is
+    one regime. ``allow_regimes=False`` refuses the piecewise form.
+    """
     doc = _mapping(doc, where)
     if not doc:
         raise ProfileError(f"{where}: needs at least one node type")
@@ -130,25 +486,22 @@ def parse_types(doc: Any, where: str = "types") -> dict[str, NodeType]:
     for name, params in doc.items():
         if not isinstance(name, str) or not name or "," in name or "*" in name or "@" in name:
             raise ProfileError(f"{where}: bad type name {name!r} (non-empty, no ',', '*' or '@')")
-        params = _mapping(params, f"{where}.{name}")
-        unknown = sorted(set(params) - set(TYPE_KEYS))
-        if unknown:
-            raise ProfileError(f"{where}.{name}: unknown key {unknown[0]!r} (expected {', '.join(TYPE_KEYS)})")
-        out[name] = NodeType(name, *(_number(params, k, f"{where}.{name}") for k in TYPE_KEYS))
+        lines = _lines(params, TYPE_KEYS, COPY_KEYS, f"{where}.{name}", allow_regimes)
+        out[name] = NodeType.piecewise(name, [Regime(**ln) for ln in lines])
     return out
 
 
-def parse_network(doc: Any, where: str = "network") -> Link:
-    """Validate a ``network`` object (``Xc_us``, ``Xm_us_per_byte``)."""
-    doc = _mapping(doc, where)
-    unknown = sorted(set(doc) - set(LINK_KEYS))
-    if unknown:
-        raise ProfileError(f"{where}: unknown key {unknown[0]!r} (expected {', '.join(LINK_KEYS)})")
-    return Link(*(_number(doc, k, where) for k in LINK_KEYS))
+def parse_network(doc: Any, where: str = "network", *, allow_regimes: bool = True) -> Link:
+    """Validate a ``network`` object: ``{"regimes": [{"upto_bytes", "Xc_us", "Xm_us_per_byte"}, ...]}`` or the
+    regime-free ``{"Xc_us", "Xm_us_per_byte"}`` (one regime)."""
+    lines = _lines(doc, LINK_KEYS, (), where, allow_regimes)
+    return Link.piecewise([LinkRegime(**ln) for ln in lines])
 
 
-def parse_links(doc: Any, types: Mapping[str, NodeType], where: str = "links") -> dict[tuple[str, str], Link]:
-    """Validate the optional ``links`` list of per-type-pair overrides."""
+def parse_links(
+    doc: Any, types: Mapping[str, NodeType], where: str = "links", *, allow_regimes: bool = True
+) -> dict[tuple[str, str], Link]:
+    """Validate the optional ``links`` list of per-type-pair overrides (``from``, ``to`` + a network's shape)."""
     if doc is None:
         return {}
     if not isinstance(doc, list):
@@ -166,8 +519,24 @@ def parse_links(doc: Any, types: Mapping[str, NodeType], where: str = "links") -
                 raise ProfileError(f"{w}.{end}: unknown node type {t!r} (known: {', '.join(types)})")
             pair.append(t)
         rest = {k: v for k, v in item.items() if k not in ("from", "to")}
-        out[(pair[0], pair[1])] = parse_network(rest, w)
+        out[(pair[0], pair[1])] = parse_network(rest, w, allow_regimes=allow_regimes)
     return out
+
+
+def _finite_or_null(v: Any) -> Any:
+    """Provenance as strict JSON: a fit's infinite or undefined number (a line through 2 points has no confidence
+    interval) becomes null.
+
+    >>> _finite_or_null({"ci": float("inf"), "x": [1.0, float("nan")]})
+    {'ci': None, 'x': [1.0, None]}
+    """
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, Mapping):
+        return {k: _finite_or_null(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite_or_null(x) for x in v]
+    return v
 
 
 @dataclass(frozen=True)
@@ -176,7 +545,11 @@ class Profile:
 
     ``nodes`` is the layout seen at calibration (list of ``{"rank","host","type"}``), ``provenance`` says how the
     numbers were obtained (fit quality, confidence intervals), ``extensions`` holds optional extra measurements
-    (e.g. queue costs from ``hnow bench``). Load with :meth:`load` / :meth:`from_dict`, save with :meth:`save`.
+    (e.g. queue costs from ``hnow bench``). Load with :meth:`load` / :meth:`from_dict`, save with :meth:`save`
+    (always ``hnowmodel.profile/2``).
+
+    Parameters are piecewise in the size: a consumer that works at one size ``m`` uses :meth:`at` (a regime-free
+    profile with the lines in force at ``m``); a vectorised one groups its sizes with :meth:`segments`.
     """
 
     types: Mapping[str, NodeType]
@@ -185,10 +558,77 @@ class Profile:
     nodes: tuple[Mapping[str, Any], ...] = ()
     provenance: Mapping[str, Any] = field(default_factory=dict)
     extensions: Mapping[str, Any] = field(default_factory=dict)
+    #: The size (bytes) from which the MPI library sends by rendezvous (a send waits for the posted receive);
+    #: None: every message is eager (the paper's model). File: ``"protocol": {"rendezvous_from_bytes": N}``.
+    rendezvous_from_bytes: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
         object.__setattr__(self, "links", MappingProxyType(dict(self.links)))
+
+    # ---- regimes -----------------------------------------------------------------------------------------
+    @property
+    def breakpoints(self) -> tuple[int, ...]:
+        """Every finite ``upto_bytes`` of any type, the network or a link, increasing and without repeats."""
+        got: set[int] = set(self.network.breakpoints)
+        for t in self.types.values():
+            got.update(t.breakpoints)
+        for lk in self.links.values():
+            got.update(lk.breakpoints)
+        return tuple(sorted(got))
+
+    @property
+    def is_piecewise(self) -> bool:
+        """True when some parameter has more than one regime."""
+        return bool(self.breakpoints)
+
+    def at(self, m: float) -> Profile:
+        """The regime-free profile whose lines are those in force at ``m`` bytes (``self`` if already regime-free).
+
+        Evaluated at ``m`` itself it gives exactly the piecewise values; at other sizes it extrapolates those lines.
+
+        >>> p = Profile({"f": NodeType.piecewise("f", [Regime(8192, 1, 0, 2, 0), Regime(None, 9, 0, 3, 0)])},
+        ...             Link(0, 0))
+        >>> p.at(8192).types["f"].Sc_us, p.at(8193).types["f"].Sc_us, p.at(8193).is_piecewise
+        (1.0, 9.0, False)
+        """
+        if np.ndim(m) != 0:
+            raise ProfileError(f"Profile.at takes one size in bytes, got {m!r}")
+        if not self.is_piecewise:
+            return self
+        m = float(m)
+        return Profile(
+            {n: t.at(m) for n, t in self.types.items()},
+            self.network.at(m),
+            {k: lk.at(m) for k, lk in self.links.items()},
+            self.nodes,
+            self.provenance,
+            self.extensions,
+            self.rendezvous_from_bytes,
+        )
+
+    def segments(self, sizes: Any) -> list[tuple[float, np.ndarray]]:
+        """Group sizes (bytes) whose every S/R/C/X regime is the same: ``[(representative size, indices), ...]``.
+
+        Groups come in increasing size order; ``indices`` index into ``sizes`` (increasing). Within a group,
+        ``self.at(representative)`` gives the lines in force for every size of the group.
+
+        >>> p = Profile({"f": NodeType.piecewise("f", [Regime(8192, 1, 0, 2, 0), Regime(None, 9, 0, 3, 0)])},
+        ...             Link(0, 0))
+        >>> [(r, i.tolist()) for r, i in p.segments([0, 9000, 8192, 100000])]
+        [(0.0, [0, 2]), (9000.0, [1, 3])]
+        """
+        m = np.atleast_1d(np.asarray(sizes, dtype=float))
+        if m.size == 0:
+            return []
+        bps = self.breakpoints
+        if not bps:
+            return [(float(m[0]), np.arange(m.size))]
+        seg = np.searchsorted(np.asarray(bps, dtype=float), m, side="left")
+        order = np.argsort(seg, kind="stable")
+        starts = np.flatnonzero(np.r_[True, seg[order][1:] != seg[order][:-1]])
+        groups = np.split(order, starts[1:])
+        return [(float(m[g[0]]), g) for g in groups]
 
     # ---- model terms -------------------------------------------------------------------------------------
     @property
@@ -207,24 +647,27 @@ class Profile:
         return self.links.get((src_type, dst_type), self.network)
 
     def ptp_us(self, src_type: str, dst_type: str, m: Any) -> Any:
-        """One-way time ``S_src(m) + X(m) + R_dst(m)`` in µs (eq. 1-4)."""
+        """One-way time ``S_src(m) + X(m) + R_dst(m)`` in µs (eq. 1-4), each term at its own regime."""
         return (
             self.node_type(src_type).send_us(m)
             + self.link(src_type, dst_type).us(m)
             + self.node_type(dst_type).recv_us(m)
         )
 
-    def arrays(self, layout: Sequence[str]) -> dict[str, np.ndarray]:
-        """Per-rank parameter arrays for a layout (one type name per rank): keys as in TYPE_KEYS plus ``type_index``.
+    def arrays(self, layout: Sequence[str], m: float = 0.0) -> dict[str, np.ndarray]:
+        """Per-rank coefficients in force at ``m`` bytes for a layout (one type name per rank).
+
+        Keys: :data:`TYPE_KEYS`, :data:`COPY_KEYS` and ``type_index``.
 
         >>> paper_profile().arrays(["fast", "slow"])["Sc_us"].tolist()
         [60.0, 90.0]
         """
-        names = list(self.types)
-        idx = self.type_index(layout)
+        prof = self.at(m)
+        names = list(prof.types)
+        idx = prof.type_index(layout)
         out = {"type_index": idx}
-        for k in TYPE_KEYS:
-            out[k] = np.array([getattr(self.types[n], k) for n in names], dtype=float)[idx]
+        for k in _TYPE_COLS:
+            out[k] = np.array([getattr(prof.types[n], k) for n in names], dtype=float)[idx]
         return out
 
     def type_index(self, layout: Sequence[str]) -> np.ndarray:
@@ -251,12 +694,17 @@ class Profile:
             bad = next((t for t in layout if t not in index), None)
             raise LayoutError(f"layout names unknown node type {bad!r} (profile has: {', '.join(names)})") from None
 
-    def link_matrix(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(Xc, Xm)`` as (ntypes x ntypes) arrays indexed by type index (order of ``types``)."""
-        names = list(self.types)
-        xc = np.full((len(names), len(names)), self.network.Xc_us)
-        xm = np.full((len(names), len(names)), self.network.Xm_us_per_byte)
-        for (a, b), lk in self.links.items():
+    def link_matrix(self, m: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """``(Xc, Xm)`` in force at ``m`` bytes as (ntypes x ntypes) arrays indexed by type index (order of ``types``).
+
+        >>> paper_profile().link_matrix()[0].tolist()
+        [[16.0, 16.0], [16.0, 16.0]]
+        """
+        prof = self.at(m)
+        names = list(prof.types)
+        xc = np.full((len(names), len(names)), prof.network.Xc_us)
+        xm = np.full((len(names), len(names)), prof.network.Xm_us_per_byte)
+        for (a, b), lk in prof.links.items():
             i, j = names.index(a), names.index(b)
             xc[i, j], xm[i, j] = lk.Xc_us, lk.Xm_us_per_byte
         return xc, xm
@@ -264,12 +712,21 @@ class Profile:
     # ---- files -------------------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, doc: Any, where: str = "profile") -> Profile:
-        """Validate a ``hnowmodel.profile/1`` document; :class:`ProfileError` names the bad field."""
+        """Validate a ``hnowmodel.profile/2`` (or regime-free ``/1``) document; :class:`ProfileError` names the field.
+
+        >>> Profile.from_dict({"schema": "hnowmodel.profile/3"})
+        Traceback (most recent call last):
+        ...
+        hnowmodel.errors.ProfileError: profile.schema: unsupported 'hnowmodel.profile/3' (supported: \
+'hnowmodel.profile/1', 'hnowmodel.profile/2')
+        """
         doc = _mapping(doc, where)
         schema = doc.get("schema")
-        if schema != PROFILE_SCHEMA:
-            raise ProfileError(f"{where}.schema: expected {PROFILE_SCHEMA!r}, got {schema!r}")
-        known = {"schema", "types", "network", "links", "nodes", "provenance", "extensions"}
+        if schema not in PROFILE_SCHEMAS:
+            supported = ", ".join(repr(s) for s in PROFILE_SCHEMAS)
+            raise ProfileError(f"{where}.schema: unsupported {schema!r} (supported: {supported})")
+        piecewise = schema == PROFILE_SCHEMA
+        known = {"schema", "types", "network", "links", "nodes", "provenance", "extensions", "protocol"}
         unknown = sorted(set(doc) - known)
         if unknown:
             raise ProfileError(f"{where}: unknown key {unknown[0]!r}")
@@ -277,9 +734,9 @@ class Profile:
             raise ProfileError(f"{where}.types: missing")
         if "network" not in doc:
             raise ProfileError(f"{where}.network: missing")
-        types = parse_types(doc["types"])
-        network = parse_network(doc["network"])
-        links = parse_links(doc.get("links"), types)
+        types = parse_types(doc["types"], f"{where}.types", allow_regimes=piecewise)
+        network = parse_network(doc["network"], f"{where}.network", allow_regimes=piecewise)
+        links = parse_links(doc.get("links"), types, f"{where}.links", allow_regimes=piecewise)
         nodes = doc.get("nodes") or []
         if not isinstance(nodes, list):
             raise ProfileError(f"{where}.nodes: must be a list")
@@ -289,10 +746,21 @@ class Profile:
                 raise ProfileError(f"{where}.nodes[{i}].type: unknown node type {n.get('type')!r}")
         prov = _mapping(doc.get("provenance", {}), f"{where}.provenance")
         ext = _mapping(doc.get("extensions", {}), f"{where}.extensions")
-        return cls(types, network, links, tuple(nodes), dict(prov), dict(ext))
+        rdv = None
+        if "protocol" in doc:
+            proto = _mapping(doc["protocol"], f"{where}.protocol")
+            bad = sorted(set(proto) - {"rendezvous_from_bytes"})
+            if bad:
+                raise ProfileError(f"{where}.protocol: unknown key {bad[0]!r} (expected rendezvous_from_bytes)")
+            rdv = proto.get("rendezvous_from_bytes")
+            if rdv is not None and (isinstance(rdv, bool) or not isinstance(rdv, int) or not 0 < rdv <= MAX_UPTO_BYTES):
+                raise ProfileError(
+                    f"{where}.protocol.rendezvous_from_bytes: must be a whole number of bytes > 0 or null, got {rdv!r}"
+                )
+        return cls(types, network, links, tuple(nodes), dict(prov), dict(ext), rdv)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``hnowmodel.profile/1`` document for this profile."""
+        """The ``hnowmodel.profile/2`` document for this profile (every parameter set as ``{"regimes": [...]}``)."""
         doc: dict[str, Any] = {
             "schema": PROFILE_SCHEMA,
             "types": {n: t.to_dict() for n, t in self.types.items()},
@@ -300,23 +768,26 @@ class Profile:
         }
         if self.links:
             doc["links"] = [{"from": a, "to": b, **lk.to_dict()} for (a, b), lk in self.links.items()]
+        if self.rendezvous_from_bytes is not None:
+            doc["protocol"] = {"rendezvous_from_bytes": int(self.rendezvous_from_bytes)}
         if self.nodes:
             doc["nodes"] = [dict(n) for n in self.nodes]
-        doc["provenance"] = dict(self.provenance)
+        doc["provenance"] = _finite_or_null(dict(self.provenance))
         if self.extensions:
             doc["extensions"] = dict(self.extensions)
         return doc
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:
-        """Load and validate a profile file; the name ``paper`` gives :func:`paper_profile`."""
+        """Load and validate a profile file (``/2`` or ``/1``); the name ``paper`` gives :func:`paper_profile`."""
         if str(path) == "paper":
             return paper_profile()
         return cls.from_dict(read_json(path, "profile"), where=f"profile {str(path)!r}")
 
-    def save(self, path: str | Path) -> Path:
-        """Write the profile atomically (temporary file, then rename)."""
-        return write_json_atomic(path, self.to_dict())
+    def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
+        """Write the profile as ``hnowmodel.profile/2``, atomically (temporary file, then rename);
+        ``overwrite=False`` refuses an existing file (:class:`~hnowmodel.errors.InputError`)."""
+        return write_json_atomic(path, self.to_dict(), overwrite=overwrite)
 
     @property
     def layout(self) -> tuple[str, ...]:
@@ -341,9 +812,7 @@ def paper_profile(convention: str = "table2") -> Profile:
     if convention not in ("table2", "as-printed"):
         raise ProfileError(f"paper profile convention {convention!r}: expected 'table2' or 'as-printed'")
     shift = _PAPER_NETWORK.Xc_us if convention == "table2" else 0.0
-    types = {
-        name: NodeType(name, sc, sm, rc - shift, rm) for name, (sc, sm, rc, rm) in _TABLE1.items()
-    }
+    types = {name: NodeType(name, sc, sm, rc - shift, rm) for name, (sc, sm, rc, rm) in _TABLE1.items()}
     prov = {
         "source": "Banikazemi et al., Table 1 and section 2.2 (papers/003)",
         "convention": convention,

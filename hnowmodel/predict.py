@@ -72,36 +72,113 @@ def ptp(profile: Profile, src_type: str, dst_type: str, sizes: Any) -> np.ndarra
 
 
 # ---- shared machinery ----------------------------------------------------------------------------------------
+_COLS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte", "Cc_us", "Cm_us_per_byte")
+
+
+def _tables(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """Of a regime-free profile: ``(ntypes, 6)`` per-type coefficients (order of ``_COLS``) and
+    ``(ntypes, ntypes, 2)`` link coefficients ``(Xc, Xm)`` indexed by (sender type, receiver type)."""
+    tt = np.array([[getattr(t, k) for k in _COLS] for t in profile.types.values()], dtype=float)
+    xc, xm = profile.link_matrix()
+    return tt, np.stack([xc, xm], axis=-1)
+
+
 class _Costs:
-    """Per-rank cost coefficients of a layout (numpy arrays over ranks)."""
+    """Cost coefficients of every tree edge for one group of message sizes (numpy arrays over ranks).
 
-    def __init__(self, profile: Profile, layout: Sequence[str], tree: Tree) -> None:
-        if len(layout) != tree.n:
-            raise LayoutError(f"layout has {len(layout)} ranks but the tree has {tree.n}")
-        a = profile.arrays(layout)
-        self.Sc, self.Sm, self.Rc, self.Rm = a["Sc_us"], a["Sm_us_per_byte"], a["Rc_us"], a["Rm_us_per_byte"]
-        self._xc, self._xm = profile.link_matrix()
-        self._ti = a["type_index"]
-        self._tree = tree
+    Entry c describes the edge between rank c and its parent; it carries ``blocks[c] * m`` bytes, downward
+    (parent sends, c receives: bcast, scatter) or ``toward_root`` (c sends, its parent receives: gather).
+    ``Sc, Sm`` are the sender's send line, ``Rc, Rm`` the receiver's receive line and ``Xc, Xm`` the wire's, each
+    the line in force at the edge's own byte count; the group's sizes are chosen (:func:`_each_group`) so that
+    this is the same line for every size of the group, which keeps every time affine in m within the group.
+    Root entries are 0. ``Cc, Cm`` are the root's local-copy line at m (its own block). ``uniform`` is True when
+    every edge uses one regime segment, so that all of a parent's sends share one line.
+    """
 
-    def wire(self, toward_root: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``(Xc, Xm)`` per rank for the edge between it and its parent (root: 0), in the given direction."""
-        c = np.flatnonzero(self._tree.parent >= 0)
-        src, dst = self._ti[self._tree.parent[c]], self._ti[c]
-        if toward_root:
-            src, dst = dst, src
-        xc, xm = np.zeros(self._tree.n), np.zeros(self._tree.n)
-        if (self._xc == self._xc.flat[0]).all() and (self._xm == self._xm.flat[0]).all():
-            xc[c], xm[c] = self._xc.flat[0], self._xm.flat[0]  # one network for all pairs: skip the gather
+    def __init__(self, profile: Profile, ti: np.ndarray, tree: Tree, blocks: Any, m0: float, toward_root: bool) -> None:
+        n = tree.n
+        p = np.maximum(tree.parent, 0)
+        bps = np.asarray(profile.breakpoints, dtype=float)
+        eseg = None
+        if bps.size == 0:
+            tabs = [_tables(profile)]
         else:
-            xc[c], xm[c] = self._xc[src, dst], self._xm[src, dst]
-        return xc, xm
+            nbytes = np.array(np.broadcast_to(np.asarray(blocks, dtype=float) * m0, (n,)))
+            other = (tree.root - 1 if tree.root else 1) if n > 1 else 0
+            nbytes[tree.root] = nbytes[other]  # the root has no edge: give it another rank's byte count
+            seg = np.searchsorted(bps, nbytes, side="left")
+            if seg.min() == seg.max():
+                tabs = [_tables(profile.at(float(nbytes[other])))]
+            else:
+                _, first, inv = np.unique(seg, return_index=True, return_inverse=True)
+                tabs = [_tables(profile.at(float(nbytes[i]))) for i in first]
+                eseg = inv.reshape(-1)
+        self.uniform = eseg is None
+        snd_t, rcv_t = (ti, ti[p]) if toward_root else (ti[p], ti)
+        if eseg is None:
+            tt, lt = tabs[0]
+            self.Sc, self.Sm = tt[:, 0][snd_t], tt[:, 1][snd_t]
+            self.Rc, self.Rm = tt[:, 2][rcv_t], tt[:, 3][rcv_t]
+            if (lt == lt[0, 0]).all():  # one network for all pairs: skip the gather
+                self.Xc, self.Xm = np.full(n, lt[0, 0, 0]), np.full(n, lt[0, 0, 1])
+            else:
+                self.Xc, self.Xm = lt[snd_t, rcv_t, 0], lt[snd_t, rcv_t, 1]
+        else:
+            TT = np.stack([t for t, _ in tabs])
+            LT = np.stack([lk for _, lk in tabs])
+            self.Sc, self.Sm = TT[eseg, snd_t, 0], TT[eseg, snd_t, 1]
+            self.Rc, self.Rm = TT[eseg, rcv_t, 2], TT[eseg, rcv_t, 3]
+            self.Xc, self.Xm = LT[eseg, snd_t, rcv_t, 0], LT[eseg, snd_t, rcv_t, 1]
+        for a in (self.Sc, self.Sm, self.Rc, self.Rm, self.Xc, self.Xm):
+            a[tree.root] = 0.0
+        root_type = profile.at(m0).types[list(profile.types)[int(ti[tree.root])]]
+        self.Cc, self.Cm = root_type.Cc_us, root_type.Cm_us_per_byte
 
 
-def _resolve(profile: Profile, layout: Sequence[str], tree: Tree | str, root: int) -> tuple[Tree, _Costs]:
+def _resolve(profile: Profile, layout: Sequence[str], tree: Tree | str, root: int) -> tuple[Tree, np.ndarray]:
+    """The tree (built by name if need be) and the type index of every rank."""
     if isinstance(tree, str):
         tree = make_tree(tree, len(layout), root=root, layout=layout, profile=profile)
-    return tree, _Costs(profile, layout, tree)
+    if len(layout) != tree.n:
+        raise LayoutError(f"layout has {len(layout)} ranks but the tree has {tree.n}")
+    return tree, profile.type_index(layout)
+
+
+def _each_group(
+    profile: Profile,
+    ti: np.ndarray,
+    tree: Tree,
+    m: np.ndarray,
+    blocks: Any,
+    toward_root: bool,
+    fn: Callable[[_Costs, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """``fn(costs, sizes)`` over groups of sizes that use the same regime on every edge, back in ``m``'s order.
+
+    Two sizes m1, m2 are in one group when, for every edge's block count b (and for b = 1, the root's own block),
+    ``b*m1`` and ``b*m2`` fall in the same regime segment of the profile (:meth:`Profile.segments`). A regime-free
+    profile is one group: one vectorised pass, as fast as before regimes existed.
+    """
+    bps = np.asarray(profile.breakpoints, dtype=float)
+    if bps.size == 0 or m.size <= 1:
+        return fn(_Costs(profile, ti, tree, blocks, float(m[0]) if m.size else 0.0, toward_root), m)
+    counts = np.asarray(blocks, dtype=float)
+    if counts.ndim:
+        counts = counts[tree.parent >= 0]
+    counts = np.union1d(counts, [1.0])
+    sig = np.searchsorted(bps, m[:, None] * counts[None, :], side="left")
+    _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
+    if first.size == 1:
+        return fn(_Costs(profile, ti, tree, blocks, float(m[0]), toward_root), m)
+    out: np.ndarray | None = None
+    for g, i0 in enumerate(first):
+        idx = np.flatnonzero(inv == g)
+        res = fn(_Costs(profile, ti, tree, blocks, float(m[i0]), toward_root), m[idx])
+        if out is None:
+            out = np.empty((m.size, *res.shape[1:]))
+        out[idx] = res
+    return out
 
 
 def _levels(tree: Tree) -> list[np.ndarray]:
@@ -118,18 +195,34 @@ def _levels(tree: Tree) -> list[np.ndarray]:
     return got
 
 
-def _sibling_prefix(tree: Tree, weight: np.ndarray, key: str) -> np.ndarray:
+def _sibling_order(tree: Tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Non-root ranks sorted by (parent, send position), the first of each sibling run, and each rank's run (cached)."""
+    got = tree._cache.get("sibling-order")
+    if got is None:
+        c = np.flatnonzero(tree.parent >= 0)
+        c = c[np.lexsort((tree.childrank[c], tree.parent[c]))]
+        start = _group_starts(tree.parent[c])
+        got = (c, np.flatnonzero(start), np.cumsum(start) - 1)
+        tree._cache["sibling-order"] = got
+    return got
+
+
+def _prefix_over_siblings(tree: Tree, weight: np.ndarray) -> np.ndarray:
     """For each rank c: the sum of ``weight`` over c's siblings sent to before it, c included (root: 0)."""
+    out = np.zeros(tree.n, dtype=weight.dtype)
+    c, first, run_of = _sibling_order(tree)
+    if c.size:
+        w = weight[c]
+        run = np.cumsum(w)
+        out[c] = run - (run[first] - w[first])[run_of]
+    return out
+
+
+def _sibling_prefix(tree: Tree, weight: np.ndarray, key: str) -> np.ndarray:
+    """:func:`_prefix_over_siblings` of a weight that depends only on the tree, cached under ``key``."""
     got = tree._cache.get(key)
     if got is None:
-        got = np.zeros(tree.n, dtype=weight.dtype)
-        c = np.flatnonzero(tree.parent >= 0)
-        if c.size:
-            c = c[np.lexsort((tree.childrank[c], tree.parent[c]))]
-            run = np.cumsum(weight[c])
-            start = _group_starts(tree.parent[c])
-            first = np.flatnonzero(start)
-            got[c] = run - (run[first] - weight[c][first])[np.cumsum(start) - 1]
+        got = _prefix_over_siblings(tree, weight)
         tree._cache[key] = got
     return got
 
@@ -160,23 +253,33 @@ def _path_sum(tree: Tree, w: np.ndarray) -> np.ndarray:
 
 
 def _affine_push_down(
-    tree: Tree, costs: _Costs, blocks: Any, before: np.ndarray, m: np.ndarray, per_rank: bool
+    tree: Tree, costs: _Costs, blocks: Any, before: np.ndarray, m: np.ndarray, per_rank: bool, root_copy: bool = False
 ) -> np.ndarray:
     """Store-and-forward receive times when the edge into rank c carries ``blocks[c] * m`` bytes.
 
-    ``before[c]`` is the number of blocks c's parent sends up to and including c's turn.
+    ``before[c]`` is the number of blocks c's parent sends up to and including c's turn (used when the parent's
+    sends share one line, ``costs.uniform``; otherwise each earlier sibling's send is summed on its own line).
 
     The edge into c costs the parent's send overheads for every sibling up to c's turn, the wire and c's receive:
     ``k*Sc_p + Sm_p*(sum of earlier and own blocks)*m + Xc + Xm*blocks_c*m + Rc_c + Rm_c*blocks_c*m`` - affine in
-    m, so every rank's time is ``A + B*m`` with A and B two path sums over the tree (independent of len(m)).
+    m within a group of sizes (:class:`_Costs`), so every rank's time is ``A + B*m`` with A and B two path sums over
+    the tree (independent of len(m)). ``root_copy``: the root's entry is when it has finished its sends and then
+    its local copy of its own block ``C(m)`` (MPICH's scatter order), else 0.
     """
-    p = np.maximum(tree.parent, 0)
-    xc, xm = costs.wire(toward_root=False)
-    a = tree.childrank * costs.Sc[p] + xc + costs.Rc
-    b = costs.Sm[p] * before + (xm + costs.Rm) * blocks
+    if costs.uniform:
+        a = tree.childrank * costs.Sc + costs.Xc + costs.Rc
+        b = costs.Sm * before + (costs.Xm + costs.Rm) * blocks
+    else:
+        a = _prefix_over_siblings(tree, costs.Sc) + costs.Xc + costs.Rc
+        b = _prefix_over_siblings(tree, costs.Sm * blocks) + (costs.Xm + costs.Rm) * blocks
     root = tree.root
     a[root] = b[root] = 0.0
     A, B = _path_sum(tree, a), _path_sum(tree, b)
+    if root_copy:
+        kids = np.flatnonzero(tree.parent == root)
+        nb = blocks[kids] if np.ndim(blocks) else blocks
+        A[root] = costs.Sc[kids].sum() + costs.Cc
+        B[root] = (costs.Sm[kids] * nb).sum() + costs.Cm
     if per_rank:
         return A[None, :] + m[:, None] * B[None, :]
     # max over ranks of A + B*m, size by size, without materialising (len(m), n) at once
@@ -189,6 +292,7 @@ def bcast(
 ) -> np.ndarray:
     """Broadcast completion time (eq. 6-7) in µs for each message size; the max over ranks of the receive time.
 
+    Every parameter is evaluated at the size in question (its regime, :mod:`hnowmodel.params`).
     ``per_rank=True`` returns ``(len(sizes), n)``: when each rank has received the whole message (root: 0).
     ``root`` is used only when ``tree`` is a name.
 
@@ -198,17 +302,30 @@ def bcast(
     [[0.0, 230.0, 170.0, 340.0]]
     """
     m = as_sizes(sizes)
-    tree, costs = _resolve(profile, layout, tree, root)
-    return _affine_push_down(tree, costs, 1.0, tree.childrank, m, per_rank)
+    tree, ti = _resolve(profile, layout, tree, root)
+
+    def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
+        return _affine_push_down(tree, costs, 1.0, tree.childrank, mm, per_rank)
+
+    return _each_group(profile, ti, tree, m, 1.0, False, run)
 
 
 def scatter(
-    profile: Profile, layout: Sequence[str], tree: Tree | str, sizes: Any, *, per_rank: bool = False, root: int = 0
+    profile: Profile,
+    layout: Sequence[str],
+    tree: Tree | str,
+    sizes: Any,
+    *,
+    per_rank: bool = False,
+    root: int = 0,
+    root_copy: bool = False,
 ) -> np.ndarray:
     """Scatter completion time in µs; every rank receives its own ``m``-byte block (eq. 8-9 on a sequential tree).
 
-    On a deeper tree the edge into a rank carries its whole subtree's blocks. ``per_rank=True`` gives each rank's
-    receive time, ``(len(sizes), n)``.
+    On a deeper tree the edge into a rank carries its whole subtree's blocks, and every parameter of that edge is
+    evaluated at the edge's own byte count (its regime). ``per_rank=True`` gives each rank's receive time,
+    ``(len(sizes), n)``. ``root_copy=True`` adds the root's local copy of its own block after its sends (MPICH's
+    binomial scatter; the profile's ``Cc_us``/``Cm_us_per_byte``): the root's entry is then when it is done.
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
@@ -216,9 +333,14 @@ def scatter(
     [230.0]
     """
     m = as_sizes(sizes)
-    tree, costs = _resolve(profile, layout, tree, root)
-    blocks = tree.subtree_size
-    return _affine_push_down(tree, costs, blocks, _sibling_prefix(tree, blocks, "subtree-prefix"), m, per_rank)
+    tree, ti = _resolve(profile, layout, tree, root)
+    blocks = tree.subtree_size.astype(float)
+    before = _sibling_prefix(tree, tree.subtree_size, "subtree-prefix")
+
+    def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
+        return _affine_push_down(tree, costs, blocks, before, mm, per_rank, root_copy)
+
+    return _each_group(profile, ti, tree, m, blocks, False, run)
 
 
 def _segmented_cumsum(x: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -253,6 +375,49 @@ def _maxplus_scan(a: np.ndarray, r: np.ndarray, start: np.ndarray) -> np.ndarray
     return c + _segmented_cummax(a - (c - r), start)
 
 
+def _gather_group(
+    tree: Tree, costs: _Costs, m: np.ndarray, variant: str, root_copy: bool, rendezvous_from: float | None
+) -> np.ndarray:
+    """Gather ready times ``(len(m), n)`` for sizes of one group (every edge on one line per parameter).
+
+    An eager message (fewer bytes than ``rendezvous_from``, or every message when it is None) flows as soon as
+    its sender is ready; a rendezvous one starts only when the parent has posted its receive - after its previous
+    receive, or after the root's own copy - and then costs ``S + X + R``.
+    """
+    k = m.size
+    ready = np.zeros((k, tree.n))
+    levels = _levels(tree)
+    # Bottom-up, one tree level at a time: all ranks at depth d report to their parents at once.
+    for kids in reversed(levels[1:]):
+        par = tree.parent[kids]
+        nbytes = tree.subtree_size[kids][None, :] * m[:, None]
+        depart = ready[:, kids] + costs.Sc[kids] + costs.Sm[kids] * nbytes
+        wire = costs.Xc[kids] + costs.Xm[kids] * nbytes
+        rcv = costs.Rc[kids] + costs.Rm[kids] * nbytes  # the parent's receive line for this edge
+        rdv = np.zeros_like(nbytes, dtype=bool) if rendezvous_from is None else nbytes >= rendezvous_from
+        # Messages reach a parent in departure order (ties by rank), which may differ from size to size.
+        for j in range(k):
+            o = np.lexsort((kids, depart[j], par))
+            start = _group_starts(par[o])
+            if variant == "paper":
+                arrive = depart[j, o] + _segmented_cumsum(wire[j, o][None, :], start)[0]
+            else:
+                arrive = _maxplus_scan(depart[j, o][None, :], wire[j, o][None, :], start)[0]
+            r_o = rdv[j, o]
+            a = np.where(r_o, ready[j, kids[o]], arrive)  # rendezvous: from when the sender is ready
+            cost = np.where(r_o, depart[j, o] - ready[j, kids[o]] + wire[j, o] + rcv[j, o], rcv[j, o])
+            if root_copy:
+                first = start & (par[o] == tree.root)
+                a = np.where(first, np.maximum(a, costs.Cc + costs.Cm * m[j]), a)  # the root's copy comes first
+            done = _maxplus_scan(a[None, :], cost[None, :], start)[0]
+            last = np.r_[start[1:], True]  # a parent is ready when its last message has been received
+            ready[j, par[o][last]] = done[last]
+    if root_copy:
+        # a root without children still copies its own block
+        ready[:, tree.root] = np.maximum(ready[:, tree.root], costs.Cc + costs.Cm * m)
+    return ready
+
+
 def gather(
     profile: Profile,
     layout: Sequence[str],
@@ -262,12 +427,15 @@ def gather(
     variant: str = "paper",
     per_rank: bool = False,
     root: int = 0,
+    root_copy: bool = False,
 ) -> np.ndarray:
     """Gather completion time in µs (eq. 10-12): when the root has received every other rank's ``m`` bytes.
 
     ``variant="paper"`` is eq. 12 as printed (the i-th arrival is the i-th smallest send completion plus ``i``
     wire times); ``"link"`` lets a receiver's link carry one message at a time. ``per_rank=True`` gives, for each
-    rank, the time by which it holds its whole subtree's data (leaves: 0; the root: the completion time).
+    rank, the time by which it holds its whole subtree's data (leaves: 0; the root: the completion time). Every
+    parameter of an edge is evaluated at the edge's own byte count (its regime). ``root_copy=True`` makes the
+    root copy its own block (``Cc_us``/``Cm_us_per_byte``) before it receives (MPICH's binomial gather).
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
@@ -277,29 +445,12 @@ def gather(
     if variant not in GATHER_VARIANTS:
         raise InputError(f"unknown gather variant {variant!r} (choose from: {', '.join(GATHER_VARIANTS)})")
     m = as_sizes(sizes)
-    tree, costs = _resolve(profile, layout, tree, root)
-    k = m.size
-    ready = np.zeros((k, tree.n))
-    levels = _levels(tree)
-    up_xc, up_xm = costs.wire(toward_root=True)
-    # Bottom-up, one tree level at a time: all ranks at depth d report to their parents at once.
-    for kids in reversed(levels[1:]):
-        par = tree.parent[kids]
-        nbytes = tree.subtree_size[kids][None, :] * m[:, None]
-        depart = ready[:, kids] + costs.Sc[kids] + costs.Sm[kids] * nbytes
-        wire = up_xc[kids] + up_xm[kids] * nbytes
-        rcv = costs.Rc[par] + costs.Rm[par] * nbytes
-        # Messages reach a parent in departure order (ties by rank), which may differ from size to size.
-        for j in range(k):
-            o = np.lexsort((kids, depart[j], par))
-            start = _group_starts(par[o])
-            if variant == "paper":
-                arrive = depart[j, o] + _segmented_cumsum(wire[j, o][None, :], start)[0]
-            else:
-                arrive = _maxplus_scan(depart[j, o][None, :], wire[j, o][None, :], start)[0]
-            done = _maxplus_scan(arrive[None, :], rcv[j, o][None, :], start)[0]
-            last = np.r_[start[1:], True]  # a parent is ready when its last message has been received
-            ready[j, par[o][last]] = done[last]
+    tree, ti = _resolve(profile, layout, tree, root)
+
+    def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
+        return _gather_group(tree, costs, mm, variant, root_copy, profile.rendezvous_from_bytes)
+
+    ready = _each_group(profile, ti, tree, m, tree.subtree_size.astype(float), True, run)
     return ready if per_rank else ready[:, tree.root].copy()
 
 

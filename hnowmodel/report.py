@@ -1,13 +1,11 @@
-"""Predicted vs measured: comparison rows, error statistics, CSV, plots and a markdown summary.
+"""Predicted vs measured, written out: error statistics, CSV, plots and a markdown summary.
 
-Pure functions (no MPI): ``hnow compare``, ``hnow demo`` and ``experiments/fig3_5_validation.py`` measure with
-:mod:`calibrate.collectives` (through the CLI's launcher) and hand the measured rows here.
+Pure functions over comparison rows as dicts (:meth:`hnowmodel.jobs.results.ComparisonRow.to_dict`); the
+predictions themselves are made in :func:`hnowmodel.jobs.compare`. ``error_pct = 100 * (predicted_us -
+measured_us) / measured_us``: positive when the model is pessimistic; None where there is no prediction.
 
-``error_pct = 100 * (predicted_us - measured_us) / measured_us``: positive when the model is pessimistic.
-
->>> rows = [{"op": "bcast", "tree": "binomial", "size": 0, "predicted_us": 110.0, "measured_us": 100.0}]
->>> add_errors(rows)[0]["error_pct"]
-10.0
+>>> rows = [{"op": "bcast", "tree": "binomial", "size": 0, "predicted_us": 110.0, "measured_us": 100.0,
+...          "error_pct": 10.0}]
 >>> error_stats(rows)["median_abs_error_pct"]
 10.0
 """
@@ -17,24 +15,17 @@ from __future__ import annotations
 import csv
 import io
 import math
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from . import predict as model
 from .io import atomic_write
+from .jobs.results import summarize as error_stats
 from .params import Profile
 from .sizes import format_size
-from .trees import Tree, binomial
 
 __all__ = [
-    "NATIVE_MODEL_TREE",
-    "predicted_rows",
     "save_png",
-    "add_errors",
     "error_stats",
     "group_stats",
     "write_csv",
@@ -45,8 +36,6 @@ __all__ = [
     "write_report",
 ]
 
-#: The tree that models ``--tree native`` (MPICH with the binomial algorithm pinned for bcast/scatter/gather).
-NATIVE_MODEL_TREE = "binomial"
 CSV_COLUMNS = (
     "config",
     "layout",
@@ -62,67 +51,12 @@ CSV_COLUMNS = (
     "fig2_median_us",
     "sync_median_us",
     "method",
+    "stat",
+    "variant",
+    "model_tree",
+    "chosen_for_bytes",
+    "note",
 )
-
-
-def predicted_rows(
-    profile: Profile,
-    layout: Sequence[str],
-    measured: Iterable[Mapping[str, Any]],
-    trees: Mapping[str, Tree | None],
-    *,
-    gather_variant: str = "link",
-    root: int = 0,
-    extra: Mapping[str, Any] | None = None,
-) -> list[dict[str, Any]]:
-    """Attach ``predicted_us`` (and ``error_pct``) to measured rows (``op``, ``tree``, ``size``, ``measured_us``).
-
-    ``trees`` maps each row's tree name to the Tree that ran (``None`` for ``native``, predicted with MPICH's
-    binomial tree). Native rows of size 0 are dropped: MPICH returns at once from an empty collective, so
-    there is nothing to compare.
-    """
-    n = len(layout)
-    out = []
-    cache: dict[tuple[str, str], dict[int, float]] = {}
-    rows = list(measured)
-    for r in rows:
-        name = r["tree"]
-        if name == "native" and int(r["size"]) == 0:
-            continue
-        key = (r["op"], name)
-        if key not in cache:
-            tree = trees.get(name)
-            if tree is None:
-                tree = binomial(n, root)
-            sizes = sorted({int(x["size"]) for x in rows if x["op"] == r["op"] and x["tree"] == name})
-            kw = {"variant": gather_variant} if r["op"] == "gather" else {}
-            t = model.predict(r["op"], profile, list(layout), tree, sizes, **kw)
-            cache[key] = dict(zip(sizes, (float(v) for v in t), strict=True))
-        row = {**(extra or {}), **dict(r), "predicted_us": cache[key][int(r["size"])]}
-        if name == "native":
-            row["model_tree"] = NATIVE_MODEL_TREE
-        out.append(row)
-    return add_errors(out)
-
-
-def add_errors(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Set ``error_pct`` = 100 (predicted - measured) / measured on every row (``None`` if measured <= 0)."""
-    for r in rows:
-        meas, pred = float(r["measured_us"]), float(r["predicted_us"])
-        r["error_pct"] = 100.0 * (pred - meas) / meas if meas > 0 else None
-    return rows
-
-
-def _abs_errors(rows: Iterable[Mapping[str, Any]]) -> list[float]:
-    return [abs(float(r["error_pct"])) for r in rows if r.get("error_pct") is not None]
-
-
-def error_stats(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """Median and max |error_pct| (and the row count) of a set of rows."""
-    errs = _abs_errors(rows)
-    if not errs:
-        return {"rows": 0, "median_abs_error_pct": None, "max_abs_error_pct": None}
-    return {"rows": len(errs), "median_abs_error_pct": float(statistics.median(errs)), "max_abs_error_pct": max(errs)}
 
 
 def group_stats(rows: Sequence[Mapping[str, Any]], keys: Sequence[str] = ("op", "tree")) -> list[dict[str, Any]]:
@@ -154,46 +88,181 @@ def _cell(v: Any) -> Any:
 
 def save_png(fig: Any, path: str | Path, dpi: int = 90) -> Path:
     """Write a matplotlib figure as PNG atomically (temporary file, then rename) and close it."""
-    import matplotlib.pyplot as plt
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    if getattr(fig.canvas, "manager", None) is not None:  # made through pyplot: release it there
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
     return atomic_write(path, buf.getvalue())
 
 
-def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "", group: str = "tree") -> Path:
-    """One PNG: a panel per ``op``, a colour per ``group`` value; predicted as lines, measured as points with the
-    min-max spread over repetitions as error bars; x = message size (bytes), y = time (µs)."""
+#: Line styles of the predicted series and markers of the measured ones, cycled per group: the series stay
+#: distinguishable in grey-scale print and for colour-blind readers, not only by colour.
+_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
+def _bytes_label(size: float) -> str:
+    """A message size for a tick or legend: ``0 B``, ``256 B``, ``4 KiB``, ``1 MiB`` (exact binary multiples only)."""
+    size = int(size)
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def _finite(value: Any, default: float) -> float:
+    """``value`` as a float, or ``default`` when it is missing or not finite (an unrecorded spread is NaN)."""
+    return default if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list[dict[str, Any]]:
+    """What :func:`plot_comparison` draws, as data: one panel per ``op``, each with its axis set-up and series.
+
+    A panel is ``{"op", "xlabel", "ylabel", "xscale", "linthresh", "yscale", "xticks", "xticklabels", "series"}``;
+    the size axis is ``symlog`` (linear below ``linthresh`` = the smallest non-zero size, so 0 B has a place and a
+    tick label). Each series is ``{"kind": "predicted"|"measured", "label", "x", "y", "color", "linestyle",
+    "marker"}`` (measured ones also ``"yerr"``: the min–max spread as distances below/above, µs). Predicted series
+    are lines (a line style per group), measured ones markers without lines (a marker per group). Rows without a
+    prediction (``predicted_us`` None, e.g. native at 0 B) still give measured points. A group whose rows carry
+    ``chosen_for_bytes`` (a tree chosen at one size and measured at others) is labelled ``"optimal (chosen at 0 B)"``;
+    rows chosen at different sizes are separate series (``"(chosen per size)"`` when each was chosen at its own size).
+
+    >>> rows = [{"op": "bcast", "tree": "optimal", "size": s, "predicted_us": 10.0 + s, "measured_us": 11.0 + s,
+    ...          "chosen_for_bytes": 0} for s in (0, 1024)]
+    >>> [(s["kind"], s["label"]) for s in _plot_series(rows)[0]["series"]]
+    [('predicted', 'optimal (chosen at 0 B) predicted'), ('measured', 'optimal (chosen at 0 B) measured')]
+    """
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    ops = list(dict.fromkeys(r["op"] for r in rows))
-    fig, axes = plt.subplots(1, len(ops), figsize=(4.6 * len(ops), 3.8), squeeze=False)
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for ax, op in zip(axes[0], ops, strict=True):
+    colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
+    panels = []
+    for op in dict.fromkeys(r["op"] for r in rows):
         mine = [r for r in rows if r["op"] == op]
-        for i, g in enumerate(dict.fromkeys(r[group] for r in mine)):
-            rs = sorted((r for r in mine if r[group] == g), key=lambda r: r["size"])
-            x = np.array([r["size"] for r in rs], dtype=float)
-            c = colors[i % len(colors)]
-            ax.plot(x, [r["predicted_us"] for r in rs], "-", color=c, label=f"{g} predicted")
-            med = np.array([r["measured_us"] for r in rs], dtype=float)
-            lo = np.array([r.get("min_us", r["measured_us"]) for r in rs], dtype=float)
-            hi = np.array([r.get("max_us", r["measured_us"]) for r in rs], dtype=float)
-            yerr = np.vstack([np.maximum(med - lo, 0), np.maximum(hi - med, 0)])
-            ax.errorbar(x, med, yerr=yerr, fmt="o", color=c, ms=4, capsize=3, label=f"{g} measured")
-        ax.set_title(op)
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel("time (µs)")
+        sizes = sorted({float(r["size"]) for r in mine})
+        positive = [x for x in sizes if x > 0]
+        step = max(1, math.ceil(len(sizes) / 10))  # at most ~10 labelled ticks
+        ticks = sizes[::step]
+        curves: dict[tuple, list] = {}
+        for r in mine:
+            chosen = r.get("chosen_for_bytes")
+            curves.setdefault((r[group], None if chosen is None else float(chosen)), []).append(r)
+        groups = list(dict.fromkeys(g for g, _ in curves))
+        for g in groups:  # one curve per tree chosen at its own size: "chosen per size"
+            keys = [k for k in curves if k[0] == g and k[1] is not None]
+            if len(keys) > 1 and all(float(r["size"]) == k[1] for k in keys for r in curves[k]):
+                curves[(g, "per size")] = [r for k in keys for r in curves.pop(k)]
+        series = []
+        all_y = []
+        for i, ((g, chosen), rs) in enumerate(curves.items()):
+            rs = sorted(rs, key=lambda r: r["size"])
+            name = str(g)
+            if chosen == "per size":
+                name += " (chosen per size)"
+            elif chosen is not None:
+                name += f" (chosen at {_bytes_label(chosen)})"
+            style = {"color": colors[i % len(colors)]}
+            pred = [r for r in rs if r.get("predicted_us") is not None]
+            if pred:
+                y = [float(r["predicted_us"]) for r in pred]
+                series.append(
+                    {
+                        "kind": "predicted",
+                        "label": f"{name} predicted",
+                        **style,
+                        "x": [float(r["size"]) for r in pred],
+                        "y": y,
+                        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
+                        "marker": None,
+                    }
+                )
+                all_y += y
+            meas = [r for r in rs if r.get("measured_us") is not None and math.isfinite(float(r["measured_us"]))]
+            if meas:
+                med = [float(r["measured_us"]) for r in meas]
+                lo = [_finite(r.get("min_us"), m) for r, m in zip(meas, med, strict=True)]
+                hi = [_finite(r.get("max_us"), m) for r, m in zip(meas, med, strict=True)]
+                series.append(
+                    {
+                        "kind": "measured",
+                        "label": f"{name} measured",
+                        **style,
+                        "x": [float(r["size"]) for r in meas],
+                        "y": med,
+                        "yerr": [
+                            [max(m - a, 0.0) for m, a in zip(med, lo, strict=True)],
+                            [max(b - m, 0.0) for m, b in zip(med, hi, strict=True)],
+                        ],
+                        "linestyle": "none",
+                        "marker": _MARKERS[i % len(_MARKERS)],
+                    }
+                )
+                all_y += lo + hi
+        pos_y = [y for y in all_y if y > 0]
+        log_y = bool(pos_y) and len(pos_y) == len(all_y) and max(pos_y) / min(pos_y) > 20
+        panels.append(
+            {
+                "op": op,
+                "xlabel": "message size (bytes)",
+                "ylabel": "time (µs)",
+                "xscale": "symlog",
+                "linthresh": min(positive) if positive else 1.0,
+                "yscale": "log" if log_y else "linear",
+                "xticks": ticks,
+                "xticklabels": [_bytes_label(x) for x in ticks],
+                "series": series,
+            }
+        )
+    return panels
+
+
+def _draw(panels: Sequence[Mapping[str, Any]], title: str = "") -> Any:
+    """A matplotlib ``Figure`` of :func:`_plot_series`'s panels (Agg canvas; no pyplot, the backend is untouched)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4.8 * max(1, len(panels)), 4.0))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
+    for ax, panel in zip(axes[: len(panels)], panels, strict=True):
+        for s in panel["series"]:
+            if s["kind"] == "predicted":
+                ax.plot(s["x"], s["y"], linestyle=s["linestyle"], color=s["color"], lw=1.6, label=s["label"])
+            else:
+                ax.errorbar(
+                    s["x"],
+                    s["y"],
+                    yerr=s["yerr"],
+                    fmt=s["marker"],
+                    linestyle="none",
+                    color=s["color"],
+                    ms=5,
+                    mfc="none",
+                    capsize=3,
+                    label=s["label"],
+                )
+        ax.set_xscale("symlog", linthresh=panel["linthresh"], linscale=0.6, base=2)
+        ax.set_yscale(panel["yscale"])
+        ax.set_xticks(panel["xticks"])
+        ax.set_xticklabels(panel["xticklabels"], rotation=45, ha="right", fontsize=7)
+        ax.set_title(panel["op"])
+        ax.set_xlabel(panel["xlabel"])
+        ax.set_ylabel(panel["ylabel"])
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
+        ax.legend(fontsize=7)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    return save_png(fig, path)
+    return fig
+
+
+def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "", group: str = "tree") -> Path:
+    """One PNG: a panel per ``op``, a colour, line style and marker per ``group`` value; predicted as lines,
+    measured as markers with the min–max spread over repetitions as error bars; x = message size (bytes, symlog
+    so 0 B shows), y = time (µs). What is drawn is :func:`_plot_series`. Library code: the figure is made without
+    pyplot and the matplotlib backend is never changed."""
+    return save_png(_draw(_plot_series(rows, group), title), path)
 
 
 def explain_misses(rows: Sequence[Mapping[str, Any]], threshold_pct: float = 15.0) -> list[str]:
@@ -301,9 +370,11 @@ def markdown_summary(
     for r in rows:
         pre = f"{r['config']} " if r.get("config") else ""
         spread = f"{r['measured_us']:.1f} ({r.get('min_us', math.nan):.1f}-{r.get('max_us', math.nan):.1f})"
+        pred = "-" if r.get("predicted_us") is None else f"{r['predicted_us']:.1f}"
+        note = f" ({r['note']})" if r.get("note") else ""
         lines.append(
-            f"| {pre}{r['op']} | {r['tree']} | {format_size(r['size'])} | {r['predicted_us']:.1f} | {spread} "
-            f"| {_fmt_pct(r.get('error_pct'))} |"
+            f"| {pre}{r['op']} | {r['tree']} | {format_size(r['size'])} | {pred} | {spread} "
+            f"| {_fmt_pct(r.get('error_pct'))}{note} |"
         )
     return "\n".join(lines) + "\n"
 

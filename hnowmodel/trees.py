@@ -13,6 +13,7 @@ All per-rank data are numpy arrays, so trees of 2**20 ranks are cheap to build a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -27,6 +28,8 @@ __all__ = [
     "from_parent",
     "from_children",
     "from_dict",
+    "load_tree",
+    "from_file",
     "from_networkx",
     "binomial",
     "sequential",
@@ -212,7 +215,7 @@ def from_parent(parent: Sequence[int], childrank: Sequence[int] | None = None, n
     >>> from_parent([-1, 0, 0]).children
     ((1, 2), (), ())
     """
-    parent = np.asarray(parent, dtype=np.int64)
+    parent = _int_array(parent, "parent")
     if childrank is None:
         childrank = np.zeros_like(parent)
         nonroot = np.flatnonzero(parent >= 0)
@@ -223,7 +226,15 @@ def from_parent(parent: Sequence[int], childrank: Sequence[int] | None = None, n
             grp = np.cumsum(start) - 1
             first = np.flatnonzero(start)
             childrank[srt] = np.arange(srt.size) - first[grp] + 1
-    return Tree(parent, np.asarray(childrank), name)
+    return Tree(parent, _int_array(childrank, "childrank"), name)
+
+
+def _int_array(values: Any, what: str) -> np.ndarray:
+    """``values`` as an int64 array; floats (even ``1.0``), booleans and strings are refused, not truncated."""
+    arr = np.asarray(values)
+    if arr.size and arr.dtype.kind not in "iu":
+        raise TreeError(f"tree {what} must hold integer ranks, got {arr.dtype} values")
+    return arr.astype(np.int64)
 
 
 def from_children(children: Sequence[Sequence[int]], name: str = "") -> Tree:
@@ -238,7 +249,7 @@ def from_children(children: Sequence[Sequence[int]], name: str = "") -> Tree:
     seen = np.zeros(n, dtype=bool)
     for p, kids in enumerate(children):
         for k, c in enumerate(kids, start=1):
-            if not isinstance(c, (int, np.integer)) or not 0 <= c < n:
+            if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not 0 <= c < n:
                 raise TreeError(f"tree children[{p}]: {c!r} is not a rank in 0..{n - 1}")
             if seen[c]:
                 raise TreeError(f"tree rank {c} has more than one parent")
@@ -247,16 +258,101 @@ def from_children(children: Sequence[Sequence[int]], name: str = "") -> Tree:
     return Tree(parent, childrank, name)
 
 
-def from_dict(doc: Any) -> Tree:
-    """A tree from its JSON form (``children`` preferred, else ``parent``)."""
+def _int_list(value: Any, field: str) -> list[int]:
+    """``value`` as a list of ints; :class:`TreeError` names ``field`` (and the index) for anything else.
+
+    JSON numbers with a fraction or a ``.0`` (``1.5``, ``1.0``), booleans and strings are not ranks.
+    """
+    if not isinstance(value, list):
+        raise TreeError(f"field {field!r} must be a list of integers, got {type(value).__name__}")
+    for i, v in enumerate(value):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TreeError(f"field {field!r}[{i}]: {v!r} is not an integer rank")
+    return [int(v) for v in value]
+
+
+def from_dict(doc: Any, where: str = "tree") -> Tree:
+    """A tree from its JSON form, as :meth:`Tree.to_dict` and ``hnow best-tree -o`` write it.
+
+    ``parent`` (``-1`` at the root) and/or ``children`` (each rank's children in send order) give the shape; when
+    both are present they must agree, and ``children`` gives the send order. ``childrank`` (1-based send
+    positions) may replace ``children``; ``root``, when present, must be the root. Other keys (``name``,
+    ``time_us``, ...) are kept as the name or ignored. Every rank must be a JSON integer (``1.0`` and ``true``
+    are refused); :class:`TreeError` names the field. ``where`` prefixes the messages (e.g. the file name).
+
+    >>> from_dict({"parent": [-1, 0, 0], "children": [[2, 1], [], []], "time_us": 12.5}).children[0]
+    (2, 1)
+    >>> from_dict({"parent": [-1, 1.5]})
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.TreeError: tree: field 'parent'[1]: 1.5 is not an integer rank
+    """
+    try:
+        return _from_dict(doc)
+    except TreeError as e:
+        raise TreeError(f"{where}: {e}") from None
+
+
+def _from_dict(doc: Any) -> Tree:
     if not isinstance(doc, dict):
-        raise TreeError("tree document must be a JSON object with 'children' or 'parent'")
-    name = str(doc.get("name", ""))
+        raise TreeError(f"tree document must be a JSON object with 'children' or 'parent', got {type(doc).__name__}")
+    if "children" not in doc and "parent" not in doc:
+        raise TreeError("tree document needs 'children' or 'parent'")
+    name = doc.get("name", "")
+    if not isinstance(name, str):
+        raise TreeError(f"field 'name' must be a string, got {name!r}")
+    children = None
     if "children" in doc:
-        return from_children(doc["children"], name)
+        kids = doc["children"]
+        if not isinstance(kids, list):
+            raise TreeError(f"field 'children' must be a list of lists, got {type(kids).__name__}")
+        children = [_int_list(k, f"children[{i}]") for i, k in enumerate(kids)]
     if "parent" in doc:
-        return from_parent(doc["parent"], doc.get("childrank"), name)
-    raise TreeError("tree document needs 'children' or 'parent'")
+        parent = _int_list(doc["parent"], "parent")
+        if children is not None:
+            if len(children) != len(parent):
+                raise TreeError(f"field 'children' has {len(children)} entries, 'parent' has {len(parent)}")
+            listed_under = [-1] * len(parent)
+            for p, kids in enumerate(children):
+                for c in kids:
+                    if 0 <= c < len(parent):
+                        if parent[c] != p:
+                            raise TreeError(f"field 'children'[{p}] lists rank {c}, whose 'parent' is {parent[c]}")
+                        listed_under[c] = p
+            for r, p in enumerate(parent):
+                if p >= 0 and listed_under[r] != p:
+                    raise TreeError(f"rank {r}: field 'parent' is {p} but 'children'[{p}] does not list it")
+            tree = from_children(children, name)
+        else:
+            childrank = _int_list(doc["childrank"], "childrank") if "childrank" in doc else None
+            tree = from_parent(parent, childrank, name)
+    else:
+        tree = from_children(children, name)
+    if "root" in doc:
+        root = doc["root"]
+        if isinstance(root, bool) or not isinstance(root, int) or root != tree.root:
+            raise TreeError(f"field 'root' is {root!r} but the tree's root is rank {tree.root}")
+    return tree
+
+
+def load_tree(path: str | os.PathLike, n: int | None = None, root: int | None = None) -> Tree:
+    """Read a tree file (see :func:`from_dict`) with :func:`hnowmodel.io.read_json`.
+
+    With ``n`` and/or ``root`` the tree must have that many ranks and that root; :class:`TreeError` says which
+    does not match. An unreadable or non-JSON file raises :class:`~hnowmodel.errors.InputError` naming it.
+    """
+    from .io import read_json
+
+    where = f"tree file {str(path)!r}"
+    tree = from_dict(read_json(path, "tree file"), where)
+    if n is not None and tree.n != n:
+        raise TreeError(f"{where} has {tree.n} ranks, expected {n}")
+    if root is not None and tree.root != root:
+        raise TreeError(f"{where} is rooted at rank {tree.root}, expected root {root}")
+    return tree
+
+
+from_file = load_tree
 
 
 def from_networkx(g, name: str = "") -> Tree:
@@ -452,8 +548,23 @@ def hierarchical(layout: Sequence[str], profile: Any, root: int = 0, m: float = 
     return from_children(children, "hierarchical")
 
 
-# Name -> constructor(n, root, arg, layout, profile). ``arg`` is the text after ':' in e.g. ``kary:4``.
 TreeFactory = Callable[..., Tree]
+
+
+def _chosen_tree(method: str) -> TreeFactory:
+    """``fnf`` / ``optimal[:OP][:SIZE]``: trees chosen for the layout's node types by :mod:`hnowmodel.search`,
+    imported when such a tree is asked for (so the registry is complete without importing search first, and
+    no module fills it in at import time)."""
+
+    def factory(n: int, root: int = 0, arg: str | None = None, layout: Any = None, profile: Any = None) -> Tree:
+        from . import search
+
+        return search.chosen_tree_factory(method)(n, root=root, arg=arg, layout=layout, profile=profile)
+
+    return factory
+
+
+# Name -> constructor(n, root, arg, layout, profile). ``arg`` is the text after ':' in e.g. ``kary:4``.
 TREES: dict[str, TreeFactory] = {
     "binomial": lambda n, root=0, arg=None, layout=None, profile=None: binomial(n, root),
     "sequential": lambda n, root=0, arg=None, layout=None, profile=None: sequential(n, root),
@@ -463,6 +574,8 @@ TREES: dict[str, TreeFactory] = {
     "hierarchical": lambda n, root=0, arg=None, layout=None, profile=None: _sized_hierarchical(
         n, root, layout, profile
     ),
+    "fnf": _chosen_tree("fnf"),
+    "optimal": _chosen_tree("optimal"),
 }
 
 
@@ -478,20 +591,20 @@ def tree_names() -> list[str]:
     return [t + args.get(t, "") for t in TREES] + ["@file.json"]
 
 
-def make_tree(spec: str, n: int, root: int = 0, layout: Sequence[str] | None = None, profile: Any = None) -> Tree:
-    """Build a tree by name (``binomial``, ``kary:4``, ...) or load one (``@tree.json``, as :meth:`Tree.to_dict`
-    writes it); :class:`TreeError` names the valid choices.
+def make_tree(
+    spec: str, n: int, root: int | None = None, layout: Sequence[str] | None = None, profile: Any = None
+) -> Tree:
+    """Build a tree by name (``binomial``, ``kary:4``, ...) over ``n`` ranks rooted at ``root`` (default 0), or load
+    one from a tree file (``@tree.json``, as :meth:`Tree.to_dict` and ``hnow best-tree -o`` write it: see
+    :func:`load_tree`); a file must have ``n`` ranks and, when ``root`` is given, that root. :class:`TreeError`
+    names the valid choices or what does not match.
 
     >>> make_tree("sequential", 3).children[0]
     (1, 2)
     """
     if str(spec).startswith("@"):
-        from .io import read_json
-
-        tree = from_dict(read_json(str(spec)[1:], "tree"))
-        if tree.n != n:
-            raise TreeError(f"tree file {str(spec)[1:]!r} has {tree.n} ranks, expected {n}")
-        return tree
+        return load_tree(str(spec)[1:], n, root)
+    root = 0 if root is None else root
     name, _, arg = str(spec).partition(":")
     if name not in TREES:
         raise TreeError(f"unknown tree {spec!r} (choose from: {', '.join(tree_names())})")

@@ -21,6 +21,26 @@ settings.register_profile("dev", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+def _mpi_launcher_missing() -> str:
+    """Why MPI tests cannot run here ('' when they can): no ``mpiexec`` beside this Python or on PATH."""
+    from hnowmodel.errors import MPIRunError
+    from hnowmodel.jobs import find_launcher
+
+    try:
+        find_launcher("mpiexec")
+    except MPIRunError as e:
+        return f"no MPI launcher: {e}"
+    return ""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``mpi`` are skipped, with the reason, where no MPI launcher is found."""
+    reason = _mpi_launcher_missing()
+    if reason:
+        for item in items:
+            if item.get_closest_marker("mpi") is not None:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
 
 def run_hnow(*args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
     """Run ``hnow ARGS`` as a subprocess (as a user would) and return the completed process."""
@@ -50,4 +70,3 @@ def run_mpi_module(np: int, *args: str, timeout: float = 120) -> subprocess.Comp
 @pytest.fixture
 def hnow():
     return run_hnow
-

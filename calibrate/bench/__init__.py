@@ -10,72 +10,31 @@ each row carries ``bench``; times in µs (testbed µs on a testbed), bandwidths 
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import Any
 
-from hnowmodel.cli.bench import COLUMNS, SUMMARY
+from hnowmodel.benchmarks import BENCHMARKS as REGISTRY
+from hnowmodel.benchmarks import check_names, check_options
 
-from .buffers import buffer_reuse
 from .common import Ctx
-from .host import completion, cpu_availability, overhead
-from .hotspot import fanin_extension, hotspot
-from .pointtopoint import bandwidth, bibandwidth, bilatency, latency, streaming
-from .queues import posted_queue, queue_extension, unexpected_queue
+from .hotspot import fanin_extension
+from .queues import queue_extension
 
-__all__ = ["HELP", "add_arguments", "prepare", "main", "BENCHMARKS", "NOTES", "COLUMNS", "SUMMARY", "resolve_names"]
+__all__ = ["HELP", "add_arguments", "prepare", "main", "runner"]
 
 HELP = "the seeds' microbenchmarks (latency, bandwidth, queues, hot spot, ...); NAME or NAME1,NAME2"
 
-BENCHMARKS: dict[str, Callable[[Ctx], list[dict]]] = {
-    "latency": latency,
-    "bandwidth": bandwidth,
-    "bilatency": bilatency,
-    "bibandwidth": bibandwidth,
-    "streaming": streaming,
-    "overhead": overhead,
-    "cpu-availability": cpu_availability,
-    "completion": completion,
-    "buffer-reuse": buffer_reuse,
-    "hotspot": hotspot,
-    "posted-queue": posted_queue,
-    "unexpected-queue": unexpected_queue,
-}
 
-#: What runs emulated on a testbed and what does not (reported in the result's ``benchmarks[name].notes``).
-NOTES: dict[str, str] = {
-    "latency": "fully emulated (transport ping-pong)",
-    "bandwidth": "emulated; the window is flow control (ack every Q/2), the transport has no Isend",
-    "bilatency": "emulated (the emulated send never blocks, so both ranks send first)",
-    "bibandwidth": "emulated; windows of Q sends then Q receives on each side",
-    "streaming": "fully emulated",
-    "overhead": "emulated busy periods are sleeps: send_us/recv_us are meaningful, *_cpu_us are not",
-    "cpu-availability": "polling: the transport has no Test, each poll is a blocking exchange; bandwidth-loop emulated",
-    "completion": "only 'recv' (the transport's own wait); Test/Wait/test-sleep are not emulated",
-    "buffer-reuse": "runs emulated, but the emulation has no address-dependent cost: no effect expected",
-    "hotspot": "fully emulated; fanin_us is the gather model's quantity",
-    "posted-queue": "queue entries are real MPI receives on another communicator; the model has no queue cost",
-    "unexpected-queue": "unexpected messages are real MPI messages on another communicator; no emulated queue cost",
-}
-
-
-def resolve_names(text: str | None) -> list[str]:
-    """``NAME`` or ``NAME1,NAME2`` (or ``all``) -> benchmark names; InputError names the valid ones."""
-    from hnowmodel.errors import InputError
-
-    names = [t.strip() for t in str(text or "").split(",") if t.strip()]
-    if names == ["all"]:
-        return list(BENCHMARKS)
-    if not names:
-        raise InputError(f"give a benchmark name (choose from: {', '.join(BENCHMARKS)})")
-    for n in names:
-        if n not in BENCHMARKS:
-            raise InputError(f"unknown benchmark {n!r} (choose from: {', '.join(BENCHMARKS)})")
-    return names
+def runner(name: str) -> Callable[[Ctx], list[dict]]:
+    """The function that runs benchmark ``name`` (its registry entry's ``runner``, ``module:function``)."""
+    module, _, func = REGISTRY[name].runner.partition(":")
+    return getattr(importlib.import_module(module), func)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Options of every benchmark (each ignores the ones it does not use); None = the benchmark's default."""
-    p.add_argument("name", help="benchmark name(s), comma-separated, or 'all': " + ", ".join(BENCHMARKS))
+    p.add_argument("name", help="benchmark name(s), comma-separated, or 'all': " + ", ".join(REGISTRY))
     p.add_argument("--testbed", default=None, help="emulated testbed: 'paper' or a JSON file (default: plain MPI)")
     p.add_argument("--layout", default=None, help="node type of each rank (overrides the testbed's ranks)")
     p.add_argument("--profile", default=None, help="profile (FILE or 'paper') for model predictions (hotspot)")
@@ -99,21 +58,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Check names and options before MPI starts (InputError names the bad value)."""
-    from hnowmodel.errors import InputError
-    from hnowmodel.sizes import parse_sizes
-
-    names = resolve_names(args.name)
-    if args.sizes is not None:
-        parse_sizes(args.sizes)
-    for flag in ("iters", "min_reps", "max_reps", "window", "count"):
-        v = getattr(args, flag)
-        if v is not None and v < 1:
-            raise InputError(f"--{flag.replace('_', '-')} must be >= 1, got {v}")
-    if args.window is not None and args.window < 2:
-        raise InputError(f"--window must be >= 2 (refilled Q/2 at a time), got {args.window}")
-    from hnowmodel.cli.bench import check_options
-
-    check_options(argparse.Namespace(**{**vars(args), "np": None, "profile_in": None, "profile_out": None}))
+    names = check_names(args.name)
+    check_options(
+        {
+            k: getattr(args, k)
+            for k in (
+                "sizes",
+                "iters",
+                "min_reps",
+                "max_reps",
+                "window",
+                "count",
+                "buffers",
+                "reuse",
+                "slaves",
+                "variant",
+                "lengths",
+                "fractions",
+                "intervals",
+                "work",
+                "methods",
+            )
+        }
+    )
     out: dict[str, Any] = {"names": names, "testbed": None, "profile": None, "layout": None}
     if args.testbed:
         from calibrate.testbed import load_testbed
@@ -151,10 +118,11 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     for name in prepared["names"]:
         rt.progress(f"bench {name}")
         with rt.step(f"bench {name}"):
-            got = BENCHMARKS[name](ctx)
+            got = runner(name)(ctx)
             tr.quiet_barrier()
         rows += [{"bench": name, **r} for r in got]
-        info[name] = {"rows": len(got), "emulated": ctx.emulated, "notes": NOTES[name] if ctx.emulated else ""}
+        note = REGISTRY[name].testbed_note if ctx.emulated else ""
+        info[name] = {"rows": len(got), "emulated": ctx.emulated, "notes": note}
         if rt.rank == 0:
             # queue costs are real MPI matching costs: on a testbed they are unscaled noise, not testbed numbers
             if name == "posted-queue" and not ctx.emulated:
@@ -178,7 +146,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     return {
         "rows": rows,
         "benchmarks": info,
-        "columns": {n: COLUMNS[n] for n in prepared["names"]},
+        "columns": {n: list(REGISTRY[n].columns) for n in prepared["names"]},
         "extensions": extensions,
         "np": rt.size,
         "emulated": ctx.emulated,

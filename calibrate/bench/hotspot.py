@@ -57,7 +57,7 @@ def _receive_round(ctx: Ctx, k: int, m: int, iters: int) -> float:
             for j in range(1, k + 1):
                 tr.send(sync, j, TAG_SYNC)
             for _ in range(k):
-                tr.recv(buf, -1, TAG_DATA)
+                tr.recv(buf, tr.ANY_SOURCE, TAG_DATA)
         return (tr.now() - t0) / iters
     for _ in range(iters):
         tr.recv(sync, 0, TAG_SYNC)
@@ -75,7 +75,7 @@ def _fanin(ctx: Ctx, sub: Any, clock: Any, k: int, m: int) -> float:
     clock.wait_until(t0 + clock.offset_us)
     if ctx.rank == 0:
         for _ in range(k):
-            tr.recv(buf, -1, TAG_DATA)
+            tr.recv(buf, tr.ANY_SOURCE, TAG_DATA)
         return tr.now() - t0
     tr.send(buf, 0, TAG_DATA)
     return 0.0

@@ -3,8 +3,8 @@
 Each subcommand lives in its own module (``hnowmodel.cli.<name>``) exposing ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` maps names to modules and is the only
 place to register one. Any :class:`~hnowmodel.errors.HnowError` becomes exit status 2 and one line on stderr.
-MPI work is started as a subprocess under ``mpiexec`` (:mod:`hnowmodel.cli.launch`); this package never
-imports MPI.
+Every command is one call into the library (:mod:`hnowmodel.jobs` for what runs under MPI) plus formatting; this
+package starts no process and never imports MPI.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import importlib
 import sys
 
 from ..errors import HnowError
+from ..jobs.launcher import Terminated
 
 __all__ = ["main", "COMMANDS", "build_parser"]
 
@@ -27,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "bench": "hnowmodel.cli.bench",
     "demo": "hnowmodel.cli.demo",
     "info": "hnowmodel.cli.info",
+    "cluster": "hnowmodel.cli.cluster",
 }
 
 
@@ -47,12 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, modname in COMMANDS.items():
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as e:  # a subcommand still being written is simply not offered
-            if e.name == modname:
-                continue
-            raise
+        mod = importlib.import_module(modname)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout, nothing else")
         mod.add_arguments(p)
@@ -69,7 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hnow {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"hnow {args.command}: interrupted", file=sys.stderr)
+        print(f"hnow {args.command}: interrupted; the MPI job was stopped", file=sys.stderr)
         return 130
+    except Terminated:
+        print(f"hnow {args.command}: terminated; the MPI job was stopped", file=sys.stderr)
+        return 143
     except BrokenPipeError:
         return 0

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from .. import search
+from .. import ops, search
+from ..errors import InputError
+from ..io import check_output, write_json_atomic
+from ..layout import parse_layout
+from ..params import Profile
 from ..sizes import parse_size
-from .common import OPS, check_choice, emit_json, layout_arg, load_profile, print_table
+from .common import add_output, emit_json, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -20,29 +24,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", default="0", help="message size in bytes (default 0)")
     p.add_argument("--method", default="auto", help=f"{', '.join(search.METHODS)} (default auto: exact if affordable)")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
-    p.add_argument("-o", "--output", default=None, help="also write the tree as JSON (usable as --tree @FILE)")
+    p.add_argument("--variant", default=None, help="model variant the tree is chosen under (default: the op's own)")
+    add_output(p, None, "also write the tree as JSON (usable as --tree @FILE)")
 
 
 def run(args: argparse.Namespace) -> int:
-    check_choice(args.op, [o for o in OPS if o != "ptp"], "operation (--op)")
-    check_choice(args.method, search.METHODS, "method (--method)")
-    profile = load_profile(args.profile)
-    layout = layout_arg(args.layout, profile)
+    variant = ops.check_variant(args.op, args.variant)
+    if args.method not in search.METHODS:
+        raise InputError(f"unknown method (--method) {args.method!r} (choose from: {', '.join(search.METHODS)})")
+    if args.output:
+        check_output(args.output, force=args.force)
+    profile = Profile.load(args.profile)
+    if args.layout is None and not profile.layout:
+        raise InputError("--layout is required (the profile records no calibration layout)")
+    layout = profile.layout if args.layout is None else parse_layout(args.layout, profile.type_names)
     size = parse_size(args.size, "--size")
-    best = search.best_tree(profile, layout, op=args.op, size=size, method=args.method, root=args.root)
+    best = search.best_tree(profile, layout, op=args.op, size=size, method=args.method, root=args.root, variant=variant)
     doc = best.to_dict()
     if args.output:
-        from ..io import write_json_atomic
-
-        write_json_atomic(args.output, {**best.tree.to_dict(), "name": best.method, "time_us": best.time_us})
+        tree_doc = {**best.tree.to_dict(), "name": best.method, "op": args.op, "size": size, "time_us": best.time_us}
+        write_json_atomic(args.output, tree_doc, overwrite=args.force)
     if args.json:
         emit_json(doc)
         return 0
-    print(f"best {args.op} tree for {len(layout)} ranks at {size} B: {best.method}"
-          f"{' (proven optimal under eq. 7)' if best.exact else ''}, predicted {best.time_us:.2f} µs")
+    print(
+        f"best {args.op} tree for {len(layout)} ranks at {size} B: {best.method}"
+        f"{' (proven optimal under eq. 7)' if best.exact else ''}, predicted {best.time_us:.2f} µs"
+    )
     rows = [{"tree": best.method, "time_us": best.time_us, "vs best %": 0.0}]
-    rows += [{"tree": k, "time_us": v, "vs best %": 100 * (v - best.time_us) / best.time_us if best.time_us else 0.0}
-             for k, v in best.compared.items()]
+    rows += [
+        {"tree": k, "time_us": v, "vs best %": 100 * (v - best.time_us) / best.time_us if best.time_us else 0.0}
+        for k, v in best.compared.items()
+    ]
     print_table(rows)
     print("children (send order):")
     for r, kids in enumerate(best.tree.children):

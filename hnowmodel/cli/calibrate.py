@@ -1,118 +1,155 @@
-"""``hnow calibrate``: run the calibration under MPI, write the profile atomically, print the fit report."""
+"""``hnow calibrate``: measure the model's parameters under MPI, write the profile, print the fit report."""
 
 from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..jobs import calibrate
 from ..params import Profile
-from .common import add_mpi_arguments, emit_json, mpi_task_args, print_table
-from .launch import run_mpi
+from .common import add_mpi_arguments, add_output, emit_json, launch_kwargs, table_text
 
-__all__ = ["HELP", "add_arguments", "run", "calibrate_profile", "calibration_args", "fit_report"]
+__all__ = ["HELP", "add_arguments", "run", "fit_report"]
 
-HELP = "measure Sc/Sm/Rc/Rm per node type and Xc/Xm under MPI and write a profile (papers/003 §2)"
+HELP = "measure Sc/Sm/Rc/Rm per node type and Xc/Xm under MPI and write a profile"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_mpi_arguments(p)
     p.add_argument("--layout", default=None, help="node type of each rank: FFSS, fast,fast,slow,… , @file or auto")
-    p.add_argument("--sizes", default=None, help="message sizes (default: 0..1M plain, 0..8K emulated)")
+    p.add_argument("--sizes", default=None, help="message sizes (default 0..1M plain, 0..8K emulated)")
     p.add_argument("--network", default=None, help="take X from the network: bandwidth_MBps=…,latency_us=…")
-    p.add_argument("--regime", default="auto", choices=("auto", "below", "above"),
-                   help="with a protocol switch: which side's fit goes into the profile")
+    p.add_argument(
+        "--regime", default="auto", help="with a protocol switch: which side's fit to use (auto, below, above)"
+    )
     p.add_argument("--precision", type=float, default=0.025, help="relative CI of the median to stop at (0.025)")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
-    p.add_argument("-o", "--output", default="profile.json", help="where to write the profile (default profile.json)")
-
-
-def calibration_args(
-    *, testbed: str | None = None, layout: str | None = None, sizes: str | None = None, network: str | None = None,
-    regime: str = "auto", precision: float | None = None, quick: bool = False,
-) -> list[str]:
-    """The ``python -m calibrate calibrate`` flags for these settings."""
-    out: list[str] = []
-    for flag, value in (("--testbed", testbed), ("--layout", layout), ("--sizes", sizes), ("--network", network)):
-        if value:
-            out += [flag, value]
-    if regime != "auto":
-        out += ["--regime", regime]
-    if precision is not None:
-        out += ["--precision", str(precision)]
-    if quick:
-        out.append("--quick")
-    return out
-
-
-def calibrate_profile(
-    np: int,
-    *,
-    testbed: str | None = None,
-    layout: str | None = None,
-    sizes: str | None = None,
-    network: str | None = None,
-    launcher: str = "mpiexec",
-    launcher_args: str = "",
-    timeout_s: float | None = None,
-    echo: bool = True,
-    quick: bool = False,
-) -> Profile:
-    """Calibrate on ``np`` ranks (a subprocess under the launcher) and return the validated profile."""
-    doc = run_mpi(
-        "calibrate",
-        calibration_args(testbed=testbed, layout=layout, sizes=sizes, network=network, quick=quick),
-        np,
-        launcher=launcher,
-        launcher_args=launcher_args,
-        timeout_s=timeout_s or 600.0,
-        echo=echo,
+    p.add_argument(
+        "--kernels",
+        default="auto",
+        help="real MPI: c (C timing kernels), python, or auto (default: C when the MPI installation's mpicc is found)",
     )
-    return Profile.from_dict(doc, where="calibration result")
+    p.add_argument("--rounds", type=int, default=None, help="real MPI: interleaved measurement rounds (default 9)")
+    p.add_argument(
+        "--gap-us",
+        type=float,
+        default=None,
+        help="real MPI: idle gap between isolated messages, µs "
+        "(default 10; the same as the collectives' common-start lead)",
+    )
+    add_output(p, "profile.json", "where to write the profile (default profile.json)")
 
 
-def _pm(value: float, ci: float, digits: int) -> str:
-    return f"{value:.{digits}f} ± {ci:.{digits}f}" if math.isfinite(ci) else f"{value:.{digits}f}"
+def _pm(value: float, ci: Any, digits: int) -> str:
+    """``value ± half-width`` from a CI given as a half-width or as a ``[low, high]`` pair."""
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(c, (int, float)) for c in ci):
+        ci = (ci[1] - ci[0]) / 2
+    return (
+        f"{value:.{digits}g} ± {ci:.2g}"
+        if isinstance(ci, (int, float)) and math.isfinite(ci)
+        else f"{value:.{digits}g}"
+    )
+
+
+def _span(lo: int, hi: int | None) -> str:
+    return f"{lo}.." + ("" if hi is None else str(hi))
+
+
+def _regime_rows(profile: Profile, fits: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per node type and regime: S, R, C and X lines (± 95 % CI half-widths where the fit has them)."""
+    rows = []
+    for name, t in profile.types.items():
+        lo = 0
+        for i, reg in enumerate(t.regimes):
+            ci = {k: _fit_of(fits, k, name, i) for k in ("S", "R", "C")}
+            x = profile.link(name, name).regime_at(reg.upto_bytes if reg.upto_bytes is not None else lo)
+            rows.append(
+                {
+                    "type": name,
+                    "bytes": _span(lo, reg.upto_bytes),
+                    "Sc_us": _pm(reg.Sc_us, ci["S"].get("intercept_ci95_us", math.inf), 3),
+                    "Sm_us_per_byte": _pm(reg.Sm_us_per_byte, ci["S"].get("slope_ci95_us_per_byte", math.inf), 3),
+                    "Rc_us": _pm(reg.Rc_us, ci["R"].get("intercept_ci95_us", math.inf), 3),
+                    "Rm_us_per_byte": _pm(reg.Rm_us_per_byte, ci["R"].get("slope_ci95_us_per_byte", math.inf), 3),
+                    "Xc_us": f"{x.Xc_us:.3g}",
+                    "Xm_us_per_byte": f"{x.Xm_us_per_byte:.3g}",
+                    "Cm_us_per_byte": f"{reg.Cm_us_per_byte:.3g}",
+                }
+            )
+            lo = (reg.upto_bytes or 0) + 1
+    return rows
+
+
+def _fit_of(fits: dict[str, Any], key: str, name: str, i: int) -> dict[str, Any]:
+    """The fit behind regime ``i`` of parameter ``key`` (S, R, C) of type ``name``: piecewise fits are stored as
+    ``fits[key][name]["regimes"]``, the Python kernels' single lines as ``fits[name][key]``."""
+    regs = fits.get(key, {}).get(name, {}).get("regimes")
+    if regs is not None:
+        return regs[i] if i < len(regs) else {}
+    return fits.get(name, {}).get(key, {}) if i == 0 else {}
 
 
 def fit_report(profile: Profile) -> list[str]:
-    """Readable lines: every parameter ± its 95 % CI, R², the pairs' additivity residuals, warnings."""
+    """Readable lines: what measured (MPI library, transport, kernels), every regime's parameters ± 95 % CI, the
+    protocol switch, the self-check and the plain C ping-pong reference, warnings."""
     prov: dict[str, Any] = dict(profile.provenance)
-    fits = prov.get("fits", {})
     lines = []
-    rows = []
-    for name, t in profile.types.items():
-        f = fits.get(name, {})
-        s, r = f.get("S", {}), f.get("R", {})
-        rows.append({
-            "type": name,
-            "ranks": sum(1 for n in profile.nodes if n.get("type") == name),
-            "Sc_us": _pm(t.Sc_us, s.get("intercept_ci95_us", math.inf), 2),
-            "Sm_us_per_byte": _pm(t.Sm_us_per_byte, s.get("slope_ci95_us_per_byte", math.inf), 5),
-            "Rc_us": _pm(t.Rc_us, r.get("intercept_ci95_us", math.inf), 2),
-            "Rm_us_per_byte": _pm(t.Rm_us_per_byte, r.get("slope_ci95_us_per_byte", math.inf), 5),
-            "R2 (S, R)": f"{s.get('r2', math.nan):.4f}, {r.get('r2', math.nan):.4f}",
-        })
-    lines.append(_table(rows))
-    net = fits.get("network", {})
+    kern = prov.get("kernels", {})
     lines.append(
-        f"network: Xc_us = {_pm(profile.network.Xc_us, net.get('intercept_ci95_us', math.inf), 2)}, "
-        f"Xm_us_per_byte = {_pm(profile.network.Xm_us_per_byte, net.get('slope_ci95_us_per_byte', math.inf), 5)}"
-        f"  ({prov.get('x_source', 'measured')})"
+        f"MPI: {prov.get('mpi_library', '?')}; transport: {prov.get('transport', prov.get('mode', '?'))}; "
+        f"kernels: {kern.get('kind', '?')}" + (f" ({kern['why']})" if kern.get("why") else "")
     )
-    for lk in profile.links.items():
-        (a, b), link = lk
-        lines.append(f"link {a}->{b}: Xc_us = {link.Xc_us:.2f}, Xm_us_per_byte = {link.Xm_us_per_byte:.5f}")
+    if "timing" in prov:
+        lines.append(
+            f"timing: {prov['timing'].get('style')}; gap {prov['timing'].get('gap_us')} µs; "
+            f"{prov.get('rounds', '?')} interleaved rounds; buffers: {prov.get('buffers', '?')}"
+        )
+    lines.append(table_text(_regime_rows(profile, prov.get("fits", {}))))
+    for (a, b), link in profile.links.items():
+        regs = ", ".join(f"{r.Xc_us:.3g} µs + {r.Xm_us_per_byte:.3g} µs/B" for r in link.regimes)
+        lines.append(f"link {a}->{b}: X = {regs}")
+    if profile.rendezvous_from_bytes is not None:
+        lines.append(f"protocol: eager below {profile.rendezvous_from_bytes} B, rendezvous from there on")
+    sc = prov.get("self_check")
+    if sc:
+        worst = max(sc["rows"], key=lambda r: abs(r["miss_pct"]) if math.isfinite(r["miss_pct"]) else -1)
+        lines.append(
+            f"self-check: the profile predicts the {len(sc['rows'])} measured one-way times back with a "
+            f"worst miss of {sc['worst_miss_pct']:.1f} % ({worst['pair']} at {worst['size']} B)"
+        )
+    ref = prov.get("reference_pingpong")
+    if ref:
+        lines.append("plain C ping-pong (half round trip, median of batches, median over rounds) vs the profile:")
+        lines.append(
+            table_text(
+                [
+                    {
+                        "size": r["size"],
+                        "reference_us": round(r["reference_us"], 3),
+                        "spread_us": f"{r['reference_min_us']:.3g}-{r['reference_max_us']:.3g}",
+                        "profile_us": round(r["profile_us"], 3),
+                        "error_pct": round(r["error_pct"], 1),
+                    }
+                    for r in ref
+                ]
+            )
+        )
     pairs = prov.get("pairs", [])
     if pairs:
         lines.append("additivity check (ping-pong vs S + X + R of the fitted parameters):")
-        lines.append(_table([{"ranks": "-".join(map(str, p["ranks"])), "types": "->".join(p["types"]),
-                              "max |residual| %": round(p["max_abs_residual_pct"], 2)} for p in pairs]))
-    bp = prov.get("protocol_breakpoint_bytes")
-    lines.append("protocol switch: " + (f"between {bp[0]} and {bp[1]} bytes (profile uses sizes "
-                                          f"{prov.get('regime_sizes')})" if bp else "none seen at these sizes"))
+        lines.append(
+            table_text(
+                [
+                    {
+                        "ranks": "-".join(map(str, p["ranks"])),
+                        "types": "->".join(p["types"]),
+                        "max |residual| %": round(p["max_abs_residual_pct"], 2),
+                    }
+                    for p in pairs
+                ]
+            )
+        )
     for w in prov.get("warnings", []):
         lines.append(f"warning: {w}")
     if "wall_s" in prov:
@@ -120,31 +157,26 @@ def fit_report(profile: Profile) -> list[str]:
     return lines
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
-    import io
-
-    buf = io.StringIO()
-    print_table(rows, file=buf)
-    return buf.getvalue().rstrip("\n")
-
-
 def run(args: argparse.Namespace) -> int:
-    if args.precision <= 0 or args.precision >= 1:
-        raise InputError(f"--precision {args.precision}: expected a fraction between 0 and 1, e.g. 0.025")
-    out = Path(args.output)
-    if out.exists() and out.is_dir():
-        raise InputError(f"-o {args.output!r} is a directory")
-    task_args = mpi_task_args(args) + calibration_args(
-        layout=args.layout, sizes=args.sizes, network=args.network, regime=args.regime,
-        precision=args.precision, quick=args.quick,
+    profile = calibrate(
+        args.np,
+        testbed=args.testbed,
+        layout=args.layout,
+        sizes=args.sizes,
+        network=args.network,
+        regime=args.regime,
+        precision=args.precision,
+        quick=args.quick,
+        kernels=args.kernels,
+        rounds=args.rounds,
+        gap_us=args.gap_us,
+        output=args.output,
+        force=args.force,
+        **launch_kwargs(args),
     )
-    doc = run_mpi("calibrate", task_args, args.np, launcher=args.launcher, launcher_args=args.launcher_args,
-                  timeout_s=args.timeout or 600.0, echo=not args.json)
-    profile = Profile.from_dict(doc, where="calibration result")
-    profile.save(out)  # atomic: only a complete, validated profile ever lands at the path
     if args.json:
         emit_json(profile.to_dict())
         return 0
     print("\n".join(fit_report(profile)))
-    print(f"wrote {out}")
+    print(f"wrote {args.output}")
     return 0

@@ -1,37 +1,29 @@
-"""Helpers shared by the ``hnow`` subcommands: common flags, JSON/table output, profile and layout loading."""
+"""What the ``hnow`` subcommands share: the MPI flags, JSON and table output."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
-
-from ..errors import InputError
-from ..layout import parse_layout
-from ..params import Profile
-from ..sizes import parse_sizes
 
 __all__ = [
     "emit_json",
     "print_table",
-    "load_profile",
-    "layout_arg",
-    "sizes_arg",
-    "positive_int",
+    "table_text",
     "add_mpi_arguments",
-    "mpi_task_args",
-    "OPS",
-    "check_choice",
+    "add_output",
+    "launch_kwargs",
+    "positive_int",
+    "progress",
 ]
-
-OPS = ("ptp", "bcast", "scatter", "gather")
 
 
 def emit_json(doc: Any) -> None:
-    """Print one JSON document on stdout (the only thing a ``--json`` run prints there)."""
+    """Print one strict JSON document on stdout (the only thing a ``--json`` run prints there)."""
     json.dump(doc, sys.stdout, indent=2, allow_nan=False, default=_json_default)
     sys.stdout.write("\n")
     sys.stdout.flush()
@@ -46,10 +38,14 @@ def _json_default(o: Any) -> Any:
         return float(o)
     if isinstance(o, np.ndarray):
         return o.tolist()
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
     if isinstance(v, float):
         if math.isnan(v):
             return "-"
@@ -75,7 +71,7 @@ def print_table(
     columns = list(columns or rows[0].keys())
     cells = [[_fmt(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(r.get(c), (int, float)) for r in rows) for c in columns]
+    numeric = [all(isinstance(r.get(c), (int, float)) or r.get(c) is None for r in rows) for c in columns]
     head = "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(columns, widths, numeric, strict=True))
     print(head.rstrip(), file=file)
     for row in cells:
@@ -83,29 +79,11 @@ def print_table(
         print(line.rstrip(), file=file)
 
 
-def load_profile(spec: str) -> Profile:
-    """``--profile FILE|paper`` -> Profile (errors name the file and field)."""
-    return Profile.load(spec)
-
-
-def layout_arg(spec: str | None, profile: Profile, n: int | None = None) -> tuple[str, ...]:
-    """``--layout`` -> tuple of type names; falls back to the profile's calibration layout; checks the length."""
-    if spec is None:
-        if not profile.layout:
-            raise InputError("--layout is required (the profile records no calibration layout)")
-        layout = profile.layout
-    else:
-        layout = parse_layout(spec, profile.type_names)
-    if n is not None and len(layout) != n:
-        from ..errors import LayoutError
-
-        raise LayoutError(f"--layout has {len(layout)} ranks but {n} were asked for")
-    return layout
-
-
-def sizes_arg(text: str) -> list[int]:
-    """``--sizes`` -> list of sizes in bytes (``0,1K,4K`` or ``0..64K``)."""
-    return parse_sizes(text)
+def table_text(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
+    """:func:`print_table` into a string."""
+    buf = io.StringIO()
+    print_table(rows, columns, file=buf)
+    return buf.getvalue().rstrip("\n")
 
 
 def positive_int(text: str) -> int:
@@ -119,32 +97,45 @@ def positive_int(text: str) -> int:
     return v
 
 
-def check_choice(value: str, choices: Iterable[str], what: str) -> str:
-    """Raise InputError naming the valid choices unless ``value`` is one of them."""
-    choices = list(choices)
-    if value not in choices:
-        raise InputError(f"unknown {what} {value!r} (choose from: {', '.join(choices)})")
-    return value
-
-
-def add_mpi_arguments(p: argparse.ArgumentParser, np_required: bool = True) -> None:
-    """Flags every MPI-running subcommand shares: ``--np``, ``--testbed``, ``--launcher``, ``--timeout``."""
+def add_mpi_arguments(p: argparse.ArgumentParser, np_required: bool = True, testbed: bool = True) -> None:
+    """Flags every MPI-running subcommand shares: ``--np``, ``--testbed``, the launcher, ``--timeout``."""
     p.add_argument("--np", type=positive_int, required=np_required, help="number of MPI ranks")
+    if testbed:
+        p.add_argument(
+            "--testbed",
+            default=None,
+            help="emulated testbed: 'paper' or a hnowmodel.testbed/1 file (default: plain MPI)",
+        )
+    p.add_argument("--launcher", default="mpiexec", help="MPI launcher: mpiexec (default), srun, or any command")
+    p.add_argument("--launcher-args", default="", help="extra launcher arguments, e.g. '-ppn 1'")
+    p.add_argument("--hostfile", default=None, help="hostfile for mpiexec (-f FILE)")
     p.add_argument(
-        "--testbed",
+        "--cluster",
         default=None,
-        help="emulated testbed: 'paper' or a hnowmodel.testbed/1 JSON file (default: plain MPI, no emulation)",
+        help="run on a virtual cluster (hnowmodel.cluster/1 file or 'demo'); brought up for the command "
+        "unless it is up",
     )
-    p.add_argument(
-        "--launcher", default="mpiexec", help="MPI launcher command, e.g. 'mpiexec' or 'srun' (default mpiexec)"
-    )
-    p.add_argument("--launcher-args", default="", help="extra launcher arguments, e.g. '-f hosts.txt'")
     p.add_argument("--timeout", type=float, default=None, help="seconds before a hung MPI run is killed")
 
 
-def mpi_task_args(args: argparse.Namespace) -> list[str]:
-    """The ``python -m calibrate`` flags that forward the shared MPI options."""
-    out: list[str] = []
-    if getattr(args, "testbed", None):
-        out += ["--testbed", args.testbed]
-    return out
+def launch_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """The launcher keywords of the library functions, from the parsed MPI flags."""
+    return {
+        "launcher": args.launcher,
+        "launcher_args": args.launcher_args,
+        "hostfile": args.hostfile,
+        "cluster": args.cluster,
+        "timeout": args.timeout,
+        "progress": progress(args),
+    }
+
+
+def progress(args: argparse.Namespace) -> bool:
+    """Show rank 0's progress lines on stderr unless ``--json``."""
+    return not args.json
+
+
+def add_output(p: argparse.ArgumentParser, default: str | None, what: str) -> None:
+    """``-o/--output`` and ``--force`` (an existing output is never overwritten without it)."""
+    p.add_argument("-o", "--output", default=default, help=what)
+    p.add_argument("--force", action="store_true", help="overwrite an existing output")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from .common import add_mpi_arguments, emit_json, print_table
-from .launch import run_mpi
+from ..jobs import info
+from .common import add_mpi_arguments, emit_json, launch_kwargs, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -13,20 +13,12 @@ HELP = "check the MPI set-up: library, ranks and the host of each rank"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    add_mpi_arguments(p, np_required=False)
+    add_mpi_arguments(p, np_required=False, testbed=False)
     p.set_defaults(np=2)
 
 
 def run(args: argparse.Namespace) -> int:
-    doc = run_mpi(
-        "info",
-        [],
-        args.np,
-        launcher=args.launcher,
-        launcher_args=args.launcher_args,
-        timeout_s=args.timeout or 60.0,
-        echo=not args.json,
-    )
+    doc = info(args.np, **launch_kwargs(args))
     if args.json:
         emit_json(doc)
         return 0

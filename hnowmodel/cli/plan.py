@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from .. import search
+from .. import ops, search
 from ..errors import InputError
 from ..options import parse_assignments
+from ..params import Profile
 from ..sizes import parse_size
-from .common import OPS, check_choice, emit_json, load_profile, positive_int, print_table
+from .common import emit_json, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run", "parse_pool"]
 
@@ -26,24 +27,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranks", type=positive_int, required=True, help="job size (number of ranks)")
     p.add_argument("--op", default="bcast", help="bcast, scatter or gather (default bcast)")
     p.add_argument("--size", default="0", help="message size in bytes (default 0)")
-    p.add_argument("--target-us", type=float, default=None,
-                   help="instead of the fastest mix: the one meeting this time with the fewest fastest-type nodes")
+    p.add_argument(
+        "--target-us",
+        type=float,
+        default=None,
+        help="instead of the fastest mix: the one meeting this time with the fewest fastest-type nodes",
+    )
     p.add_argument("--method", default="auto", help="tree search method per mix (default auto)")
 
 
 def run(args: argparse.Namespace) -> int:
-    check_choice(args.op, [o for o in OPS if o != "ptp"], "operation (--op)")
-    check_choice(args.method, search.METHODS, "method (--method)")
-    if args.target_us is not None and args.target_us <= 0:
-        raise InputError(f"--target-us {args.target_us}: must be > 0")
-    profile = load_profile(args.profile)
+    ops.get(args.op)
+    if args.method not in search.METHODS:
+        raise InputError(f"unknown method (--method) {args.method!r} (choose from: {', '.join(search.METHODS)})")
+    if args.target_us is not None and not (0 < args.target_us < float("inf")):
+        raise InputError(f"--target-us {args.target_us}: must be a number of µs > 0")
+    profile = Profile.load(args.profile)
     size = parse_size(args.size, "--size")
     best, cands = search.plan(profile, parse_pool(args.pool), args.ranks, args.op, size, args.target_us, args.method)
     if args.json:
         emit_json({"choice": best.to_dict(), "candidates": [c.to_dict() for c in cands]})
         return 0
-    verdict = "" if best.meets_target is None else (" (meets the target)" if best.meets_target
-                                                    else " (nothing meets the target; fastest shown)")
+    verdict = (
+        ""
+        if best.meets_target is None
+        else (" (meets the target)" if best.meets_target else " (nothing meets the target; fastest shown)")
+    )
     mix = ", ".join(f"{t}={c}" for t, c in best.mix.items())
     print(f"{args.op} of {size} B on {args.ranks} ranks: use {mix}: {best.time_us:.2f} µs{verdict}")
     print_table([{**{t: c for t, c in c.mix.items()}, "time_us": c.time_us, "method": c.method} for c in cands])

@@ -39,6 +39,7 @@ __all__ = [
     "RankOrder",
     "plan",
     "PlanChoice",
+    "chosen_tree_factory",
 ]
 
 
@@ -56,8 +57,13 @@ class BestTree:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "op": self.op, "size": self.size, "method": self.method, "exact": self.exact, "time_us": self.time_us,
-            "parent": self.tree.parent.tolist(), "children": [list(c) for c in self.tree.children],
+            "op": self.op,
+            "size": self.size,
+            "method": self.method,
+            "exact": self.exact,
+            "time_us": self.time_us,
+            "parent": self.tree.parent.tolist(),
+            "children": [list(c) for c in self.tree.children],
             "compared_us": dict(self.compared),
             "gain_vs_best_compared_pct": self.gain_pct,
         }
@@ -90,16 +96,23 @@ def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root
     # auto: exact when affordable, else the better of the improved heuristics
     if exact_work(_counts(layout, root)) <= EXACT_AUTO_WORK:
         return _bcast_candidates(profile, layout, size, root, "exact")
-    return (_bcast_candidates(profile, layout, size, root, "fnf")
-            + _bcast_candidates(profile, layout, size, root, "ecef"))
+    return _bcast_candidates(profile, layout, size, root, "fnf") + _bcast_candidates(
+        profile, layout, size, root, "ecef"
+    )
 
 
 METHODS = ("auto", "exact", "fnf", "ecef")
 
 
 def best_tree(
-    profile: Profile, layout: Sequence[str], op: str = "bcast", size: float = 0, method: str = "auto", root: int = 0,
+    profile: Profile,
+    layout: Sequence[str],
+    op: str = "bcast",
+    size: float = 0,
+    method: str = "auto",
+    root: int = 0,
     compare: Sequence[str] = ("binomial", "sequential", "hierarchical"),
+    variant: str | None = None,
 ) -> BestTree:
     """The fastest tree found for ``op`` at ``size`` bytes on this layout (``method``: auto, exact, fnf, ecef).
 
@@ -108,7 +121,12 @@ def best_tree(
     the sequential tree in its exact best order (:mod:`~hnowmodel.search.orders`; exact among sequential trees),
     the binomial and hierarchical trees and the FNF/ECEF shapes (``auto``: both; ``fnf``/``ecef``: that one) are
     compared under the op's own model (:mod:`hnowmodel.predict`: subtree data per edge off the sequential tree)
-    and the fastest is returned; ``exact`` is then False (not a proof over all trees).
+    and the fastest is returned; ``exact`` is then False (not a proof over all trees). ``variant`` is the
+    operation's model variant (:mod:`hnowmodel.ops`; None: its default, the one ``hnow compare`` compares under).
+
+    Every parameter is evaluated at ``size`` (profile regimes): the searches work on ``profile.at(size)``, and
+    candidates are scored with :mod:`hnowmodel.predict` on the full profile, where an edge carrying k blocks
+    (scatter/gather) uses the regime of its own ``k*size`` bytes - so ``time_us`` equals ``predict`` of the tree.
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
@@ -117,7 +135,9 @@ def best_tree(
     n = len(layout)
     if not 0 <= root < n:
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
-    fn = OPS[op]
+    from ..ops import predictor
+
+    fn = predictor(op, variant)
     if op == "bcast":
         cands = _bcast_candidates(profile, layout, size, root, method)
     else:
@@ -139,7 +159,7 @@ def best_tree(
     return BestTree(tree, time_us, name, op, int(size), op == "bcast" and name == "exact", compared)
 
 
-def _registered(method: str):
+def chosen_tree_factory(method: str):
     def factory(n: int, root: int = 0, arg: str | None = None, layout: Any = None, profile: Any = None) -> Tree:
         if layout is None or profile is None:
             raise TreeError(f"tree {method!r} needs a layout and a profile (it is chosen for the node types)")
@@ -158,23 +178,17 @@ def _tree_arg(method: str, arg: str | None) -> tuple[str, float]:
     from ..sizes import parse_size
 
     op, size = "bcast", 0.0
-    for part in ([] if arg is None else str(arg).split(":")):
+    for part in [] if arg is None else str(arg).split(":"):
         if part in OPS and method == "optimal":
             op = part
             continue
         try:
             size = float(parse_size(part, f"tree {method}:SIZE"))
         except InputError:
-            need = "[OP:]SIZE needs an operation (bcast, scatter, gather) and/or" if method == "optimal" else (
-                "SIZE needs")
+            need = (
+                "[OP:]SIZE needs an operation (bcast, scatter, gather) and/or"
+                if method == "optimal"
+                else ("SIZE needs")
+            )
             raise TreeError(f"tree {method}:{need} a size in bytes, got {arg!r}") from None
     return op, size
-
-
-# `make_tree("fnf", …)`, `make_tree("optimal", …)`, `make_tree("optimal:4096", …)`, `make_tree("optimal:scatter:1K",
-# …)`: trees chosen for the layout's node types. Defaults when nothing is said: broadcast, 0 bytes (the latency-bound
-# case the paper's tree comparison is about). `optimal` is what `best_tree(method="auto")` returns: the exact eq.-7
-# optimum for bcast when the DP is affordable (improved FNF/ECEF otherwise); for scatter/gather the best of the
-# sequential tree in its exact best order and the heuristic shapes. `fnf` is the raw FNF broadcast tree.
-_trees.TREES.setdefault("fnf", _registered("fnf"))
-_trees.TREES.setdefault("optimal", _registered("optimal"))

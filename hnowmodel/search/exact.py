@@ -53,14 +53,18 @@ def _edge_costs(profile: Profile, types: Sequence[str], m: float) -> tuple[np.nd
     """``S[u]`` and ``a[u, v] = S_u + X_uv + R_v`` (µs) at ``m`` bytes, over type indices."""
     S = np.array([profile.types[t].send_us(m) for t in types])
     a = np.array(
-        [[profile.types[u].send_us(m) + profile.link(u, v).us(m) + profile.types[v].recv_us(m) for v in types]
-         for u in types]
+        [
+            [profile.types[u].send_us(m) + profile.link(u, v).us(m) + profile.types[v].recv_us(m) for v in types]
+            for u in types
+        ]
     )
     return S, a
 
 
 def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int = 0) -> tuple[Tree, float]:
     """The broadcast tree with the smallest eq.-7 completion time for this layout, and that time (µs).
+
+    Every parameter is the one in force at ``size`` bytes (:meth:`~hnowmodel.params.Profile.at`).
 
     >>> from hnowmodel.params import paper_profile
     >>> tree, t = exact_bcast(paper_profile(), ["fast", "fast", "slow", "slow"], 0)
@@ -70,6 +74,7 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
     n = len(layout)
     if not 0 <= root < n:
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
+    profile = profile.at(size)
     types = [t for t in profile.types if t in set(layout)]
     k = len(types)
     tix = {t: i for i, t in enumerate(types)}
@@ -79,8 +84,10 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
             counts[tix[t]] += 1
     shape = tuple(c + 1 for c in counts)
     if exact_work(counts) > EXACT_MAX_WORK:
-        raise InputError(f"exact search for per-type counts {counts} is too large ({exact_work(counts):.2g} steps, "
-                         f"limit {EXACT_MAX_WORK:.0g}); use method fnf or ecef")
+        raise InputError(
+            f"exact search for per-type counts {counts} is too large ({exact_work(counts):.2g} steps, "
+            f"limit {EXACT_MAX_WORK:.0g}); use method fnf or ecef"
+        )
     S, a = _edge_costs(profile, types, size)
     f = np.full((k, *shape), np.inf)
     # choice[u][M] = (v, flat index of M1 within the full shape)

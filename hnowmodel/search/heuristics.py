@@ -8,6 +8,8 @@
 * :func:`improve` - local search under eq. 7: exact re-sorting of every parent's send order, moves of the last
   rank to finish, and swaps of critical-path ranks with ranks of other types, while the broadcast time drops.
 
+Each works at one message size and evaluates every parameter at it (:meth:`~hnowmodel.params.Profile.at`).
+
 FNF is O(n log n), ECEF O(n k^2) for k types (a heap per type); improve is capped by a budget of tree
 evaluations. See experiments/perf_search.py for timings at 10**5 ranks.
 """
@@ -42,6 +44,7 @@ def fnf(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int = 
     (1, 3, 2)
     """
     n = len(layout)
+    profile = profile.at(size)
     types, tix, S, a = _setup(profile, layout, size)
     # receivers, fastest type first (then by rank)
     waiting = sorted((r for r in range(n) if r != root), key=lambda r: (tix[layout[r]], r))
@@ -65,6 +68,7 @@ def ecef(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int =
     True
     """
     n = len(layout)
+    profile = profile.at(size)
     types, tix, S, a = _setup(profile, layout, size)
     k = len(types)
     # per type: heap of (ready time, rank) of ranks holding the message; ranks still waiting per type
@@ -103,8 +107,9 @@ def ecef(profile: Profile, layout: Sequence[str], size: float = 0.0, root: int =
     return from_children(children, "ecef")
 
 
-def improve(profile: Profile, layout: Sequence[str], tree: Tree, size: float = 0.0, max_evals: int | None = None
-            ) -> Tree:
+def improve(
+    profile: Profile, layout: Sequence[str], tree: Tree, size: float = 0.0, max_evals: int | None = None
+) -> Tree:
     """Local improvement under eq. 7; never returns a slower tree. Each round tries, in turn:
 
     1. *re-sort siblings*: every parent sends to its children in decreasing order of their tails (time from the
@@ -130,6 +135,7 @@ def improve(profile: Profile, layout: Sequence[str], tree: Tree, size: float = 0
     n = tree.n
     if n <= 2:
         return tree
+    profile = profile.at(size)  # one regime for every evaluation below: exact at ``size``, and fast
     types, tix, S, a = _setup(profile, layout, size)
     ti = np.array([tix[t] for t in layout])
     Sr = S[ti]  # per-rank send overhead (µs)

@@ -9,7 +9,8 @@ Gather (eq. 10-12): the root takes messages in arrival order, and arrival order 
 overheads, whatever order the tree lists them in; the best listing is therefore *increasing* ``S_j(m) + X(m)``
 (the order in which the messages will arrive), which is what a root posting receives in a fixed order should
 use (``t_i = max(t_(i-1), a_i) + R``: an exchange argument again shows earliest-arrival-first is optimal).
-Both rules are checked against brute force over all permutations in the tests.
+Both rules are checked against brute force over all permutations in the tests. Every edge of a sequential tree
+carries ``m`` bytes, so the parameters are those in force at ``m`` (:meth:`~hnowmodel.params.Profile.at`).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from ..trees import Tree, sequential
 __all__ = ["best_sequential_order", "best_sequential"]
 
 
-def best_sequential_order(profile: Profile, layout: Sequence[str], op: str, size: float = 0.0, root: int = 0
-                          ) -> list[int]:
+def best_sequential_order(
+    profile: Profile, layout: Sequence[str], op: str, size: float = 0.0, root: int = 0
+) -> list[int]:
     """Ranks other than the root in the order the root should serve them (scatter) or list them (gather).
 
     >>> from hnowmodel.params import paper_profile
     >>> best_sequential_order(paper_profile(), ["fast", "fast", "slow", "slow"], "scatter", 1000)
     [2, 3, 1]
     """
+    profile = profile.at(size)
     others = [r for r in range(len(layout)) if r != root]
     rt = layout[root]
     if op in ("scatter", "bcast"):

@@ -3,7 +3,8 @@
 Given the nodes available per type and the job size N, every mix (c_t <= available_t, sum c_t = N) is scored by
 the predicted time of the collective over its best tree (:func:`hnowmodel.search.best_tree`, root on the fastest
 type present). Without a target the fastest mix wins; with ``target_us`` the mix that meets the target with the
-fewest ranks of the fastest type (the scarce ones) wins, ties to the faster.
+fewest ranks of the fastest type (the scarce ones) wins, ties to the faster. Type speeds and tree times are
+evaluated at ``size`` (the regimes in force there; :func:`~hnowmodel.search.best_tree` evaluates at the size).
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ class PlanChoice:
     meets_target: bool | None = None
 
     def to_dict(self) -> dict:
-        return {"mix": dict(self.mix), "time_us": self.time_us, "method": self.method,
-                "meets_target": self.meets_target}
+        return {
+            "mix": dict(self.mix),
+            "time_us": self.time_us,
+            "method": self.method,
+            "meets_target": self.meets_target,
+        }
 
 
 def plan(

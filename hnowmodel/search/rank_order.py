@@ -4,7 +4,8 @@ A native algorithm (e.g. MPICH's binomial tree) fixes the shape by rank number; 
 node gets which rank (the order of the hostfile, or ``MPI_Comm_split`` keys). :func:`rank_order` assigns node
 types to tree positions: fastest types to the positions with the biggest subtrees first (those ranks send the
 most), then pairwise swaps of differently-typed positions while the predicted time drops. The result is never
-slower than the identity order (it is returned unchanged when nothing helps).
+slower than the identity order (it is returned unchanged when nothing helps). Speeds and predicted times are
+evaluated at the size being optimised (profile regimes).
 """
 
 from __future__ import annotations
@@ -41,12 +42,21 @@ class RankOrder:
         return "\n".join(hosts[r] for r in self.perm) + "\n"
 
     def to_dict(self) -> dict:
-        return {"perm": list(self.perm), "keys": list(self.keys), "time_us": self.time_us,
-                "baseline_us": self.baseline_us, "gain_pct": self.gain_pct}
+        return {
+            "perm": list(self.perm),
+            "keys": list(self.keys),
+            "time_us": self.time_us,
+            "baseline_us": self.baseline_us,
+            "gain_pct": self.gain_pct,
+        }
 
 
 def rank_order(
-    profile: Profile, layout: Sequence[str], tree: Tree | str = "binomial", op: str = "bcast", size: float = 0.0,
+    profile: Profile,
+    layout: Sequence[str],
+    tree: Tree | str = "binomial",
+    op: str = "bcast",
+    size: float = 0.0,
     max_rounds: int = 20,
 ) -> RankOrder:
     """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape.
@@ -64,9 +74,12 @@ def rank_order(
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
     fn = OPS[op]
+    # bcast: every edge carries ``size`` bytes, so the lines in force at ``size`` are exact (and one pass is fast);
+    # scatter/gather edges carry subtrees' data, each at its own regime: the predictor handles the full profile
+    model = profile.at(size) if op == "bcast" else profile
 
     def cost(pos_types: Sequence[str]) -> float:
-        return float(fn(profile, list(pos_types), tree, [size])[0])
+        return float(fn(model, list(pos_types), tree, [size])[0])
 
     baseline = cost(layout)
     # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed

@@ -16,7 +16,11 @@ def _hnow_with_fault(fault: str, *args: str, timeout: float = 60) -> subprocess.
     env = dict(os.environ, HNOW_FAULT=fault)
     return subprocess.run(
         [sys.executable, "-m", "hnowmodel.cli", *args],
-        capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
     )
 
 

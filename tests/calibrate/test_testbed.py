@@ -103,8 +103,9 @@ def test_emulated_times_follow_the_model(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     layout = "FSSF"
-    proc = subprocess.run(["mpiexec", "-n", "4", sys.executable, str(script), layout], capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        ["mpiexec", "-n", "4", sys.executable, str(script), layout], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     tb = load_testbed("paper").with_ranks(layout)
@@ -114,3 +115,121 @@ def test_emulated_times_follow_the_model(tmp_path):
         assert got[str(m)]["pingpong"] == pytest.approx(pp, rel=0.03)
         g = predict.gather(prof, list(tb.ranks), trees.sequential(4), [m], variant="link")[0]
         assert got[str(m)]["gather"] == pytest.approx(g, rel=0.03)
+
+
+# ---- MPI constants come from mpi4py (MPICH: ANY_SOURCE = -2, PROC_NULL = -1) -----------------------------------
+
+
+class _FakeMPI:
+    """Just enough of ``mpi4py.MPI`` for :class:`PlainTransport`, with MPICH's values of the constants."""
+
+    ANY_SOURCE = -2
+    PROC_NULL = -1
+    ANY_TAG = -1
+
+    class Status:
+        source = 0
+
+        def Get_source(self):  # noqa: N802 (mpi4py's name)
+            return self.source
+
+    @staticmethod
+    def Wtime():  # noqa: N802
+        return 0.0
+
+
+class _FakeComm:
+    def __init__(self):
+        self.recv_sources = []
+
+    def Get_rank(self):  # noqa: N802
+        return 0
+
+    def Get_size(self):  # noqa: N802
+        return 2
+
+    def Recv(self, buf, source, tag, status):  # noqa: N802
+        self.recv_sources.append(source)
+        status.source = source
+
+
+def test_plain_transport_uses_mpi4py_constants(monkeypatch):
+    """Any-source is mpi4py's ANY_SOURCE; MPI.PROC_NULL (-1 in MPICH) is passed on as PROC_NULL, not as any-source."""
+    import mpi4py
+
+    import calibrate.transport as transport
+
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", _FakeMPI)
+    monkeypatch.setattr(mpi4py, "MPI", _FakeMPI, raising=False)
+    comm = _FakeComm()
+    tr = transport.PlainTransport(comm)
+    assert tr.ANY_SOURCE == transport.ANY_SOURCE == _FakeMPI.ANY_SOURCE
+    buf = bytearray(1)
+    tr.recv(buf)
+    tr.recv(buf, tr.ANY_SOURCE)
+    tr.recv(buf, _FakeMPI.PROC_NULL)
+    tr.recv(buf, 1)
+    assert comm.recv_sources == [-2, -2, -1, 1]
+
+
+def test_no_hand_written_any_source_in_calibrate():
+    """Every any-source receive names the transport's constant: a literal -1 would now be MPI_PROC_NULL."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "calibrate"
+    pattern = re.compile(r"\.(recv|Recv|Irecv|Iprobe|Probe)\([^)]*,\s*-[12]\s*[,)]|ANY_SOURCE\s*=\s*-")
+    hits = [
+        f"{f.relative_to(root)}:{i}"
+        for f in root.rglob("*.py")
+        for i, line in enumerate(f.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert hits == []
+
+
+ANY_SOURCE_PROBE = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    import mpi4py
+    mpi4py.rc.thread_level = "single"
+    from mpi4py import MPI
+    from calibrate.testbed import load_testbed, make_transport
+    from calibrate.transport import PlainTransport
+    out = {}
+    for name, tr in (("emulated", make_transport(MPI.COMM_SELF, load_testbed("paper"))),
+                     ("plain", PlainTransport(MPI.COMM_SELF))):
+        buf = np.zeros(4, np.uint8)
+        got = []
+        for source in (MPI.ANY_SOURCE, tr.ANY_SOURCE, None):
+            req = MPI.COMM_SELF.Isend(np.full(4, 7, np.uint8), 0, 5) if name == "plain" else None
+            if req is None:
+                tr.send(np.full(4, 7, np.uint8), 0, 5)
+            got.append(tr.recv(buf, source, 5) if source is not None else tr.recv(buf, tag=5))
+            if req is not None:
+                req.Wait()
+        got.append(tr.recv(buf, MPI.PROC_NULL, 5))
+        tr.finish()
+        out[name] = {"sources": got, "payload": buf.tolist(), "proc_null": MPI.PROC_NULL}
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.mpi
+def test_transports_take_mpi4pys_any_source_and_proc_null(tmp_path):
+    """Receiving with MPI.ANY_SOURCE (from mpi4py) works on both transports, and MPI.PROC_NULL returns at once."""
+    import subprocess
+
+    script = tmp_path / "any_source.py"
+    script.write_text(ANY_SOURCE_PROBE)
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    for name in ("emulated", "plain"):
+        pn = got[name]["proc_null"]
+        assert got[name]["sources"] == [0, 0, 0, pn], name
+        assert got[name]["payload"] == [7, 7, 7, 7], name

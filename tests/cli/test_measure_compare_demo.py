@@ -19,7 +19,10 @@ BAD = [
     ("compare", "--np", "2", "--profile", "/nonexistent/profile.json"),
     ("compare", "--np", "2", "--profile", "paper", "--trees", "bogus"),
     ("compare", "--np", "2", "--profile", "paper", "--ops", "ptp"),
-    ("compare", "--np", "2", "--profile", "paper", "--gather-variant", "x"),
+    ("compare", "--np", "2", "--profile", "paper", "--variant", "gather=x"),
+    ("compare", "--np", "2", "--profile", "paper", "--variant", "allreduce=link"),
+    ("measure", "--np", "2", "--timeout", "0"),
+    ("measure", "--np", "2", "--tree", "optimal"),
     ("compare", "--np", "3", "--profile", "paper", "--layout", "FF"),
     ("demo", "--configs", "Z"),
     ("demo", "--method", "bogus"),
@@ -58,9 +61,11 @@ def test_measure_json_rows(tmp_path):
     doc = json.loads(proc.stdout)
     assert len(doc["rows"]) == 2 * 2 * 2
     for r in doc["rows"]:
-        assert r["method"] == "fig2" and r["measured_us"] == r["fig2_median_us"]
+        # plain MPI's default timing: common start, latest finish (median over repetitions)
+        assert r["method"] == "sync" and r["measured_us"] == r["sync_median_us"] == r["median_us"]
         assert r["min_us"] <= r["median_us"] <= r["max_us"]
-    assert doc["run"]["native"]["pinned"] is True
+        assert "fig2_median_us" in r  # both methods are in every row
+    assert doc["run"]["native"]["pinned"] is True and doc["run"]["method"] == "sync"
 
 
 @pytest.mark.mpi
@@ -93,15 +98,20 @@ def test_compare_plain_mpi_writes_report(tmp_path):
     doc = json.loads(proc.stdout)
     keys = {"op", "tree", "size", "predicted_us", "measured_us", "error_pct", "min_us", "median_us", "max_us"}
     assert all(keys <= set(r) for r in doc["rows"])
-    # native size 0 is dropped (MPICH returns at once from an empty collective)
     assert {(r["op"], r["tree"], r["size"]) for r in doc["rows"]} == {
-        ("bcast", "binomial", 0),
-        ("bcast", "binomial", 1024),
-        ("gather", "binomial", 0),
-        ("gather", "binomial", 1024),
-        ("bcast", "native", 1024),
-        ("gather", "native", 1024),
+        (op, tree, size) for op in ("bcast", "gather") for tree in ("binomial", "native") for size in (0, 1024)
     }
+    # native size 0 is kept, measured, with no prediction and a note saying why (MPICH returns at once)
+    for r in doc["rows"]:
+        empty_native = r["tree"] == "native" and r["size"] == 0
+        assert (r["predicted_us"] is None) == empty_native, r
+        assert (r["error_pct"] is None) == empty_native, r
+        assert ("returns at once" in r["note"]) == empty_native, r
+        assert r["measured_us"] > 0
+    assert (
+        next(r for r in doc["rows"] if r["tree"] == "native" and r["op"] == "bcast" and r["size"] == 1024)["model_tree"]
+        == "binomial"
+    )
     # paper profile: ptp(fast, fast, 0) = 170 µs is the prediction for a 2-rank bcast of 0 bytes
     r0 = next(r for r in doc["rows"] if (r["op"], r["tree"], r["size"]) == ("bcast", "binomial", 0))
     assert r0["predicted_us"] == pytest.approx(170.0)

@@ -17,8 +17,9 @@ def test_plan_json(hnow):
 
 
 def test_plan_target_table(hnow):
-    proc = hnow("plan", "--pool", "fast=4,slow=12", "--ranks", "8", "--target-us", "500", "--op", "gather",
-                "--size", "0")
+    proc = hnow(
+        "plan", "--pool", "fast=4,slow=12", "--ranks", "8", "--target-us", "500", "--op", "gather", "--size", "0"
+    )
     assert proc.returncode == 0 and "target" in proc.stdout
     proc = hnow("plan", "--pool", "fast=4,slow=12", "--ranks", "8", "--target-us", "500", "--json")
     doc = json.loads(proc.stdout)

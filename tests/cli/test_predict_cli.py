@@ -31,9 +31,25 @@ def test_bcast_json_rows(hnow):
 
 def test_profile_file_and_gather(hnow, tmp_path):
     p = paper_profile().save(tmp_path / "p.json")
-    proc = hnow("predict", "--profile", str(p), "--op", "gather", "--layout", "fast,fast,slow,slow",
-                "--tree", "sequential", "--sizes", "1000", "--json")
-    assert json.loads(proc.stdout)["predictions"][0]["time_us"] == pytest.approx(710.0)
+    args = (
+        "--profile",
+        str(p),
+        "--op",
+        "gather",
+        "--layout",
+        "fast,fast,slow,slow",
+        "--tree",
+        "sequential",
+        "--sizes",
+        "1000",
+        "--json",
+    )
+    # eq. 12 as printed: the i-th arrival is S_(i) + i*X -> 206, 462, 558; receives of 124 µs -> 330, 586, 710
+    paper = hnow("predict", *args, "--variant", "paper")
+    assert json.loads(paper.stdout)["predictions"][0]["time_us"] == pytest.approx(710.0)
+    # the registry's default (link): one message at a time on the root's link -> 206, 366, 462; done 330, 490, 614
+    link = hnow("predict", *args)
+    assert json.loads(link.stdout)["predictions"][0]["time_us"] == pytest.approx(614.0)
 
 
 def _bad_profile(tmp_path, text):
@@ -54,8 +70,11 @@ def _profile_with(tmp_path, mutate):
         (lambda tmp: ["--profile", str(tmp / "missing.json")], "no such file"),
         (lambda tmp: ["--profile", _bad_profile(tmp, "{not json")], "not valid JSON"),
         (lambda tmp: ["--profile", _bad_profile(tmp, '{"schema": "other/1"}')], "schema"),
-        (lambda tmp: ["--profile", _profile_with(tmp, lambda d: d["types"]["fast"].pop("Rc_us"))], "Rc_us"),
-        (lambda tmp: ["--profile", _profile_with(tmp, lambda d: d["network"].update(Xc_us=-1))], "Xc_us"),
+        (
+            lambda tmp: ["--profile", _profile_with(tmp, lambda d: d["types"]["fast"]["regimes"][0].pop("Rc_us"))],
+            "Rc_us",
+        ),
+        (lambda tmp: ["--profile", _profile_with(tmp, lambda d: d["network"]["regimes"][0].update(Xc_us=-1))], "Xc_us"),
         (lambda tmp: ["--layout", "FFMS"], "'M'"),
         (lambda tmp: ["--layout", "fast,medium"], "medium"),
         (lambda tmp: ["--tree", "nosuchtree"], "nosuchtree"),
@@ -89,8 +108,19 @@ def test_layout_length_vs_tree_file(hnow, tmp_path):
 
 def test_order_best_never_slower_than_rank_order(hnow):
     def times(*extra):
-        proc = hnow("predict", "--op", "scatter", "--layout", "FFSSFS", "--tree", "sequential", "--sizes", "0,4K",
-                    "--json", *extra)
+        proc = hnow(
+            "predict",
+            "--op",
+            "scatter",
+            "--layout",
+            "FFSSFS",
+            "--tree",
+            "sequential",
+            "--sizes",
+            "0,4K",
+            "--json",
+            *extra,
+        )
         return [r["time_us"] for r in json.loads(proc.stdout)["predictions"]]
 
     plain, best = times(), times("--order", "best")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,10 @@ EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 def _run(script: str, out: Path, *args: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(
         [sys.executable, str(EXPERIMENTS / script), "--out", str(out), *args],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stderr
     return proc
@@ -31,21 +35,79 @@ def test_table2_reproduced(tmp_path):
     assert (tmp_path / "table2.png").stat().st_size > 1000
 
 
-@pytest.mark.parametrize("script, name, claims", [
-    ("fig7_tree_choice.py", "fig7_tree_choice", 4),
-    ("fig8_configuration.py", "fig8_configuration", 6),
-])
-def test_figure_scripts_state_their_claims(tmp_path, script, name, claims):
-    _run(script, tmp_path)
-    md = (tmp_path / f"{name}.md").read_text()
-    assert md.count("**holds**") + md.count("**does not hold**") == claims
-    assert (tmp_path / f"{name}.png").stat().st_size > 1000
-    assert len(list(csv.DictReader((tmp_path / f"{name}.csv").open()))) > 10
+def _csv(path):
+    return list(csv.DictReader(path.open()))
+
+
+def _verdicts(md: str) -> list[tuple[str, str]]:
+    """(verdict, claim text) of every claim line ``- **holds**: ...`` / ``- **does not hold**: ...``."""
+    out = []
+    for line in md.splitlines():
+        for verdict in ("holds", "does not hold"):
+            if line.startswith(f"- **{verdict}**: "):
+                out.append((verdict, line[len(f"- **{verdict}**: ") :]))
+    return out
+
+
+def test_fig7_tree_choice_numbers_and_verdicts(tmp_path):
+    _run("fig7_tree_choice.py", tmp_path)
+    t = {
+        (int(r["nodes"]), r["tree"], int(r["size"])): float(r["time_us"])
+        for r in _csv(tmp_path / "fig7_tree_choice.csv")
+    }
+    # by hand from Table 1, 4 fast + 4 slow, 0 B: binomial 0 -> 4 (slow) -> 6 -> 7 finishes last:
+    # T4 = 60 + 16 + 124 = 200, T6 = 200 + 90 + 140 = 430, T7 = 430 + 90 + 140 = 660;
+    # sequential: the 7th send goes to slow rank 7: 7*60 + 16 + 124 = 560
+    assert t[8, "binomial", 0] == pytest.approx(660.0)
+    assert t[8, "sequential", 0] == pytest.approx(560.0)
+    assert len(t) == 2 * 3 * 9
+    verdicts = _verdicts((tmp_path / "fig7_tree_choice.md").read_text())
+    # the verdicts follow from the CSV: recompute each claim from the numbers
+    sizes = sorted({s for (_, _, s) in t})
+    best = {
+        (n, s): min(("binomial", "sequential", "hierarchical"), key=lambda k: t[n, k, s])
+        for n in (8, 16)
+        for s in sizes
+    }
+    expect = [
+        all(t[8, "binomial", s] == max(t[8, k, s] for k in ("sequential", "hierarchical", "binomial")) for s in sizes),
+        all(best[8, s] == "hierarchical" for s in sizes if s <= 1024),
+        all(best[8, s] == "sequential" for s in sizes if s >= 8192),
+        all(best[16, s] == "hierarchical" for s in sizes),
+    ]
+    assert [v == "holds" for v, _ in verdicts] == expect
+    # and today's model: claims 1, 3, 4 hold; hierarchical loses to sequential from 1 KiB on 8 nodes
+    assert expect == [True, False, True, True] and "sequential overtakes hierarchical from 1K" in verdicts[1][1]
+    assert (tmp_path / "fig7_tree_choice.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_fig8_configuration_numbers_and_verdicts(tmp_path):
+    _run("fig8_configuration.py", tmp_path)
+    rows = _csv(tmp_path / "fig8_configuration.csv")
+    t = {(int(r["nodes"]), int(r["fast"]), r["variant"], int(r["size"])): float(r["time_us"]) for r in rows}
+    # by hand, paper variant, 8 nodes with 1 fast (the root) + 7 slow, 0 B sequential gather: every slow rank's
+    # send ends at Sc 90, arrivals 90 + i*16, the root then pays Rc 94 per message: 90 + 16 + 7*94 = 764
+    assert t[8, 1, "paper", 0] == pytest.approx(764.0)
+    verdicts = _verdicts((tmp_path / "fig8_configuration.md").read_text())
+    assert len(verdicts) == 6
+    for verdict, text in verdicts:
+        # "... improves gather by less than 10 % — ... (P % of T µs)": the verdict is P < 10
+        pct = float(text.rsplit("(", 1)[1].split(" %")[0])
+        assert (verdict == "holds") == (pct < 10), text
+    # today's model: only 8 nodes at 4096 B gains more than 10 % from the fifth to eighth fast node
+    assert [v for v, _ in verdicts] == ["holds", "holds", "does not hold", "holds", "holds", "holds"]
+    assert (tmp_path / "fig8_configuration.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_perf_predict_small(tmp_path):
-    proc = _run("perf_predict.py", tmp_path, "--max-exp", "12", "--ref-max-exp", "12", "--repeat", "1")
-    assert "n=2^12" in proc.stdout
-    rows = list(csv.DictReader((tmp_path / "perf_predict.csv").open()))
+    """The perf script runs end to end at small sizes and checks the vectorised predictor against the per-rank
+    recursion where it runs it (the script asserts they agree; exit 0 means they did). Its speed is its output,
+    not something a test asserts."""
+    proc = _run("perf_predict.py", tmp_path, "--max-exp", "12", "--ref-max-exp", "10", "--repeat", "1")
+    assert "n=2^10" in proc.stdout and "n=2^12" in proc.stdout
+    rows = _csv(tmp_path / "perf_predict.csv")
     assert [int(r["ranks"]) for r in rows] == [1024, 4096]
-    assert all(float(r["speedup"]) > 0 for r in rows)
+    # the reference recursion ran exactly up to --ref-max-exp
+    assert math.isfinite(float(rows[0]["per_rank_python_s"]))
+    assert math.isnan(float(rows[1]["per_rank_python_s"]))
+    assert set(rows[0]) >= {"tree_build_s", "vectorised_first_s", "vectorised_s", "per_rank_python_s", "speedup"}

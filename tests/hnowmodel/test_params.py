@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import hnowmodel as hm
 from hnowmodel.errors import LayoutError, ProfileError
-from hnowmodel.params import PROFILE_SCHEMA, Profile, paper_profile
+from hnowmodel.params import MAX_PER_BYTE_US, PROFILE_SCHEMA, PROFILE_SCHEMA_V1, Profile, paper_profile
 
 # Table 2 of papers/003: one-way latency (µs) of a 0-byte message, sender row -> receiver column.
 TABLE2 = {("fast", "fast"): 170.0, ("fast", "slow"): 200.0, ("slow", "fast"): 200.0, ("slow", "slow"): 230.0}
@@ -45,10 +45,10 @@ def _doc():
         (lambda d: d.update(schema="hnowmodel.profile/9"), "schema"),
         (lambda d: d.pop("types"), "types"),
         (lambda d: d.pop("network"), "network"),
-        (lambda d: d["types"]["fast"].pop("Sc_us"), "Sc_us"),
-        (lambda d: d["types"]["slow"].update(Rm_us_per_byte=-0.1), "Rm_us_per_byte"),
-        (lambda d: d["types"]["slow"].update(Rc_us="abc"), "Rc_us"),
-        (lambda d: d["network"].update(Xc_us=float("nan")), "Xc_us"),
+        (lambda d: d["types"]["fast"]["regimes"][0].pop("Sc_us"), "Sc_us"),
+        (lambda d: d["types"]["slow"]["regimes"][0].update(Rm_us_per_byte=-0.1), "Rm_us_per_byte"),
+        (lambda d: d["types"]["slow"]["regimes"][0].update(Rc_us="abc"), "Rc_us"),
+        (lambda d: d["network"]["regimes"][0].update(Xc_us=float("nan")), "Xc_us"),
         (lambda d: d.update(links=[{"from": "fast", "to": "medium", "Xc_us": 1, "Xm_us_per_byte": 0}]), "medium"),
         (lambda d: d.update(nodes=[{"rank": 0, "type": "medium"}]), "medium"),
         (lambda d: d.update(colour="blue"), "colour"),
@@ -72,21 +72,22 @@ def test_save_load_roundtrip(tmp_path):
 
 
 positive = st.floats(min_value=0, max_value=1e4, allow_nan=False)
+per_byte = st.floats(min_value=0, max_value=MAX_PER_BYTE_US, allow_nan=False)
 
 
 @given(
     st.dictionaries(
         st.text("abcdefgh", min_size=1, max_size=6),
-        st.tuples(positive, positive, positive, positive),
+        st.tuples(positive, per_byte, positive, per_byte),
         min_size=1,
         max_size=4,
     ),
     positive,
-    positive,
+    per_byte,
 )
 def test_profile_json_roundtrip(types, xc, xm):
     doc = {
-        "schema": PROFILE_SCHEMA,
+        "schema": PROFILE_SCHEMA_V1,  # regime-free: read as one regime each, written back as /2
         "types": {
             n: dict(zip(("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte"), v, strict=True))
             for n, v in types.items()
@@ -94,12 +95,15 @@ def test_profile_json_roundtrip(types, xc, xm):
         "network": {"Xc_us": xc, "Xm_us_per_byte": xm},
     }
     p = Profile.from_dict(doc)
+    assert p.to_dict()["schema"] == PROFILE_SCHEMA
     assert Profile.from_dict(json.loads(json.dumps(p.to_dict()))).to_dict() == p.to_dict()
 
 
 def test_links_override_network():
     d = _doc()
-    d["links"] = [{"from": "fast", "to": "slow", "Xc_us": 40, "Xm_us_per_byte": 0.08}]
+    d["links"] = [
+        {"from": "fast", "to": "slow", "regimes": [{"upto_bytes": None, "Xc_us": 40, "Xm_us_per_byte": 0.08}]}
+    ]
     p = Profile.from_dict(d)
     assert p.ptp_us("fast", "slow", 0) == pytest.approx(60 + 40 + 124)
     assert p.ptp_us("slow", "fast", 0) == pytest.approx(200.0)  # the other direction keeps the network

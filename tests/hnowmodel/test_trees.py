@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hnowmodel import trees as T
-from hnowmodel.errors import TreeError
+from hnowmodel.errors import InputError, TreeError
 from hnowmodel.params import paper_profile
 
 
@@ -102,8 +102,78 @@ def test_tree_file(tmp_path):
     f = tmp_path / "t.json"
     f.write_text(json.dumps(T.binomial(6, root=2).to_dict()))
     assert T.make_tree(f"@{f}", 6) == T.binomial(6, root=2)
-    with pytest.raises(TreeError, match="6 ranks"):
+    assert T.make_tree(f"@{f}", 6, root=2) == T.binomial(6, root=2)
+    assert T.load_tree(f) == T.from_file(str(f)) == T.binomial(6, root=2)
+    with pytest.raises(TreeError, match="has 6 ranks, expected 5"):
         T.make_tree(f"@{f}", 5)
+    with pytest.raises(TreeError, match="rooted at rank 2, expected root 0"):
+        T.make_tree(f"@{f}", 6, root=0)
+    with pytest.raises(InputError, match="no such file"):
+        T.make_tree(f"@{tmp_path / 'none.json'}", 6)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(InputError, match="not valid JSON"):
+        T.load_tree(bad)
+
+
+def test_best_tree_output_file_loads(tmp_path):
+    """What ``hnow best-tree -o`` writes: the tree's JSON form plus ``name`` and ``time_us``."""
+    from hnowmodel import search
+
+    layout = ["fast", "slow", "slow", "fast", "slow"]
+    best = search.best_tree(paper_profile(), layout, "bcast", 1024)
+    f = tmp_path / "best.json"
+    f.write_text(json.dumps({**best.tree.to_dict(), "name": best.method, "time_us": best.time_us}))
+    t = T.make_tree(f"@{f}", 5)
+    assert t == best.tree and t.name == best.method
+    # also the full result document (op, size, compared_us, ...)
+    f.write_text(json.dumps(best.to_dict()))
+    assert T.load_tree(f, n=5, root=0) == best.tree
+
+
+@pytest.mark.parametrize(
+    "doc, needle",
+    [
+        ({"parent": [-1, 0, 1.5]}, r"field 'parent'\[2\]: 1.5 is not an integer"),
+        ({"parent": [-1, 0.0, 1]}, r"field 'parent'\[1\]: 0.0 is not an integer"),
+        ({"parent": [-1, True]}, r"field 'parent'\[1\]: True is not an integer"),
+        ({"parent": [-1, "0"]}, r"field 'parent'\[1\]: '0' is not an integer"),
+        ({"parent": "-1,0"}, "field 'parent' must be a list"),
+        ({"parent": {"0": -1}}, "field 'parent' must be a list"),
+        ({"children": [[1], 2, []]}, r"field 'children\[1\]' must be a list"),
+        ({"children": {"0": [1]}}, "field 'children' must be a list of lists"),
+        ({"children": [[1.0], []]}, r"field 'children\[0\]'\[0\]: 1.0 is not an integer"),
+        ({"children": [[False], []]}, r"'children\[0\]'\[0\]: False is not an integer"),
+        ({"parent": [-1, 0], "childrank": [0, 1.0]}, r"field 'childrank'\[1\]"),
+        ({"parent": [-1, 0, 0], "children": [[1], [2], []]}, r"'children'\[1\] lists rank 2, whose 'parent' is 0"),
+        ({"parent": [-1, 0, 0], "children": [[1], [], []]}, r"rank 2: field 'parent' is 0 but 'children'\[0\]"),
+        ({"parent": [-1, 0, 1], "children": [[1, 2], [], []]}, "lists rank 2, whose 'parent' is 1"),
+        ({"parent": [-1, 0], "children": [[1], [], []]}, "'children' has 3 entries, 'parent' has 2"),
+        ({"parent": [-1, 0], "root": 1}, "field 'root' is 1 but the tree's root is rank 0"),
+        ({"parent": [-1, 0], "name": 3}, "field 'name' must be a string"),
+        ({"name": "x"}, "needs 'children' or 'parent'"),
+        ([-1, 0], "must be a JSON object"),
+    ],
+)
+def test_bad_tree_documents_name_the_field(tmp_path, doc, needle):
+    with pytest.raises(TreeError, match=needle):
+        T.from_dict(doc)
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps(doc))
+    with pytest.raises(TreeError, match="tree file '.*t.json'"):
+        T.make_tree(f"@{f}", 3)
+
+
+def test_python_api_refuses_fractional_ranks():
+    with pytest.raises(TreeError, match="integer ranks"):
+        T.from_parent([-1, 0, 1.5])
+    with pytest.raises(TreeError, match="integer ranks"):
+        T.from_parent(np.array([-1.0, 0.0]))
+    with pytest.raises(TreeError, match="integer ranks"):
+        T.from_parent([-1, 0], childrank=[0, 1.0])
+    with pytest.raises(TreeError, match="True"):
+        T.from_children([[True], []])
+    assert T.from_parent(np.array([-1, 0], dtype=np.int32)).children == ((1,), ())
 
 
 def _any_tree(draw, n):
@@ -137,3 +207,10 @@ def test_json_and_networkx_roundtrip(t):
     assert T.from_dict(json.loads(json.dumps(t.to_dict()))) == t
     assert T.from_networkx(t.to_networkx()) == t
     assert T.from_children(t.children) == t
+
+
+def test_chosen_trees_are_registered_by_the_trees_module_itself():
+    """``fnf``/``optimal`` are in the registry without another module filling it in at import time."""
+    assert T.TREES["fnf"].__module__ == T.TREES["optimal"].__module__ == "hnowmodel.trees"
+    layout = ["fast", "slow", "slow", "fast"]
+    assert T.make_tree("optimal:4K", 4, 2, layout, paper_profile()).root == 2

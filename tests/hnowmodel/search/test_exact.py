@@ -21,8 +21,10 @@ def brute_force_rank_sets(profile, layout, size, root):
     ``f(x, R)`` = best time for rank x, holding the message at 0, to reach the set R, trying every first child y
     and every subset of the rest as y's subtree."""
     S = [profile.types[t].send_us(size) for t in layout]
-    a = [[profile.types[u].send_us(size) + profile.link(u, v).us(size) + profile.types[v].recv_us(size)
-          for v in layout] for u in layout]
+    a = [
+        [profile.types[u].send_us(size) + profile.link(u, v).us(size) + profile.types[v].recv_us(size) for v in layout]
+        for u in layout
+    ]
 
     @functools.cache
     def f(x, rest):
@@ -90,8 +92,10 @@ def test_exact_is_never_slower_than_any_other_tree_or_method(layout, data):
     best = search.best_tree(THREE, layout, "bcast", size, "exact", root)
     assert best.exact and best.method == "exact"
     n = len(layout)
-    others = [trees.make_tree(s, n, root, layout, THREE) for s in
-              ("binomial", "sequential", "chain", "kary:3", "knomial:3", "hierarchical", "fnf")]
+    others = [
+        trees.make_tree(s, n, root, layout, THREE)
+        for s in ("binomial", "sequential", "chain", "kary:3", "knomial:3", "hierarchical", "fnf")
+    ]
     others += [search.fnf(THREE, layout, size, root), search.ecef(THREE, layout, size, root)]
     others += [search.best_tree(THREE, layout, "bcast", size, m, root).tree for m in ("fnf", "ecef")]
     for t in others:

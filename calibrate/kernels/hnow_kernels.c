@@ -1,0 +1,513 @@
+/*
+ * hnow_kernels.c — the tight timing loops of hnowmodel's calibration, in C.
+ *
+ * Built as a shared library with the running MPI installation's own mpicc
+ *     mpicc -O2 -shared -fPIC -o libhnowk.so hnow_kernels.c
+ * and loaded with ctypes into the running mpi4py process (calibrate/ckernels.py), so Python drives these loops
+ * round by round inside one MPI job. Python owns MPI_Init/MPI_Finalize; nothing here initialises MPI.
+ *
+ * Conventions shared by every kernel
+ *   - The communicator is passed as its Fortran handle (comm.py2f() in mpi4py) and turned back with MPI_Comm_f2c.
+ *   - Every hk_* function taking a communicator is COLLECTIVE over it: every rank must call it with the same
+ *     arguments. Ranks that are not one of the pair (a, b) do no timing; they only take part in the two status
+ *     agreements (an MPI_Allreduce after set-up and one at the end), so a kernel returns the same status on every
+ *     rank. Those idle ranks wait (busy-poll) inside the final MPI_Allreduce while the pair measures.
+ *   - Times come from clock_gettime(CLOCK_MONOTONIC) in ns, written out as microseconds (double). The clock is
+ *     shared by all processes on one Linux machine (network namespaces included).
+ *   - Raw per-repetition samples go into caller-provided double arrays of length reps; C never summarises
+ *     (except the stated per-send / per-round-trip divisions inside one sample).
+ *   - Buffers: separate send and receive buffers; aligned != 0 -> page-aligned (posix_memalign 4096, as OSU
+ *     allocates them); aligned == 0 -> plain malloc plus a 16-byte offset (never page-aligned; the offsets of
+ *     send and receive buffers can be set apart at compile time with -DHK_SEND_OFFSET / -DHK_RECV_OFFSET).
+ *     Send buffers are filled with a byte pattern and receive buffers zeroed before timing (so all pages are
+ *     touched); after the timed loop every receiver checks the bytes it got and the received counts. All buffers
+ *     are freed.
+ *   - Gaps and settle times are spent SPINNING on the clock, never sleeping (a core woken from sleep is slow).
+ *   - Return value: 0 on success, or a negative HK_E* code (the same on every rank).
+ */
+#include <mpi.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
+#define HK_VERSION 2
+
+#define HK_OK 0
+#define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
+#define HK_EALLOC (-2)    /* a buffer could not be allocated */
+#define HK_EPAYLOAD (-3)  /* a receiver got wrong bytes or a wrong byte count */
+#define HK_EOP (-4)       /* unknown collective op */
+
+#define HK_PAGE 4096
+#ifndef HK_SEND_OFFSET
+#define HK_SEND_OFFSET 16 /* aligned == 0: send buffers start this far past what malloc returned */
+#endif
+#ifndef HK_RECV_OFFSET
+#define HK_RECV_OFFSET 16 /* aligned == 0: receive buffers start this far past what malloc returned */
+#endif
+
+int hk_version(void) { return HK_VERSION; }
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* clock                                                                                                      */
+
+static inline int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + (int64_t)ts.tv_nsec;
+}
+
+static inline double ns_to_us(int64_t ns) { return (double)ns / 1e3; }
+
+/* Spin until the clock reaches t_ns; returns the clock value that ended the spin. */
+static inline int64_t spin_until(int64_t t_ns) {
+    int64_t t = now_ns();
+    while (t < t_ns) t = now_ns();
+    return t;
+}
+
+static inline void spin_us(double us) {
+    if (us > 0.0) spin_until(now_ns() + (int64_t)(us * 1e3));
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* buffers                                                                                                    */
+
+typedef struct {
+    void *base; /* what to free */
+    unsigned char *p; /* where the data live */
+} hk_buf;
+
+/* Allocate n bytes (at least 1): page-aligned, or malloc + off bytes (moved on by another off if that would land
+ * on a page boundary, so an unaligned buffer is never page-aligned). */
+static int buf_alloc_off(hk_buf *b, size_t n, int aligned, size_t off) {
+    b->base = NULL;
+    b->p = NULL;
+    if (n == 0) n = 1;
+    if (aligned) {
+        if (posix_memalign(&b->base, HK_PAGE, n) != 0) return HK_EALLOC;
+        b->p = (unsigned char *)b->base;
+    } else {
+        b->base = malloc(n + 2 * off);
+        if (!b->base) return HK_EALLOC;
+        if ((((uintptr_t)b->base + off) % HK_PAGE) == 0) off *= 2;
+        b->p = (unsigned char *)b->base + off;
+    }
+    return HK_OK;
+}
+
+static int buf_alloc(hk_buf *b, size_t n, int aligned) { return buf_alloc_off(b, n, aligned, HK_SEND_OFFSET); }
+static int rbuf_alloc(hk_buf *b, size_t n, int aligned) { return buf_alloc_off(b, n, aligned, HK_RECV_OFFSET); }
+
+static void buf_free(hk_buf *b) {
+    free(b->base);
+    b->base = NULL;
+    b->p = NULL;
+}
+
+static inline unsigned char pattern_byte(long j, int seed) {
+    return (unsigned char)((j * 131 + seed * 17 + 7) & 0xff);
+}
+
+static void fill_pattern(unsigned char *p, long n, int seed) {
+    for (long j = 0; j < n; j++) p[j] = pattern_byte(j, seed);
+}
+
+/* 0 when p[0..n) holds the pattern of `seed`, HK_EPAYLOAD otherwise. Exported so tests can check the checker. */
+int hk_verify(const unsigned char *p, long n, int seed) {
+    for (long j = 0; j < n; j++)
+        if (p[j] != pattern_byte(j, seed)) return HK_EPAYLOAD;
+    return HK_OK;
+}
+
+static int check_count(const MPI_Status *st, long m) {
+    int got = -1;
+    MPI_Get_count(st, MPI_BYTE, &got);
+    return got == m ? HK_OK : HK_EPAYLOAD;
+}
+
+/* Make every rank return the same status: the most negative one. Also the final synchronisation point. */
+static int agree(MPI_Comm comm, int rc) {
+    int all = rc;
+    MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, comm);
+    return all;
+}
+
+static int pair_args_ok(MPI_Comm comm, int a, int b, long m, int reps) {
+    int size;
+    MPI_Comm_size(comm, &size);
+    if (a < 0 || b < 0 || a >= size || b >= size || a == b) return 0;
+    if (m < 0 || m > INT_MAX || reps < 1) return 0;
+    return 1;
+}
+
+#define TAG_DATA 4711
+#define TAG_ACK 4712
+#define TAG_SYNC 4713
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_oneway: one-way time from an isolated message and a 0-byte acknowledgement.                            */
+/*                                                                                                            */
+/* Per repetition: both a and b spin gap_us; a sends m bytes (its send buffer) to b; b receives them into its  */
+/* receive buffer and answers with a 0-byte message; out[i] = a's time from before the send to after the       */
+/* acknowledgement (µs). One untimed repetition first. With m = 0 this is the 0-byte round trip; the caller     */
+/* takes T(m) = rtt(m) - rtt(0)/2. out is written on rank a only.                                              */
+int hk_oneway(int comm_f, int a, int b, long m, int reps, double gap_us, int aligned, double *out) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    if (!pair_args_ok(comm, a, b, m, reps)) return agree(comm, HK_EARGS);
+    hk_buf buf = {0};
+    if (rank == a || rank == b) {
+        rc = rank == a ? buf_alloc(&buf, (size_t)m, aligned) : rbuf_alloc(&buf, (size_t)m, aligned);
+        if (rc == HK_OK) {
+            if (rank == a) fill_pattern(buf.p, m, a);
+            else memset(buf.p, 0, (size_t)(m ? m : 1));
+        }
+    }
+    rc = agree(comm, rc);
+    if (rc != HK_OK) {
+        buf_free(&buf);
+        return rc;
+    }
+    char ack = 0;
+    MPI_Status st;
+    if (rank == a) {
+        for (int i = -1; i < reps; i++) {
+            spin_us(gap_us);
+            int64_t t0 = now_ns();
+            MPI_Send(buf.p, (int)m, MPI_BYTE, b, TAG_DATA, comm);
+            MPI_Recv(&ack, 0, MPI_BYTE, b, TAG_ACK, comm, MPI_STATUS_IGNORE);
+            int64_t t1 = now_ns();
+            if (i >= 0) out[i] = ns_to_us(t1 - t0);
+        }
+    } else if (rank == b) {
+        for (int i = -1; i < reps; i++) {
+            spin_us(gap_us);
+            MPI_Recv(buf.p, (int)m, MPI_BYTE, a, TAG_DATA, comm, &st);
+            MPI_Send(&ack, 0, MPI_BYTE, a, TAG_ACK, comm);
+        }
+        rc = check_count(&st, m);
+        if (rc == HK_OK) rc = hk_verify(buf.p, m, a);
+    }
+    buf_free(&buf);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_pingpong: the classic OSU-style ping-pong.                                                               */
+/*                                                                                                            */
+/* a sends m bytes from its send buffer, b receives into its receive buffer and sends m bytes back from its OWN */
+/* send buffer (no echo of what it received); `batch` back-to-back round trips per sample; out[i] = half the   */
+/* mean round trip of sample i (µs), on rank a. One untimed batch first.                                        */
+int hk_pingpong(int comm_f, int a, int b, long m, int reps, int batch, int aligned, double *out) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    if (!pair_args_ok(comm, a, b, m, reps) || batch < 1) return agree(comm, HK_EARGS);
+    hk_buf sb = {0}, rb = {0};
+    if (rank == a || rank == b) {
+        rc = buf_alloc(&sb, (size_t)m, aligned);
+        if (rc == HK_OK) rc = rbuf_alloc(&rb, (size_t)m, aligned);
+        if (rc == HK_OK) {
+            fill_pattern(sb.p, m, rank);
+            memset(rb.p, 0, (size_t)(m ? m : 1));
+        }
+    }
+    rc = agree(comm, rc);
+    if (rc != HK_OK) {
+        buf_free(&sb);
+        buf_free(&rb);
+        return rc;
+    }
+    MPI_Status st;
+    if (rank == a) {
+        for (int i = -1; i < reps; i++) {
+            int64_t t0 = now_ns();
+            for (int k = 0; k < batch; k++) {
+                MPI_Send(sb.p, (int)m, MPI_BYTE, b, TAG_DATA, comm);
+                MPI_Recv(rb.p, (int)m, MPI_BYTE, b, TAG_DATA, comm, &st);
+            }
+            int64_t t1 = now_ns();
+            if (i >= 0) out[i] = ns_to_us(t1 - t0) / (2.0 * batch);
+        }
+    } else if (rank == b) {
+        for (int i = -1; i < reps; i++) {
+            for (int k = 0; k < batch; k++) {
+                MPI_Recv(rb.p, (int)m, MPI_BYTE, a, TAG_DATA, comm, &st);
+                MPI_Send(sb.p, (int)m, MPI_BYTE, a, TAG_DATA, comm);
+            }
+        }
+    }
+    if (rank == a || rank == b) {
+        rc = check_count(&st, m);
+        if (rc == HK_OK) rc = hk_verify(rb.p, m, rank == a ? b : a);
+    }
+    buf_free(&sb);
+    buf_free(&rb);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_sends: consecutive sends (the paper's §2.1 experiment for the send overhead S).                          */
+/*                                                                                                            */
+/* Per repetition: b posts `count` MPI_Irecv (into `count` separate m-byte slots of one receive buffer, since   */
+/* pending receives must not share memory), then sends a 0-byte "ready" to a; a receives it, then times        */
+/* `count` back-to-back MPI_Send of m bytes from one send buffer; out[i] = a's elapsed time / count (µs per     */
+/* send), on rank a. b completes its receives (MPI_Waitall) before the next "ready". One untimed repetition     */
+/* first. Memory at b: count * m bytes.                                                                         */
+int hk_sends(int comm_f, int a, int b, long m, int count, int reps, int aligned, double *out) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    if (!pair_args_ok(comm, a, b, m, reps) || count < 1) return agree(comm, HK_EARGS);
+    hk_buf buf = {0};
+    MPI_Request *req = NULL;
+    MPI_Status *sts = NULL;
+    if (rank == a) {
+        rc = buf_alloc(&buf, (size_t)m, aligned);
+        if (rc == HK_OK) fill_pattern(buf.p, m, a);
+    } else if (rank == b) {
+        rc = rbuf_alloc(&buf, (size_t)m * (size_t)count, aligned);
+        req = malloc(sizeof(MPI_Request) * (size_t)count);
+        sts = malloc(sizeof(MPI_Status) * (size_t)count);
+        if (rc == HK_OK && (!req || !sts)) rc = HK_EALLOC;
+        if (rc == HK_OK) memset(buf.p, 0, m * count > 0 ? (size_t)m * (size_t)count : 1);
+    }
+    rc = agree(comm, rc);
+    if (rc != HK_OK) {
+        buf_free(&buf);
+        free(req);
+        free(sts);
+        return rc;
+    }
+    char ready = 0;
+    if (rank == a) {
+        for (int i = -1; i < reps; i++) {
+            MPI_Recv(&ready, 0, MPI_BYTE, b, TAG_SYNC, comm, MPI_STATUS_IGNORE);
+            int64_t t0 = now_ns();
+            for (int k = 0; k < count; k++) MPI_Send(buf.p, (int)m, MPI_BYTE, b, TAG_DATA, comm);
+            int64_t t1 = now_ns();
+            if (i >= 0) out[i] = ns_to_us(t1 - t0) / count;
+        }
+    } else if (rank == b) {
+        for (int i = -1; i < reps; i++) {
+            for (int k = 0; k < count; k++)
+                MPI_Irecv(buf.p + (size_t)k * (size_t)m, (int)m, MPI_BYTE, a, TAG_DATA, comm, &req[k]);
+            MPI_Send(&ready, 0, MPI_BYTE, a, TAG_SYNC, comm);
+            MPI_Waitall(count, req, sts);
+        }
+        for (int k = 0; k < count && rc == HK_OK; k++) {
+            rc = check_count(&sts[k], m);
+            if (rc == HK_OK) rc = hk_verify(buf.p + (size_t)k * (size_t)m, m, a);
+        }
+    }
+    buf_free(&buf);
+    free(req);
+    free(sts);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_recv: receive overhead of a message that has already arrived.                                           */
+/*                                                                                                            */
+/* Per repetition: b sends a 0-byte "go" to a and then SPINS settle_us; a receives "go" and sends m bytes; after */
+/* the spin b times MPI_Recv alone; out[i] = that receive time (µs), on rank b. (Above the eager limit the      */
+/* receive includes the receiver-side copy of the rendezvous protocol, which is receive work.) One untimed      */
+/* repetition first. settle_us must exceed the time the message takes to arrive.                               */
+int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int aligned, double *out) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    if (!pair_args_ok(comm, a, b, m, reps)) return agree(comm, HK_EARGS);
+    hk_buf buf = {0};
+    if (rank == a || rank == b) {
+        rc = rank == a ? buf_alloc(&buf, (size_t)m, aligned) : rbuf_alloc(&buf, (size_t)m, aligned);
+        if (rc == HK_OK) {
+            if (rank == a) fill_pattern(buf.p, m, a);
+            else memset(buf.p, 0, (size_t)(m ? m : 1));
+        }
+    }
+    rc = agree(comm, rc);
+    if (rc != HK_OK) {
+        buf_free(&buf);
+        return rc;
+    }
+    char go = 0;
+    MPI_Status st;
+    if (rank == a) {
+        for (int i = -1; i < reps; i++) {
+            MPI_Recv(&go, 0, MPI_BYTE, b, TAG_SYNC, comm, MPI_STATUS_IGNORE);
+            MPI_Send(buf.p, (int)m, MPI_BYTE, b, TAG_DATA, comm);
+        }
+    } else if (rank == b) {
+        for (int i = -1; i < reps; i++) {
+            MPI_Send(&go, 0, MPI_BYTE, a, TAG_SYNC, comm);
+            spin_us(settle_us);
+            int64_t t0 = now_ns();
+            MPI_Recv(buf.p, (int)m, MPI_BYTE, a, TAG_DATA, comm, &st);
+            int64_t t1 = now_ns();
+            if (i >= 0) out[i] = ns_to_us(t1 - t0);
+        }
+        rc = check_count(&st, m);
+        if (rc == HK_OK) rc = hk_verify(buf.p, m, a);
+    }
+    buf_free(&buf);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_coll: a native collective timed with a COMMON START on the shared clock.                                 */
+/*                                                                                                            */
+/* op 0 = MPI_Bcast of m bytes from root; op 1 = MPI_Scatter, op 2 = MPI_Gather, m bytes (MPI_BYTE) per rank.   */
+/* Per repetition: MPI_Barrier; root picks start = now + lead_us and broadcasts it (a small MPI_Bcast, before   */
+/* the instant); every rank spins until start, calls the collective once and reads the clock.                   */
+/*   out_start[i]  = the clock value that ended this rank's spin (µs, absolute CLOCK_MONOTONIC): within a few   */
+/*                   tens of ns of the common instant when the rank was on time, later when the broadcast of   */
+/*                   the instant reached it after the instant (lead_us too small) — the caller can detect that. */
+/*   out_finish[i] = this rank's clock when its collective call returned (µs, absolute).                         */
+/* Completion of repetition i = max over ranks of out_finish[i] - min over ranks of out_start[i] (caller).      */
+/* One untimed repetition first. Root's scatter send / gather receive buffer is size * m bytes; the root's own */
+/* block is copied by the library (no MPI_IN_PLACE), as in the model.                                            */
+int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, int aligned, double *out_start,
+            double *out_finish) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, size, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (root < 0 || root >= size || m < 0 || m > INT_MAX || reps < 1 || lead_us < 0.0) return agree(comm, HK_EARGS);
+    if (op < 0 || op > 2) return agree(comm, HK_EOP);
+    hk_buf sb = {0}, rb = {0};
+    size_t nm = (size_t)m * (size_t)size;
+    if (op == 0) {
+        rc = rank == root ? buf_alloc(&sb, (size_t)m, aligned) : rbuf_alloc(&sb, (size_t)m, aligned);
+        if (rc == HK_OK) {
+            if (rank == root) fill_pattern(sb.p, m, root);
+            else memset(sb.p, 0, (size_t)(m ? m : 1));
+        }
+    } else if (op == 1) { /* scatter: root sends size blocks, block r seeded with r */
+        rc = rbuf_alloc(&rb, (size_t)m, aligned);
+        if (rc == HK_OK && rank == root) rc = buf_alloc(&sb, nm, aligned);
+        if (rc == HK_OK) {
+            memset(rb.p, 0, (size_t)(m ? m : 1));
+            if (rank == root)
+                for (int r = 0; r < size; r++) fill_pattern(sb.p + (size_t)r * (size_t)m, m, r);
+        }
+    } else { /* gather: every rank sends its block seeded with its rank */
+        rc = buf_alloc(&sb, (size_t)m, aligned);
+        if (rc == HK_OK && rank == root) rc = rbuf_alloc(&rb, nm, aligned);
+        if (rc == HK_OK) {
+            fill_pattern(sb.p, m, rank);
+            if (rank == root) memset(rb.p, 0, nm ? nm : 1);
+        }
+    }
+    rc = agree(comm, rc);
+    if (rc != HK_OK) {
+        buf_free(&sb);
+        buf_free(&rb);
+        return rc;
+    }
+    for (int i = -1; i < reps; i++) {
+        MPI_Barrier(comm);
+        int64_t start = 0;
+        if (rank == root) start = now_ns() + (int64_t)(lead_us * 1e3);
+        MPI_Bcast(&start, 1, MPI_INT64_T, root, comm);
+        int64_t t0 = spin_until(start);
+        if (op == 0)
+            MPI_Bcast(sb.p, (int)m, MPI_BYTE, root, comm);
+        else if (op == 1)
+            MPI_Scatter(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, root, comm);
+        else
+            MPI_Gather(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, root, comm);
+        int64_t t1 = now_ns();
+        if (i >= 0) {
+            out_start[i] = ns_to_us(t0);
+            out_finish[i] = ns_to_us(t1);
+        }
+    }
+    if (op == 0 && rank != root) rc = hk_verify(sb.p, m, root);
+    if (op == 1) rc = hk_verify(rb.p, m, rank);
+    if (op == 2 && rank == root)
+        for (int r = 0; r < size && rc == HK_OK; r++) rc = hk_verify(rb.p + (size_t)r * (size_t)m, m, r);
+    buf_free(&sb);
+    buf_free(&rb);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_copy: a local memory copy of m bytes between two separate buffers (the root's own block in MPICH's       */
+/* binomial scatter and gather). Not collective: any rank may call it. out[i] = one memcpy (µs), one untimed   */
+/* copy first.                                                                                                */
+int hk_copy(long m, int reps, int aligned, double *out) {
+    if (m < 0 || reps < 1) return HK_EARGS;
+    hk_buf src = {0}, dst = {0};
+    if (buf_alloc(&src, (size_t)m, aligned) != HK_OK || rbuf_alloc(&dst, (size_t)m, aligned) != HK_OK) {
+        buf_free(&src);
+        buf_free(&dst);
+        return HK_EALLOC;
+    }
+    fill_pattern(src.p, m, 3);
+    memset(dst.p, 0, (size_t)(m ? m : 1));
+    for (int i = -1; i < reps; i++) {
+        int64_t t0 = now_ns();
+        memcpy(dst.p, src.p, (size_t)m);
+        int64_t t1 = now_ns();
+        if (i >= 0) out[i] = ns_to_us(t1 - t0);
+    }
+    int rc = hk_verify(dst.p, m, 3);
+    buf_free(&src);
+    buf_free(&dst);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_late: does a send of m bytes wait for the receive to be posted (rendezvous) or not (eager)?             */
+/*                                                                                                            */
+/* Per repetition: b sends a 0-byte "go" to a, then spins delay_us before posting its receive; a receives the  */
+/* go and at once sends m bytes, timing MPI_Send alone. out[i] = that send's duration at a (µs): about S for an */
+/* eager send, at least delay_us minus a 0-byte latency for a rendezvous send. out is written on rank a only.   */
+int hk_late(int comm_f, int a, int b, long m, int reps, double delay_us, int aligned, double *out) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    if (!pair_args_ok(comm, a, b, m, reps) || delay_us < 0) return agree(comm, HK_EARGS);
+    hk_buf buf = {0};
+    if (rank == a || rank == b) {
+        rc = rank == a ? buf_alloc(&buf, (size_t)m, aligned) : rbuf_alloc(&buf, (size_t)m, aligned);
+        if (rc == HK_OK) {
+            if (rank == a) fill_pattern(buf.p, m, a);
+            else memset(buf.p, 0, (size_t)(m ? m : 1));
+        }
+    }
+    rc = agree(comm, rc);
+    if (rc != HK_OK) {
+        buf_free(&buf);
+        return rc;
+    }
+    char go = 0;
+    MPI_Status st;
+    for (int i = -1; i < reps; i++) {
+        if (rank == a) {
+            MPI_Recv(&go, 0, MPI_BYTE, b, TAG_SYNC, comm, MPI_STATUS_IGNORE);
+            int64_t t0 = now_ns();
+            MPI_Send(buf.p, (int)m, MPI_BYTE, b, TAG_DATA, comm);
+            int64_t t1 = now_ns();
+            if (i >= 0) out[i] = ns_to_us(t1 - t0);
+            MPI_Recv(&go, 0, MPI_BYTE, b, TAG_ACK, comm, MPI_STATUS_IGNORE);
+        } else if (rank == b) {
+            MPI_Send(&go, 0, MPI_BYTE, a, TAG_SYNC, comm);
+            spin_us(delay_us);
+            MPI_Recv(buf.p, (int)m, MPI_BYTE, a, TAG_DATA, comm, &st);
+            MPI_Send(&go, 0, MPI_BYTE, a, TAG_ACK, comm);
+        }
+    }
+    if (rank == b) {
+        rc = check_count(&st, m);
+        if (rc == HK_OK) rc = hk_verify(buf.p, m, a);
+    }
+    buf_free(&buf);
+    return agree(comm, rc);
+}

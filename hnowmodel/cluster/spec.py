@@ -1,0 +1,229 @@
+"""The cluster spec (``hnowmodel.cluster/1``): which virtual hosts, their shaped line rates and MPI slots.
+
+A spec only says what to build; nothing in it is ever read by calibration. Names become network-namespace,
+interface and host names, so they are restricted: a cluster name is ``[a-z0-9]`` (no hyphen, so that
+``hn-<cluster>-<host>`` names can be split back unambiguously), a host name is ``[a-z0-9-]`` (not starting or
+ending with ``-``), and ``len(cluster) + len(host) <= 11`` because the root-side interface ``hn-<cluster>-<host>``
+must fit Linux's 15-character interface names.
+
+>>> spec = from_dict({"schema": "hnowmodel.cluster/1", "name": "lab",
+...                   "hosts": [{"name": "n1", "egress_mbit": 160, "ingress_mbit": 160, "slots": 1}]})
+>>> spec.hosts[0].egress_mbit, spec.total_slots
+(160.0, 1)
+>>> [h.name for h in load_spec("demo").hosts]
+['f1', 'm1', 's1', 'f2', 'm2', 's2']
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..io import read_json
+
+__all__ = [
+    "SCHEMA",
+    "HostSpec",
+    "ClusterSpec",
+    "from_dict",
+    "to_dict",
+    "load_spec",
+    "builtin_specs",
+    "MAX_HOSTS",
+    "MAX_RATE_MBIT",
+    "IFNAME_PREFIX",
+    "NETNS_PREFIX",
+    "check_cluster_name",
+]
+
+SCHEMA = "hnowmodel.cluster/1"
+#: Most hosts one spec may have (one namespace, veth pair and address each; the /24 gives room for 253).
+MAX_HOSTS = 64
+#: Highest shaped rate accepted, Mbit/s (``tbf`` with a small burst cannot hold much more on one machine).
+MAX_RATE_MBIT = 10000.0
+#: Most ranks one host may run.
+MAX_SLOTS = 256
+#: Prefix of every interface the cluster makes in the root namespace (bridge ``hn-<cluster>``, veths
+#: ``hn-<cluster>-<host>``).
+IFNAME_PREFIX = "hn-"
+#: Prefix of every network namespace (``hnow-<cluster>-<host>``).
+NETNS_PREFIX = "hnow-"
+_IFNAMSIZ = 15
+
+_CLUSTER_RE = re.compile(r"^[a-z0-9]+$")
+_HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+_TOP_KEYS = ("schema", "name", "hosts")
+_HOST_KEYS = ("name", "egress_mbit", "ingress_mbit", "slots")
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """One virtual host: its name, the shaped line rates of its link in Mbit/s (egress: what it sends;
+    ingress: what it receives) and how many MPI ranks it runs (``slots``)."""
+
+    name: str
+    egress_mbit: float
+    ingress_mbit: float
+    slots: int = 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "egress_mbit": _num(self.egress_mbit),
+            "ingress_mbit": _num(self.ingress_mbit),
+            "slots": self.slots,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A virtual cluster: its name and its hosts in rank-filling order (like an MPI hostfile)."""
+
+    name: str
+    hosts: tuple[HostSpec, ...]
+
+    @property
+    def total_slots(self) -> int:
+        """How many ranks fit: the sum of the hosts' slots."""
+        return sum(h.slots for h in self.hosts)
+
+    def host(self, name: str) -> HostSpec:
+        """The host called ``name`` (:class:`InputError` if there is none)."""
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise InputError(f"cluster {self.name!r} has no host {name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_dict(self)
+
+
+def _num(v: float) -> float | int:
+    return int(v) if float(v).is_integer() else float(v)
+
+
+def _rate(v: Any, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{where}: must be a number of Mbit/s, got {v!r}")
+    f = float(v)
+    if not math.isfinite(f) or f <= 0:
+        raise InputError(f"{where}: must be a positive finite number of Mbit/s, got {v!r}")
+    if f > MAX_RATE_MBIT:
+        raise InputError(f"{where}: {v!r} Mbit/s is above the limit of {MAX_RATE_MBIT:g} Mbit/s")
+    if f * 1000 < 8:
+        raise InputError(f"{where}: {v!r} Mbit/s is below the lowest shaped rate of 0.008 Mbit/s (1 kB/s)")
+    return f
+
+
+def _slots(v: Any, where: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer():
+        raise InputError(f"{where}: must be a whole number >= 1, got {v!r}")
+    n = int(v)
+    if n < 1 or n > MAX_SLOTS:
+        raise InputError(f"{where}: must be between 1 and {MAX_SLOTS}, got {v!r}")
+    return n
+
+
+def check_cluster_name(name: Any, where: str = "name") -> str:
+    """Validate a cluster name (``[a-z0-9]``, 1..10 characters); returns it."""
+    if not isinstance(name, str) or not _CLUSTER_RE.match(name):
+        raise InputError(f"{where}: cluster name must be lower-case letters and digits only, got {name!r}")
+    if name == "probe":
+        raise InputError(f"{where}: 'probe' is reserved (the namespace hnow-probe-PID checks that clusters work)")
+    if len(IFNAME_PREFIX) + len(name) + 2 > _IFNAMSIZ:
+        raise InputError(f"{where}: cluster name {name!r} is too long (at most {_IFNAMSIZ - len(IFNAME_PREFIX) - 2})")
+    return name
+
+
+def _unknown(doc: Mapping, allowed: tuple[str, ...], where: str) -> None:
+    extra = [k for k in doc if k not in allowed]
+    if extra:
+        raise InputError(f"{where}{extra[0]}: unknown key (allowed: {', '.join(allowed)})")
+
+
+def from_dict(doc: Any, source: str = "cluster spec") -> ClusterSpec:
+    """Validate a ``hnowmodel.cluster/1`` document and return the spec; errors name the field."""
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{source}: expected a JSON object, got {type(doc).__name__}")
+    _unknown(doc, _TOP_KEYS, f"{source}: ")
+    if doc.get("schema") != SCHEMA:
+        raise InputError(f"{source}: schema: expected {SCHEMA!r}, got {doc.get('schema')!r}")
+    if "name" not in doc:
+        raise InputError(f"{source}: name: missing")
+    name = check_cluster_name(doc["name"], f"{source}: name")
+    hosts_doc = doc.get("hosts")
+    if not isinstance(hosts_doc, list) or not hosts_doc:
+        raise InputError(f"{source}: hosts: must be a non-empty list of hosts")
+    if len(hosts_doc) > MAX_HOSTS:
+        raise InputError(f"{source}: hosts: {len(hosts_doc)} hosts, at most {MAX_HOSTS} are allowed")
+    hosts: list[HostSpec] = []
+    seen: set[str] = set()
+    for i, h in enumerate(hosts_doc):
+        where = f"{source}: hosts[{i}]"
+        if not isinstance(h, Mapping):
+            raise InputError(f"{where}: expected an object, got {type(h).__name__}")
+        _unknown(h, _HOST_KEYS, f"{where}.")
+        for key in ("name", "egress_mbit", "ingress_mbit"):
+            if key not in h:
+                raise InputError(f"{where}.{key}: missing")
+        hname = h["name"]
+        if not isinstance(hname, str) or not _HOST_RE.match(hname):
+            raise InputError(f"{where}.name: host name must be lower-case letters, digits and inner '-', got {hname!r}")
+        if len(IFNAME_PREFIX) + len(name) + 1 + len(hname) > _IFNAMSIZ:
+            limit = _IFNAMSIZ - len(IFNAME_PREFIX) - 1
+            raise InputError(
+                f"{where}.name: {hname!r} too long for cluster {name!r} (cluster + host names at most {limit} "
+                "characters: they form interface names)"
+            )
+        if hname in seen:
+            raise InputError(f"{where}.name: duplicate host {hname!r}")
+        seen.add(hname)
+        hosts.append(
+            HostSpec(
+                name=hname,
+                egress_mbit=_rate(h["egress_mbit"], f"{where}.egress_mbit"),
+                ingress_mbit=_rate(h["ingress_mbit"], f"{where}.ingress_mbit"),
+                slots=_slots(h.get("slots", 1), f"{where}.slots"),
+            )
+        )
+    return ClusterSpec(name=name, hosts=tuple(hosts))
+
+
+def to_dict(spec: ClusterSpec) -> dict[str, Any]:
+    """The spec as a ``hnowmodel.cluster/1`` document (``from_dict(to_dict(s)) == s``)."""
+    return {"schema": SCHEMA, "name": spec.name, "hosts": [h.to_dict() for h in spec.hosts]}
+
+
+def _demo() -> ClusterSpec:
+    # 6 hosts at three speeds, order mixing them so that rank order matters: fast 160, medium 60, slow 25 Mbit/s.
+    rates = {"f": 160.0, "m": 60.0, "s": 25.0}
+    names = ("f1", "m1", "s1", "f2", "m2", "s2")
+    return ClusterSpec("demo", tuple(HostSpec(n, rates[n[0]], rates[n[0]], 1) for n in names))
+
+
+def builtin_specs() -> dict[str, ClusterSpec]:
+    """The built-in specs usable by name: ``demo`` (6 hosts at 160/60/25 Mbit/s, speeds mixed in host order)."""
+    return {"demo": _demo()}
+
+
+def load_spec(spec: str | os.PathLike | Mapping | ClusterSpec) -> ClusterSpec:
+    """A spec from a built-in name (``demo``), a JSON file, a dict or a :class:`ClusterSpec`."""
+    if isinstance(spec, ClusterSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return from_dict(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise InputError(f"cluster spec: expected a name, a file or a dict, got {type(spec).__name__}")
+    text = os.fspath(spec)
+    builtins = builtin_specs()
+    if text in builtins and not Path(text).exists():
+        return builtins[text]
+    if not Path(text).exists() and not text.endswith(".json") and os.sep not in text:
+        raise InputError(f"cluster spec {text!r}: no such file or built-in spec (built-in: {', '.join(builtins)})")
+    return from_dict(read_json(text, "cluster spec"), f"cluster spec {text!r}")

@@ -1,0 +1,123 @@
+"""Starting MPI ranks inside the virtual hosts: the exec wrapper and the launcher settings.
+
+MPICH's hydra starts one proxy per host through its ssh launcher; pointed (``-launcher-exec``) at the cluster's
+wrapper script, it calls ``WRAPPER [ssh options, e.g. -x] HOST COMMAND WORDS...``. The wrapper skips the
+options, maps HOST (a host name or its address) to its namespace, and runs the words joined by spaces, as a
+remote shell would, through ``ip netns exec NS unshare --uts sh -c 'hostname HOST; eval ...'``:
+
+- ``ip netns exec`` (not a bare ``nsenter --net``) because it also gives the command a ``/sys`` of the host's
+  namespace: UCX and libfabric look devices up in ``/sys/class/net``, and the root namespace has an ``eth0`` of
+  its own (with another MTU) that they would otherwise read;
+- ``unshare --uts`` + ``hostname`` because a network namespace has no host name: every rank of the host then
+  sees the host's name in ``gethostname()`` (MPICH uses it to tell which ranks share a node).
+
+The wrapper is a small ``/bin/sh`` script written at ``up`` (no Python start-up per host); its text comes from
+:func:`wrapper_script`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from ..errors import InputError
+
+__all__ = ["LaunchSettings", "launch_settings", "rank_hosts", "wrapper_script", "TCP_ENV"]
+
+#: Environment that makes MPICH (ch4:ucx, the PyPI wheel's default device) talk TCP over ``eth0`` between hosts,
+#: so that every byte between hosts crosses the shaped links (ranks of one host share memory, as on a real node).
+TCP_ENV: dict[str, str] = {
+    "UCX_TLS": "tcp",
+    "UCX_NET_DEVICES": "eth0",
+}
+
+# ssh options that take an argument (``-o Opt=val``, ``-p 22``, ...): skipped with their argument.
+_SSH_ARG_OPTS = "BbcDEeFIiJLlmOopQRSWw"
+
+
+@dataclass(frozen=True)
+class LaunchSettings:
+    """How to start ``np`` ranks on a cluster with MPICH's ``mpiexec`` (hydra).
+
+    ``mpiexec_args`` go before ``-n NP``; ``env`` is added to the launcher's environment (hydra passes it on to
+    the ranks); ``hosts[r]`` is the host of rank ``r`` (hosts filled in order, ``slots`` ranks each).
+    """
+
+    mpiexec_args: list[str]
+    env: dict[str, str]
+    hosts: list[str]
+
+
+def rank_hosts(slots: list[tuple[str, int]], np: int) -> list[str]:
+    """The host of each of ``np`` ranks when hosts ``[(name, slots), ...]`` are filled in order.
+
+    >>> rank_hosts([("n1", 2), ("n2", 1)], 3)
+    ['n1', 'n1', 'n2']
+    """
+    total = sum(s for _, s in slots)
+    if isinstance(np, bool) or not isinstance(np, int) or np < 1:
+        raise InputError(f"--np must be a whole number >= 1, got {np!r}")
+    if np > total:
+        raise InputError(f"--np {np} is more than the cluster's {total} slots")
+    out: list[str] = []
+    for name, s in slots:
+        take = min(s, np - len(out))
+        out += [name] * take
+        if len(out) == np:
+            break
+    return out
+
+
+def launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState
+    """The hydra arguments and environment that start ``np`` ranks on the cluster ``state`` describes.
+
+    ``-launcher ssh -launcher-exec WRAPPER -hosts n1:2,n2:1 -localhost BRIDGE_ADDRESS`` (only the hosts that get
+    ranks are listed, each with its number of ranks) and :data:`TCP_ENV`.
+    """
+    ranks = rank_hosts([(h.name, h.slots) for h in state.hosts], np)
+    counts: dict[str, int] = {}
+    for h in ranks:
+        counts[h] = counts.get(h, 0) + 1
+    hosts_arg = ",".join(f"{h}:{n}" for h, n in counts.items())
+    args = [
+        "-launcher",
+        "ssh",
+        "-launcher-exec",
+        state.wrapper,
+        "-hosts",
+        hosts_arg,
+        "-localhost",
+        state.bridge_address,
+    ]
+    return LaunchSettings(mpiexec_args=args, env=dict(TCP_ENV), hosts=ranks)
+
+
+def wrapper_script(cluster: str, hosts: list[tuple[str, str, str]], ip: str, unshare: str, hostname: str) -> str:
+    """The text of the exec wrapper of cluster ``cluster``; ``hosts`` are ``(name, address, namespace)``;
+    ``ip``, ``unshare``, ``hostname`` the absolute paths of those commands."""
+    cases = "\n".join(
+        f"  {shlex.quote(name)}|{shlex.quote(addr)}) ns={shlex.quote(ns)}; name={shlex.quote(name)} ;;"
+        for name, addr, ns in hosts
+    )
+    return f"""#!/bin/sh
+# hnowmodel virtual cluster {cluster!r}: exec wrapper for MPICH hydra's ssh launcher (written by 'hnow cluster up').
+# Called as: WRAPPER [ssh options] HOST COMMAND WORDS...  Runs the words, joined as a remote shell would, in HOST's
+# network namespace (ip netns exec: its /sys too) with HOST as host name (its own UTS namespace).
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -[{_SSH_ARG_OPTS}]) shift 2 ;;
+    --) shift; break ;;
+    -*) shift ;;
+    *) break ;;
+  esac
+done
+if [ $# -lt 1 ]; then echo "hnow cluster {cluster}: wrapper: no host given" >&2; exit 255; fi
+host=$1; shift
+case "$host" in
+{cases}
+  *) echo "hnow cluster {cluster}: wrapper: unknown host '$host'" >&2; exit 255 ;;
+esac
+if [ $# -eq 0 ]; then set -- exec /bin/sh; fi
+exec {shlex.quote(ip)} netns exec "$ns" {shlex.quote(unshare)} --uts -- /bin/sh -c \\
+  '{shlex.quote(hostname)} "$1" || exit 255; shift; eval "$*"' sh "$name" "$@"
+"""

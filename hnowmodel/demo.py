@@ -1,0 +1,209 @@
+"""The whole loop in one call: calibrate, predict, measure, compare and choose trees, with a report folder.
+
+:func:`run_demo` runs on the built-in emulated ``paper`` testbed (or another testbed):
+
+1. calibrate the node types on 8 emulated ranks (4 fast + 4 slow); the profile is per node type, so it serves every
+   configuration below;
+2. for the paper's 4-rank configurations A (FFFF), B (FFSS), C (SFSF), D (FSFS) (Figures 3-5) and for 8 ranks
+   (Figure 7's system), predict and measure bcast/scatter/gather over the binomial, sequential and hierarchical
+   trees and, per operation, the best tree the search finds (``optimal``, chosen at 0 bytes under the operation's
+   default model variant, and measured at every size);
+3. compare, name the best tree per case (predicted and measured), and write the report folder: ``profile.json``,
+   ``comparison.csv``, ``best_trees.csv``, one ``compare-<config>.png`` per configuration and ``summary.md``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import ops
+from .errors import InputError
+from .io import atomic_write, check_output
+from .jobs.api import Progress, _progress, calibrate, compare
+from .jobs.results import rows_as_dicts, summarize
+from .params import Profile
+from .report import group_stats, markdown_summary, plot_comparison, write_csv
+from .sizes import format_size
+
+__all__ = ["run_demo", "DemoResult", "CONFIGS", "CALIBRATION_LAYOUT"]
+
+#: name -> layout: the paper's Figures 3-5 (4 ranks) and Figure 7's 8-rank system.
+CONFIGS = {"A": "FFFF", "B": "FFSS", "C": "SFSF", "D": "FSFS", "8": "FFFFSSSS"}
+CALIBRATION_LAYOUT = "FFFFSSSS"
+TREES = ("binomial", "sequential", "hierarchical")
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """Comparison rows (dicts, with ``config``), the best-tree table, the error summary, the report folder."""
+
+    rows: tuple[dict[str, Any], ...]
+    best: tuple[dict[str, Any], ...]
+    summary: dict[str, Any]
+    report: str
+    wall_time_s: float
+    context: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": list(self.rows),
+            "report": self.report,
+            "summary": self.summary,
+            "best": list(self.best),
+            "wall_time_s": self.wall_time_s,
+        }
+
+
+def _best_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (config, op, size): the tree the model picks and the tree that measured fastest."""
+    out = []
+    cases: dict[tuple, list] = {}
+    for r in rows:
+        if r["predicted_us"] is not None:
+            cases.setdefault((r["config"], r["op"], r["size"]), []).append(r)
+    for (cfg, op, size), rs in cases.items():
+        p = min(rs, key=lambda r: r["predicted_us"])
+        m = min(rs, key=lambda r: r["measured_us"])
+        out.append(
+            {
+                "config": cfg,
+                "op": op,
+                "size": size,
+                "predicted_best": p["tree"],
+                "predicted_best_us": p["predicted_us"],
+                "measured_best": m["tree"],
+                "measured_best_us": m["measured_us"],
+                "measured_us_of_predicted_best": p["measured_us"],
+                "agree": p["tree"] == m["tree"] or p["measured_us"] <= 1.05 * m["measured_us"],
+            }
+        )
+    return out
+
+
+def run_demo(
+    *,
+    output: str | Path | None = None,
+    force: bool = False,
+    testbed: str = "paper",
+    sizes: Any = (0, 1024, 4096),
+    configs: Sequence[str] = tuple(CONFIGS),
+    reps: int = 3,
+    method: str = "sync",
+    stat: str = "min",
+    profile: Profile | str | None = None,
+    launcher: str = "mpiexec",
+    launcher_args: Any = (),
+    hostfile: str | None = None,
+    timeout: float | None = None,
+    progress: Progress = None,
+) -> DemoResult:
+    """Run the demo (module docstring) and write its report folder (default ``./hnow-demo-<date>-<time>``)."""
+    t_start = time.monotonic()
+    configs = [c.strip() for c in (configs.split(",") if isinstance(configs, str) else configs) if c.strip()]
+    for c in configs:
+        if c not in CONFIGS:
+            raise InputError(f"--configs: unknown configuration {c!r} (choose from: {', '.join(CONFIGS)})")
+    if method not in ("sync", "fig2"):
+        raise InputError(f"--method: unknown timing method {method!r} (choose from: sync, fig2)")
+    if stat not in ("median", "min"):
+        raise InputError(f"--stat: unknown statistic {stat!r} (choose from: median, min)")
+    out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
+    check_output(out, force=force, folder=True)
+    say = _progress(progress)
+    launch = {"launcher": launcher, "launcher_args": launcher_args, "hostfile": hostfile, "timeout": timeout}
+
+    def note(msg: str) -> None:
+        if say is not None:
+            say(f"[demo {time.monotonic() - t_start:5.1f}s] {msg}")
+
+    if profile is not None:
+        prof = profile if isinstance(profile, Profile) else Profile.load(profile)
+        source = f"--profile {profile if isinstance(profile, str) else '(given)'} (no calibration)"
+    else:
+        note(f"calibrating node types on 8 emulated ranks ({CALIBRATION_LAYOUT}, testbed {testbed})")
+        prof = calibrate(8, testbed=testbed, layout=CALIBRATION_LAYOUT, quick=True, progress=progress, **launch)
+        source = None
+    t_cal = time.monotonic() - t_start
+    out.mkdir(parents=True, exist_ok=True)
+    prof.save(out / "profile.json", overwrite=True)
+    chosen = [f"optimal:{op}" for op in ops.names()]
+    rows: list[dict[str, Any]] = []
+    meta: dict[str, Any] = {}
+    for cfg in configs:
+        lay = CONFIGS[cfg]
+        note(f"configuration {cfg} ({lay}): measuring {', '.join(ops.names())} over {', '.join(TREES)}, optimal")
+        cmp = compare(
+            prof,
+            np=len(lay),
+            testbed=testbed,
+            layout=lay,
+            ops=ops.names(),
+            trees=[*TREES, *chosen],
+            sizes=sizes,
+            reps=reps,
+            iters=2,
+            method=method,
+            stat=stat,
+            both=False,
+            config=cfg,
+            progress=None,
+            **launch,
+        )
+        meta = dict(cmp.run)
+        got = [{"config": cfg, "layout": lay, **r} for r in rows_as_dicts(cmp.rows)]
+        for r in got:  # one "optimal" column: each op's row comes from that op's own optimal tree
+            if r["tree"].startswith("optimal:"):
+                r["tree"] = "optimal"
+        rows += got
+        st = summarize(got)
+        note(
+            f"configuration {cfg}: median |error| {st['median_abs_error_pct']:.1f} %, "
+            f"max {st['max_abs_error_pct']:.1f} %"
+        )
+    best = _best_rows(rows)
+    elapsed = time.monotonic() - t_start
+    stats = summarize(rows)
+    context = {
+        "what": "calibrate -> predict -> measure -> compare on the emulated paper testbed (Banikazemi et al., "
+        "Figures 3-5 and 7)",
+        "testbed": f"{testbed} (time_scale {meta.get('time_scale', 0):g}; all times in testbed µs)",
+        "MPI": meta.get("library_version"),
+        "profile": source
+        or f"calibrated on 8 ranks {CALIBRATION_LAYOUT} in {t_cal:.0f} s (profile.json); never "
+        "the testbed's true parameters",
+        "configurations": ", ".join(f"{c} = {CONFIGS[c]}" for c in configs),
+        "trees": ", ".join(TREES) + ", optimal (each operation's best tree, chosen at 0 B under its default model "
+        "variant and measured at every size)",
+        "timing": f"{method}, {stat} of {reps} repetitions (spread = min-max)",
+        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in ops.OPERATIONS.values()),
+        "wall time": f"{elapsed:.0f} s",
+    }
+    write_csv(out / "comparison.csv", rows)
+    write_csv(out / "best_trees.csv", best, columns=list(best[0]) if best else [])
+    for c in configs:
+        plot_comparison(
+            [r for r in rows if r["config"] == c], out / f"compare-{c}.png", f"configuration {c} ({CONFIGS[c]})"
+        )
+    text = markdown_summary(rows, "hnow demo: predicted vs measured", context, keys=("config", "op", "tree"))
+    agree = sum(b["agree"] for b in best)
+    text += "\n## Tree choice\n\nThe model's best tree vs the fastest measured tree per case "
+    text += f"(agree = same tree, or the model's pick measured within 5 % of the fastest): {agree}/{len(best)}.\n\n"
+    text += "| config | op | size | predicted best | measured best | agree |\n|---|---|---|---|---|---|\n"
+    for b in best:
+        text += f"| {b['config']} | {b['op']} | {format_size(b['size'])} | {b['predicted_best']} | "
+        text += f"{b['measured_best']} | {'yes' if b['agree'] else 'no'} |\n"
+    atomic_write(out / "summary.md", text)
+    return DemoResult(tuple(rows), tuple(best), stats, str(out), elapsed, context)
+
+
+def group_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median and max |error| per (config, op, tree), for the readable output."""
+    return [
+        {k: g[k] for k in ("config", "op", "tree")}
+        | {"median |err| %": g["median_abs_error_pct"], "max |err| %": g["max_abs_error_pct"]}
+        for g in group_stats(rows, ("config", "op", "tree"))
+    ]

@@ -1,0 +1,40 @@
+"""What runs under MPI: typed job specs, the launcher, the wire protocol, and the public functions.
+
+``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (:mod:`hnowmodel.jobs.api`) start
+``python -m calibrate`` as a child process under ``mpiexec``/``srun`` (:mod:`hnowmodel.jobs.launcher`) and return
+frozen results (:mod:`hnowmodel.jobs.results`). This package never imports mpi4py.
+"""
+
+from .api import NATIVE, bench, build_trees, calibrate, compare, info, measure, resolve_timing, run_job
+from .launcher import Launch, Terminated, find_launcher, run_task, task_command
+from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
+from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
+
+__all__ = [
+    "calibrate",
+    "measure",
+    "compare",
+    "bench",
+    "info",
+    "run_job",
+    "build_trees",
+    "resolve_timing",
+    "NATIVE",
+    "Launch",
+    "Terminated",
+    "find_launcher",
+    "run_task",
+    "task_command",
+    "BenchResult",
+    "Comparison",
+    "ComparisonRow",
+    "MeasuredRow",
+    "Measurement",
+    "error_pct",
+    "summarize",
+    "TIMING_METHODS",
+    "BenchJob",
+    "CalibrateJob",
+    "InfoJob",
+    "MeasureJob",
+]

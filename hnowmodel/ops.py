@@ -1,0 +1,180 @@
+"""The one registry of collective operations: everything hnow knows about an operation is its entry here.
+
+An :class:`Operation` names its predictor for each model variant (and the default variant, which is the one
+trees are chosen under *and* compared under), how the data moves over a tree edge, the name of its MPI kernel
+(the method of :mod:`calibrate.collectives`' executors and of the C kernels), and how each MPI library's own
+algorithm is pinned so that ``native`` is modelled by the tree that really runs.
+
+Adding an operation is one entry in :data:`OPERATIONS` + its predictor (in :mod:`hnowmodel.predict`) + its
+kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
+
+>>> names()
+('bcast', 'scatter', 'gather')
+>>> get("gather").default_variant
+'link'
+>>> float(predictor("bcast")(__import__("hnowmodel").paper_profile(), ["fast", "fast"], "binomial", [0])[0])
+170.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from . import predict as _predict
+from .errors import InputError
+
+__all__ = [
+    "Operation",
+    "NativeAlgorithm",
+    "OPERATIONS",
+    "names",
+    "get",
+    "predictor",
+    "check_variant",
+    "predict",
+    "native_predict",
+]
+
+Predictor = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True)
+class NativeAlgorithm:
+    """How one MPI library's own collective is pinned, and which tree models it.
+
+    ``env`` is set before ``MPI_Init`` (MPICH control variables, Open MPI MCA parameters as ``OMPI_MCA_*``);
+    ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs; ``root_copy`` says
+    whether the root copies its own block locally (MPICH's binomial scatter/gather do), a cost the model adds.
+    """
+
+    algorithm: str
+    env: Mapping[str, str]
+    model_tree: str = "binomial"
+    root_copy: bool = False
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One collective operation.
+
+    ``variants`` maps a model variant name to its predictor ``f(profile, layout, tree, sizes, *, per_rank=False,
+    root=0) -> µs``; ``default_variant`` is used to choose trees and to compare them. ``edge_data`` is ``"one"``
+    (every edge carries the m-byte message: bcast) or ``"subtree"`` (the edge into a rank carries its subtree's
+    blocks: scatter, gather). ``kernel`` is the executors' method name. ``native`` maps an MPI library name
+    (``MPICH``, ``Open MPI``) to its pinned algorithm.
+    """
+
+    name: str
+    summary: str
+    variants: Mapping[str, Predictor]
+    default_variant: str
+    edge_data: str
+    kernel: str
+    native: Mapping[str, NativeAlgorithm] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variants", MappingProxyType(dict(self.variants)))
+        object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
+        if self.default_variant not in self.variants:
+            raise ValueError(f"operation {self.name}: default variant {self.default_variant!r} is not a variant")
+
+
+# MPICH 5.0.x control variables (checked with the wheel's ``mpivars``): binomial for all three, the ch4 device's
+# own collectives off (they would bypass the choice) and an inapplicable choice is an error, not a silent fallback.
+_MPICH_COMMON = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
+
+
+def _mpich(cvar: str, root_copy: bool) -> NativeAlgorithm:
+    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy)
+
+
+def native_predict(
+    op: str, library: str, profile: Any, layout: Any, sizes: Any, *, root: int = 0, variant: str | None = None
+) -> np.ndarray | None:
+    """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it: its model tree,
+    under ``variant``, with the root's local copy where the algorithm makes one; None when hnow does not pin that
+    library's algorithm for ``op`` (nothing to predict)."""
+    from .trees import make_tree
+
+    nat = get(op).native.get(library)
+    if nat is None:
+        return None
+    tree = make_tree(nat.model_tree, len(layout), root=root)
+    kw = {"root_copy": True} if nat.root_copy else {}
+    return predictor(op, variant)(profile, layout, tree, sizes, **kw)
+
+
+OPERATIONS: Mapping[str, Operation] = MappingProxyType(
+    {
+        "bcast": Operation(
+            name="bcast",
+            summary="one root's m bytes to every rank (eq. 6-7)",
+            variants={"paper": _predict.bcast},
+            default_variant="paper",
+            edge_data="one",
+            kernel="bcast",
+            native={"MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False)},
+        ),
+        "scatter": Operation(
+            name="scatter",
+            summary="the root's block i (m bytes) to rank i (eq. 8-9; subtree data per edge off the sequential tree)",
+            variants={"paper": _predict.scatter},
+            default_variant="paper",
+            edge_data="subtree",
+            kernel="scatter",
+            native={"MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True)},
+        ),
+        "gather": Operation(
+            name="gather",
+            summary="every rank's m bytes to the root (eq. 10-12)",
+            variants={
+                "link": partial(_predict.gather, variant="link"),
+                "paper": partial(_predict.gather, variant="paper"),
+            },
+            # the receiver's link carries one message at a time: what the emulated testbed and real links do
+            default_variant="link",
+            edge_data="subtree",
+            kernel="gather",
+            native={"MPICH": _mpich("MPIR_CVAR_GATHER_INTRA_ALGORITHM", root_copy=True)},
+        ),
+    }
+)
+
+
+def names() -> tuple[str, ...]:
+    """The registered operation names, in registry order."""
+    return tuple(OPERATIONS)
+
+
+def get(op: str) -> Operation:
+    """The operation called ``op``; :class:`InputError` names the valid ones."""
+    try:
+        return OPERATIONS[op]
+    except (KeyError, TypeError):
+        raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPERATIONS)})") from None
+
+
+def check_variant(op: str, variant: str | None) -> str:
+    """The variant to use for ``op`` (None: its default); :class:`InputError` names the valid ones."""
+    o = get(op)
+    if variant is None:
+        return o.default_variant
+    if variant not in o.variants:
+        raise InputError(f"unknown {op} model variant {variant!r} (choose from: {', '.join(o.variants)})")
+    return variant
+
+
+def predictor(op: str, variant: str | None = None) -> Predictor:
+    """The predictor of ``op`` under ``variant`` (None: the operation's default)."""
+    return get(op).variants[check_variant(op, variant)]
+
+
+def predict(op: str, profile: Any, layout: Any, tree: Any, sizes: Any, *, variant: str | None = None, **kw: Any):
+    """Predicted completion time (µs, one per size) of ``op`` over ``tree`` under ``variant``."""
+    return predictor(op, variant)(profile, layout, tree, sizes, **kw)

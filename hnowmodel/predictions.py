@@ -1,0 +1,86 @@
+"""Prediction tables: what ``hnow predict`` prints, as rows a program can use (µs, bytes).
+
+>>> rows = prediction_rows("paper", op="ptp", sizes=[0], src="fast", dst="slow")
+>>> rows[0]["time_us"]
+200.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from . import ops
+from . import predict as model
+from .errors import InputError, LayoutError
+from .layout import parse_layout
+from .params import Profile
+from .trees import make_tree
+
+__all__ = ["prediction_rows", "OPS_AND_PTP"]
+
+OPS_AND_PTP = ("ptp", *ops.names())
+
+
+def _choice(value: str, choices: Sequence[str], what: str) -> str:
+    if value not in choices:
+        raise InputError(f"unknown {what} {value!r} (choose from: {', '.join(choices)})")
+    return value
+
+
+def prediction_rows(
+    profile: Profile | str,
+    *,
+    op: str = "bcast",
+    layout: str | Sequence[str] | None = None,
+    trees: str | Sequence[str] = ("binomial",),
+    sizes: Any = (0,),
+    root: int = 0,
+    variant: str | None = None,
+    order: str = "rank",
+    src: str | None = None,
+    dst: str | None = None,
+) -> list[dict[str, Any]]:
+    """``[{"op", "tree", "size", "time_us"}]``: ``op="ptp"`` gives one-way times for every pair of node types (or
+    ``src`` -> ``dst``); otherwise the operation over each tree on ``layout`` (default: the profile's calibration
+    layout). ``order="best"`` uses, for ``sequential``, the exact best send order at each size."""
+    from .jobs.api import _sizes
+
+    prof = profile if isinstance(profile, Profile) else Profile.load(profile)
+    _choice(op, OPS_AND_PTP, "operation (--op)")
+    _choice(order, ("rank", "best"), "send order (--order)")
+    grid = list(_sizes(sizes))
+    if op == "ptp":
+        types = prof.type_names
+        srcs = [_choice(src, types, "node type (--from)")] if src else types
+        dsts = [_choice(dst, types, "node type (--to)")] if dst else types
+        return [
+            {"op": "ptp", "tree": f"{a}->{b}", "size": s, "time_us": float(t)}
+            for a in srcs
+            for b in dsts
+            for s, t in zip(grid, model.ptp(prof, a, b, grid), strict=True)
+        ]
+    if layout is None:
+        if not prof.layout:
+            raise InputError("--layout is required (the profile records no calibration layout)")
+        lay = prof.layout
+    else:
+        lay = parse_layout(layout, prof.type_names)
+    if not 0 <= root < len(lay):
+        raise LayoutError(f"--root {root} is not a rank of the {len(lay)}-rank layout")
+    fn = ops.predictor(op, variant)
+    names = [t.strip() for t in (trees.split(",") if isinstance(trees, str) else trees) if t.strip()]
+    if not names:
+        raise InputError("--tree: give at least one tree name")
+    rows = []
+    for name in names:
+        if name == "sequential" and order == "best":
+            from .search import best_sequential
+
+            # the best order depends on the size: one tree per size
+            times = [float(fn(prof, lay, best_sequential(prof, lay, op, s, root), [s])[0]) for s in grid]
+        else:
+            tree = make_tree(name, len(lay), root=root, layout=lay, profile=prof)
+            times = fn(prof, lay, tree, grid)
+        rows += [{"op": op, "tree": name, "size": s, "time_us": float(t)} for s, t in zip(grid, times, strict=True)]
+    return rows

@@ -1,0 +1,284 @@
+"""calibrate.ckernels: the C timing kernels build with the MPI installation's mpicc, are cached, and behave under a
+real ``mpiexec -n 2`` (lengths, finite positive samples, payloads verified in C, size ordering with a huge margin,
+common-start collectives); the standalone reference ping-pong prints one row per size. No mocks of MPI; no timing
+assertions beyond "1 MiB takes longer than 8 B"."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from calibrate import ckernels
+
+CC = ckernels.compiler()
+MPIEXEC = ckernels._mpiexec()
+needs_cc = pytest.mark.skipif(CC is None, reason="no mpicc found beside the Python executable or on PATH")
+needs_mpi = pytest.mark.skipif(
+    CC is None or MPIEXEC is None, reason="needs mpicc and mpiexec (install the 'mpich' extra)"
+)
+
+
+@pytest.fixture(scope="module")
+def cache_home(tmp_path_factory):
+    """A private XDG_CACHE_HOME for this module, so builds start cold and do not touch the user's cache."""
+    home = tmp_path_factory.mktemp("xdg_cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(home))
+        mp.delenv("HNOW_MPICC", raising=False)
+        ckernels._AVAILABLE = None
+        yield home
+    ckernels._AVAILABLE = None
+
+
+@needs_cc
+def test_build_is_cached_per_installation(cache_home):
+    lib = ckernels.build("lib")
+    ref = ckernels.build("ref")
+    assert lib.is_file() and ref.is_file() and os.access(ref, os.X_OK)
+    assert lib.parent != ref.parent
+    assert str(lib).startswith(str(cache_home / "hnowmodel" / "kernels"))
+    assert lib.parent.name == ckernels.cache_key("lib")
+    before = (lib.stat().st_mtime_ns, ref.stat().st_mtime_ns)
+    assert ckernels.build("lib") == lib and ckernels.build("ref") == ref
+    assert (lib.stat().st_mtime_ns, ref.stat().st_mtime_ns) == before  # not recompiled
+    leftovers = [p.name for p in lib.parent.iterdir() if p.name not in {lib.name, ".lock"}]
+    assert leftovers == []
+    assert ckernels.available() == (True, "")
+
+
+@needs_cc
+def test_concurrent_builders_share_one_build(tmp_path):
+    """Two processes building into a cold cache at once (as two ranks do) end with one binary, no temp files."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    code = "from calibrate import ckernels; print(ckernels.build('lib'))"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        for _ in range(2)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    paths = {o[0].strip() for o in outs}
+    assert len(paths) == 1
+    lib = Path(paths.pop())
+    assert sorted(p.name for p in lib.parent.iterdir()) == [".lock", lib.name]
+
+
+@needs_cc
+def test_verify_checks_the_payload_pattern(cache_home):
+    lib = ckernels._load(ckernels.build("lib"))
+    assert lib.hk_version() >= 1
+    seed, n = 3, 5000
+    good = bytes((j * 131 + seed * 17 + 7) & 0xFF for j in range(n))
+    assert lib.hk_verify(good, n, seed) == 0
+    bad = bytearray(good)
+    bad[4321] ^= 0x40
+    assert lib.hk_verify(bytes(bad), n, seed) == -3
+    assert lib.hk_verify(good, n, seed + 1) == -3
+
+
+@needs_cc
+def test_compile_failure_names_the_compiler_error(cache_home, tmp_path, monkeypatch):
+    broken = tmp_path / "kernels"
+    broken.mkdir()
+    (broken / "hnow_kernels.c").write_text("#include <mpi.h>\nint hk_version(void) { return this_is_not_defined; }\n")
+    monkeypatch.setattr(ckernels, "KERNEL_DIR", broken)
+    monkeypatch.setattr(ckernels, "_AVAILABLE", None)
+    with pytest.raises(ckernels.KernelBuildError, match="this_is_not_defined"):
+        ckernels.build("lib")
+    ok, reason = ckernels.available()
+    assert not ok and "compiling hnow_kernels.c failed" in reason
+    key_dir = cache_home / "hnowmodel" / "kernels" / ckernels.cache_key("lib")
+    assert not (key_dir / "libhnowk.so").exists()
+    assert [p.name for p in key_dir.iterdir()] == [".lock"]  # no half-written binary left behind
+
+
+def test_no_compiler_is_reported(monkeypatch, tmp_path):
+    monkeypatch.setenv("HNOW_MPICC", str(tmp_path / "no-such-mpicc"))
+    monkeypatch.setattr(ckernels, "_AVAILABLE", None)
+    assert ckernels.compiler() is None
+    with pytest.raises(ckernels.KernelBuildError, match="no mpicc"):
+        ckernels.build("lib")
+    ok, reason = ckernels.available()
+    assert not ok and "no mpicc" in reason
+
+
+def test_unknown_kind_is_rejected():
+    with pytest.raises(ValueError, match="kind"):
+        ckernels.build("nope")
+
+
+DRIVER = textwrap.dedent(
+    """
+    import json, math
+    import numpy as np
+    from mpi4py import MPI
+    from calibrate.ckernels import Kernels, KernelError
+
+    comm = MPI.COMM_WORLD
+    k = Kernels(comm)
+    rank = comm.Get_rank()
+    small, big = 8, 1 << 20
+    out = {"info": k.info(), "kernels": {}, "coll": {}, "errors": {}}
+
+    def record(name, arr, owner):
+        got = comm.bcast(None if arr is None else arr.tolist(), root=owner)
+        if rank == owner:
+            assert arr is not None
+        else:
+            assert arr is None
+        out["kernels"][name] = got
+
+    for m in (0, small, big):
+        record(f"oneway_{m}", k.oneway(0, 1, m, 7, gap_us=5.0), 0)
+    for m in (small, big):
+        record(f"pingpong_{m}", k.pingpong(0, 1, m, 5, batch=3), 0)
+        record(f"sends_{m}", k.sends(0, 1, m, 4, 5), 0)
+        record(f"recv_{m}", k.recv(1, 0, m, 5, settle_us=100.0), 0)  # b = 0 measures
+        record(f"oneway_unaligned_{m}", k.oneway(1, 0, m, 5, aligned=False), 1)
+    for op in ("bcast", "scatter", "gather"):
+        for m in (0, small, big):
+            start, finish = k.coll(op, 1, m, 5, lead_us=200.0, aligned=(m != small))
+            assert len(start) == len(finish) == 5
+            out["coll"][f"{op}_{m}"] = comm.gather([start.tolist(), finish.tolist()], root=0)
+    for name, call in (("same_rank", lambda: k.oneway(0, 0, 8, 3)), ("bad_op", lambda: k.coll(7, 0, 8, 3)),
+                       ("bad_root", lambda: k.coll("bcast", 5, 8, 3))):
+        try:
+            call()
+            out["errors"][name] = None
+        except KernelError as exc:
+            out["errors"][name] = str(exc)
+    errors = comm.gather(out["errors"], root=0)
+    if rank == 0:
+        out["errors_all_ranks"] = errors
+        print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_kernels_under_mpiexec(cache_home, tmp_path):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    proc = subprocess.run(
+        [MPIEXEC, "-n", "2", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert res["info"]["library_path"].startswith(str(cache_home))
+    assert res["info"]["compiler"] == CC and res["info"]["version"] >= 1
+
+    lengths = {"oneway": 7, "pingpong": 5, "sends": 5, "recv": 5, "oneway_unaligned": 5}
+    for name, samples in res["kernels"].items():
+        kind = name.rsplit("_", 1)[0]
+        assert len(samples) == lengths[kind], name
+        assert all(x > 0 and x < 1e6 for x in samples), (name, samples)  # finite, positive, not absurd
+
+    def med(xs):
+        return sorted(xs)[len(xs) // 2]
+
+    kern = res["kernels"]
+    for kind in ("oneway", "pingpong", "sends", "recv", "oneway_unaligned"):
+        assert med(kern[f"{kind}_{1 << 20}"]) > med(kern[f"{kind}_8"]), kind  # 1 MiB vs 8 B: a huge margin
+
+    for key, per_rank in res["coll"].items():
+        assert len(per_rank) == 2
+        for start, finish in per_rank:
+            assert all(f >= s for s, f in zip(start, finish, strict=True)), key
+        assert all(c > 0 for c in _completions(per_rank)), key
+    for op in ("bcast", "scatter", "gather"):
+        assert med(_completions(res["coll"][f"{op}_{1 << 20}"])) > med(_completions(res["coll"][f"{op}_8"])), op
+
+    for errs in res["errors_all_ranks"]:  # errors are collective: every rank raises the same
+        assert "bad arguments" in errs["same_rank"]
+        assert "unknown collective op" in errs["bad_op"]
+        assert "bad arguments" in errs["bad_root"]
+
+
+def _completions(per_rank: list) -> list[float]:
+    n = len(per_rank[0][0])
+    return [max(r[1][i] for r in per_rank) - min(r[0][i] for r in per_rank) for i in range(n)]
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_reference_pingpong_one_row_per_size(cache_home):
+    sizes = [0, 8, 65536, 1 << 20]
+    rows = ckernels.run_reference(sizes, np=2, batches=5, iters=3, timeout_s=120)
+    assert [r["size_bytes"] for r in rows] == sizes
+    for r in rows:
+        assert set(r) == {"size_bytes", "median_us", "min_us", "max_us", "batches"}
+        assert r["batches"] == 5
+        assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"]
+    assert rows[-1]["median_us"] > rows[1]["median_us"]
+
+
+def test_reference_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="sizes"):
+        ckernels.run_reference([])
+    with pytest.raises(ValueError, match="sizes"):
+        ckernels.run_reference([-1])
+
+
+def test_kernel_sources_are_shipped():
+    for src, _, _ in ckernels.KERNEL_SOURCES.values():
+        assert (Path(ckernels.__file__).parent / "kernels" / src).is_file()
+
+
+ODD_SIZES_DRIVER = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    from mpi4py import MPI
+    from calibrate.ckernels import Kernels
+
+    k = Kernels(MPI.COMM_WORLD)
+    # sizes that are not multiples of a page, largest first (a one-byte overrun of the receive buffers once
+    # corrupted the heap exactly here)
+    for m in (4194304, 3329021, 2642246, 4097, 1, 0):
+        k.sends(0, 1, m, 4, 3)
+        k.coll("gather", 0, m, 3, lead_us=10.0)
+        k.coll("scatter", 0, m, 3, lead_us=10.0)
+        k.recv(1, 0, m, 3)
+    copy = [float(np.median(k.copy(m, 5))) for m in (8, 1 << 20)]
+    late = {m: k.late(0, 1, m, 5, delay_us=300.0) for m in (8, 1 << 20)}
+    if MPI.COMM_WORLD.rank == 0:
+        print(json.dumps({"copy": copy, "late": {m: float(np.median(v)) for m, v in late.items()}}))
+    """
+)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_odd_sizes_copy_and_late_receive(cache_home, tmp_path):
+    script = tmp_path / "odd.py"
+    script.write_text(ODD_SIZES_DRIVER)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    proc = subprocess.run(
+        [MPIEXEC, "-n", "2", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert 0 < res["copy"][0] < res["copy"][1]  # copying 1 MiB takes longer than 8 B
+    # MPICH on shared memory: 8 B goes eagerly (the send does not wait for the late receive), 1 MiB by rendezvous
+    # (the send cannot finish before the receive is posted 300 µs later)
+    assert res["late"]["8"] < 150 < res["late"][str(1 << 20)]
