@@ -1,7 +1,9 @@
 """``python -m calibrate calibrate``: measure Sc/Sm/Rc/Rm per node type and Xc/Xm, and emit a profile document.
 
-Plan (papers/003 section 2): for every message size, ping-pong over each measured pair (two ranks of one type
-where a type has two or more ranks, and one rank of each pair of types), then for every type its send overhead
+Plan (Banikazemi, Sampathkumar, Prabhu, Panda, Sadayappan, "Communication Modeling of Heterogeneous Networks of
+Workstations for Performance Characterization of Collective Operations", section 2): for every message size,
+ping-pong over each measured pair (two ranks of one type where a type has two or more ranks, and one rank of each
+pair of types), then for every type its send overhead
 (consecutive sends) and its receive overhead (receive posted after the message surely arrived). Then, on rank 0:
 
 * ``S_t(m)`` and ``R_t(m)`` are fitted per type (median per size, least squares, 95 % CIs);
@@ -13,6 +15,10 @@ where a type has two or more ranks, and one rank of each pair of types), then fo
 * a protocol switch (eager -> rendezvous) is detected on the ping-pong times; the profile's numbers come from the
   regime that holds at most of the calibrated sizes (``--regime`` to choose), the other regime's fits go into
   ``provenance``.
+
+On real MPI with the C kernels, ranks on one host are calibrated by :mod:`calibrate.realmpi` (interleaved rounds,
+piecewise regimes); ranks on several hosts by its network mode (links per pair of host groups in both directions,
+token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``).
 
 The testbed's parameters are never read: only its layout (which type each rank is) is used, as a user would
 know which nodes are which. ``--layout auto`` finds types by host name and by clustering per-rank overheads.
@@ -236,6 +242,23 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         tr = make_transport(comm, testbed)
     with rt.step("hosts"):
         hosts = comm.allgather(socket.gethostname())
+    use_c = False
+    if prepared["mode"] == "plain" and prepared["network"] is None and args.kernels != "python":
+        from .ckernels import available
+
+        ok, why = available()
+        oks = comm.allgather((ok, why))
+        bad = next((w for good, w in oks if not good), None)
+        use_c = bad is None
+        if not use_c:
+            if args.kernels == "c":
+                raise InputError(f"--kernels c: the C kernels cannot be used here ({bad})")
+            rt.progress(f"C kernels unavailable ({bad}): timing with the Python kernels (less accurate on real MPI)")
+            prepared["kernel_note"] = f"Python kernels: the C kernels could not be used ({bad})"
+    if use_c and len(set(hosts)) > 1:  # ranks on several hosts: the network mode (links, bursts, host groups)
+        if prepared["layout"] is not None and len(prepared["layout"]) != tr.size:
+            raise InputError(f"--layout has {len(prepared['layout'])} ranks, the job has {tr.size}")
+        return _calibrate_network(args, rt, prepared, hosts, t_start)
     with rt.step("layout"):
         layout = prepared["layout"]
         if layout is None and testbed is not None and args.layout != "auto":
@@ -245,18 +268,8 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         if len(layout) != tr.size:
             raise InputError(f"--layout has {len(layout)} ranks, the job has {tr.size}")
     pairs, roles = _plan(tuple(layout))
-    if prepared["mode"] == "plain" and prepared["network"] is None and args.kernels != "python":
-        from .ckernels import available
-
-        ok, why = available()
-        oks = comm.allgather((ok, why))
-        bad = next((w for good, w in oks if not good), None)
-        if bad is None:
-            return _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start)
-        if args.kernels == "c":
-            raise InputError(f"--kernels c: the C kernels cannot be used here ({bad})")
-        rt.progress(f"C kernels unavailable ({bad}): timing with the Python kernels (less accurate on real MPI)")
-        prepared["kernel_note"] = f"Python kernels: the C kernels could not be used ({bad})"
+    if use_c:
+        return _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start)
     sizes = prepared["sizes"] or prepared["default_sizes"]
     quick = args.quick
     if prepared["mode"] == "plain":  # µs-scale samples: cheap, and noisy on a shared machine, so take many
@@ -373,6 +386,77 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
             doc["interleaved_native"] = {
                 "rows": natives,
                 "gap_us": gap,
+                "rounds": rounds,
+                "pinning": {o: "binomial" for o in prepared["native_ops"]},
+            }
+    return doc
+
+
+def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | None:
+    """Ranks on several hosts, C kernels (:func:`calibrate.realmpi.run_network`): the host groups are discovered
+    from the links when no layout is given, every pair of groups gets its own link (both directions), the token
+    buckets' burst is fitted, and the idle gaps let the buckets refill."""
+    from mpi4py import MPI
+
+    from . import realmpi
+
+    comm = rt.comm
+    with rt.step("C kernels"):
+        pk = realmpi.PairKernels(comm)
+    budget = realmpi.NET_BUDGET_QUICK_US if args.quick else realmpi.NET_BUDGET_US
+    gap_min = realmpi.NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
+    layout = prepared["layout"]
+    auto_info = None
+    if layout is None:
+        layout, auto_info = realmpi.network_auto_layout(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
+    layout = tuple(layout)
+    pairs, roles = realmpi.plan_network(layout, hosts)
+    slopes = None
+    if auto_info is not None:  # the links measured for the layout also set each pair's sizes and gaps
+        names = auto_info["hosts"]
+        cost = auto_info["pair_cost_us_per_byte"]
+        slopes = {}
+        for a in range(len(hosts)):
+            for b in range(len(hosts)):
+                if hosts[a] != hosts[b]:
+                    slopes[(a, b)] = cost[names.index(hosts[a])][names.index(hosts[b])]
+    sizes = sorted({0, *(prepared["sizes"] or realmpi.net_grid(args.quick))})
+    rounds = args.rounds or (2 if args.quick else 3)
+    raw = realmpi.run_network(
+        pk,
+        rt,
+        pairs=pairs,
+        roles=roles,
+        sizes=sizes,
+        rounds=rounds,
+        gap_min_us=gap_min,
+        quick=args.quick,
+        budget_us=budget,
+        slopes=slopes,
+        native_ops=prepared["native_ops"],
+        native_sizes=prepared["native_sizes"],
+    )
+    pk.free()
+    if rt.rank != 0:
+        return None
+    with rt.step("fit"):
+        doc = realmpi.fit_network_profile(raw, layout, hosts, pairs, roles)
+        prov = doc["provenance"]
+        prov["self_check"] = realmpi.net_self_check(doc, raw, pairs, layout)
+        prov["reference_pingpong"] = []
+        prov["reference_note"] = "no plain ping-pong reference on the network (it is for shared memory)"
+        prov["kernels"] = {"kind": "C", **pk.world.info()}
+        lib = MPI.Get_library_version().strip()
+        prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
+        prov["transport"] = _transport(hosts)
+        prov["mode"] = "network"
+        prov["layout"] = {"given": prepared["layout"] is not None, **({"auto": auto_info} if auto_info else {})}
+        prov["wall_s"] = round(time.monotonic() - t_start, 2)
+        natives = realmpi.native_rows(raw)
+        if natives:
+            doc["interleaved_native"] = {
+                "rows": natives,
+                "gap_us": raw["native_lead_us"],
                 "rounds": rounds,
                 "pinning": {o: "binomial" for o in prepared["native_ops"]},
             }
@@ -562,7 +646,9 @@ def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> di
         **({"links": links} if links else {}),
         "nodes": [{"rank": r, "host": hosts[r], "type": t} for r, t in enumerate(layout)],
         "provenance": {
-            "method": "papers/003 section 2: ping-pong (eq. 5), consecutive sends (S), receive after arrival (R); "
+            "method": "Banikazemi et al., Communication Modeling of Heterogeneous Networks of Workstations for "
+            "Performance Characterization of Collective Operations, section 2: ping-pong (eq. 5), consecutive "
+            "sends (S), receive after arrival (R); "
             "X = T_ptp - S - R",
             "x_source": x_source,
             "mode": prepared["mode"],

@@ -214,8 +214,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "hk_recv": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64],
     # comm_f, op, root, m, reps, lead_us, aligned, out_start, out_finish
     "hk_coll": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64, _F64],
-    # m, reps, aligned, out
-    "hk_copy": [_c.c_long, _c.c_int, _c.c_int, _F64],
+    # m, ring, reps, aligned, out
+    "hk_copy": [_c.c_long, _c.c_long, _c.c_int, _c.c_int, _F64],
     # comm_f, a, b, m, reps, delay_us, aligned, out
     "hk_late": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64],
     "hk_verify": [_c.c_char_p, _c.c_long, _c.c_int],
@@ -319,11 +319,13 @@ class Kernels:
         self._check("hk_coll", rc)
         return start, finish
 
-    def copy(self, m: int, reps: int, aligned: bool = True) -> np.ndarray:
+    def copy(self, m: int, reps: int, aligned: bool = True, ring: int | None = None) -> np.ndarray:
         """A local ``memcpy`` of ``m`` bytes between two separate buffers (µs), one per repetition. Not collective:
-        the root's copy of its own block in MPICH's binomial scatter/gather."""
+        the root's copy of its own block in MPICH's binomial scatter/gather. Successive copies walk ``ring`` bytes
+        (default ``(ranks + 1)·m``: the root's working set in such a collective), so they are as cold as there."""
+        ring = (self.size + 1) * int(m) if ring is None else int(ring)
         out = np.zeros(self._reps(reps), dtype=np.float64)
-        self._check("hk_copy", self._lib.hk_copy(int(m), out.size, int(bool(aligned)), out))
+        self._check("hk_copy", self._lib.hk_copy(int(m), ring, out.size, int(bool(aligned)), out))
         return out
 
     def late(

@@ -1,4 +1,5 @@
-"""The calibration experiments of papers/003 section 2, over the :class:`~calibrate.transport.Transport`.
+"""The calibration experiments of section 2 of Banikazemi et al. (the HNOW model), over a
+:class:`~calibrate.transport.Transport`.
 
 Each experiment involves two ranks, ``a`` and ``b``, and yields one sample (µs) per repetition on the measuring
 rank; the other ranks sit out in a sleeping wait.

@@ -10,6 +10,21 @@
    default model variant, and measured at every size);
 3. compare, name the best tree per case (predicted and measured), and write the report folder: ``profile.json``,
    ``comparison.csv``, ``best_trees.csv``, one ``compare-<config>.png`` per configuration and ``summary.md``.
+
+:func:`run_demo` with ``where="auto"`` (what ``hnow demo`` does) runs on a **virtual cluster** instead when the
+machine allows it (root, network namespaces, ``tc tbf``: :func:`hnowmodel.cluster.netns.require`), and says
+which: the built-in ``demo`` spec (6 hosts f1 m1 s1 f2 m2 s2 at 160/60/25 Mbit/s), real MPI over TCP through the
+shaped links. There:
+
+1. calibrate 6 ranks with ``layout="auto"`` (the host groups are found by measuring the links, never read from
+   the spec; the quick grid);
+2. predict and measure bcast/scatter/gather over the binomial and sequential trees, each operation's optimal tree
+   (chosen at the measured size under the operation's default model variant) and the library's native
+   (pinned binomial) collective, at 16 and 64 KiB;
+3. measure the gain of the chosen tree over binomial (predicted vs measured), and the gain of the rank order the
+   search picks for MPICH's binomial broadcast (``measure(..., reorder=True)``);
+4. write the report folder: ``profile.json``, ``comparison.csv``, ``gains.csv``, ``compare-cluster.png``,
+   ``summary.md``.
 """
 
 from __future__ import annotations
@@ -29,12 +44,36 @@ from .params import Profile
 from .report import group_stats, markdown_summary, plot_comparison, write_csv
 from .sizes import format_size
 
-__all__ = ["run_demo", "DemoResult", "CONFIGS", "CALIBRATION_LAYOUT"]
+__all__ = [
+    "run_demo",
+    "DemoResult",
+    "CONFIGS",
+    "CALIBRATION_LAYOUT",
+    "CLUSTER_SPEC",
+    "CLUSTER_SIZES",
+    "cluster_possible",
+]
 
 #: name -> layout: the paper's Figures 3-5 (4 ranks) and Figure 7's 8-rank system.
 CONFIGS = {"A": "FFFF", "B": "FFSS", "C": "SFSF", "D": "FSFS", "8": "FFFFSSSS"}
 CALIBRATION_LAYOUT = "FFFFSSSS"
 TREES = ("binomial", "sequential", "hierarchical")
+#: The virtual cluster of the demo (built-in spec) and its message sizes (bytes; per rank for scatter/gather).
+CLUSTER_SPEC = "demo"
+CLUSTER_SIZES = (16384, 65536)
+CLUSTER_TREES = ("binomial", "sequential")
+
+
+def cluster_possible() -> tuple[bool, str]:
+    """Whether a virtual cluster can be built here (root, network namespaces, ``tc tbf``), and if not, why."""
+    from .cluster.netns import require
+    from .errors import HnowError
+
+    try:
+        require()
+    except HnowError as e:
+        return False, str(e)
+    return True, ""
 
 
 @dataclass(frozen=True)
@@ -55,6 +94,8 @@ class DemoResult:
             "summary": self.summary,
             "best": list(self.best),
             "wall_time_s": self.wall_time_s,
+            "where": self.context.get("where"),
+            "gains": list(self.context.get("gains", [])),
         }
 
 
@@ -88,6 +129,8 @@ def run_demo(
     *,
     output: str | Path | None = None,
     force: bool = False,
+    where: str = "testbed",
+    cluster: str = CLUSTER_SPEC,
     testbed: str = "paper",
     sizes: Any = (0, 1024, 4096),
     configs: Sequence[str] = tuple(CONFIGS),
@@ -101,8 +144,14 @@ def run_demo(
     timeout: float | None = None,
     progress: Progress = None,
 ) -> DemoResult:
-    """Run the demo (module docstring) and write its report folder (default ``./hnow-demo-<date>-<time>``)."""
-    t_start = time.monotonic()
+    """Run the demo (module docstring) and write its report folder (default ``./hnow-demo-<date>-<time>``).
+
+    ``where``: ``"testbed"`` (the emulated ``testbed``), ``"cluster"`` (the virtual cluster ``cluster``; an
+    :class:`InputError` says why when the machine cannot build one) or ``"auto"`` (the cluster when possible, else
+    the testbed; the context's ``where`` says which and why). On the cluster ``sizes`` defaults to
+    :data:`CLUSTER_SIZES`, ``configs`` does not apply and ``method``/``stat`` are the plain-MPI ones."""
+    if where not in ("testbed", "cluster", "auto"):
+        raise InputError(f"where must be 'testbed', 'cluster' or 'auto', not {where!r}")
     configs = [c.strip() for c in (configs.split(",") if isinstance(configs, str) else configs) if c.strip()]
     for c in configs:
         if c not in CONFIGS:
@@ -111,6 +160,25 @@ def run_demo(
         raise InputError(f"--method: unknown timing method {method!r} (choose from: sync, fig2)")
     if stat not in ("median", "min"):
         raise InputError(f"--stat: unknown statistic {stat!r} (choose from: median, min)")
+    if where != "testbed":
+        ok, why = cluster_possible()
+        if ok:
+            return _run_cluster_demo(
+                output=output,
+                force=force,
+                cluster=cluster,
+                sizes=None if tuple(sizes) == (0, 1024, 4096) else sizes,
+                reps=reps,
+                profile=profile,
+                timeout=timeout,
+                progress=progress,
+            )
+        if where == "cluster":
+            raise InputError(f"--cluster: {why}")
+        fallback = f"emulated testbed {testbed!r} (no virtual cluster here: {why})"
+    else:
+        fallback = f"emulated testbed {testbed!r} (asked for)"
+    t_start = time.monotonic()
     out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
     check_output(out, force=force, folder=True)
     say = _progress(progress)
@@ -119,6 +187,8 @@ def run_demo(
     def note(msg: str) -> None:
         if say is not None:
             say(f"[demo {time.monotonic() - t_start:5.1f}s] {msg}")
+
+    note(f"running on the {fallback}")
 
     if profile is not None:
         prof = profile if isinstance(profile, Profile) else Profile.load(profile)
@@ -170,6 +240,7 @@ def run_demo(
     context = {
         "what": "calibrate -> predict -> measure -> compare on the emulated paper testbed (Banikazemi et al., "
         "Figures 3-5 and 7)",
+        "where": fallback,
         "testbed": f"{testbed} (time_scale {meta.get('time_scale', 0):g}; all times in testbed µs)",
         "MPI": meta.get("library_version"),
         "profile": source
@@ -198,6 +269,161 @@ def run_demo(
         text += f"{b['measured_best']} | {'yes' if b['agree'] else 'no'} |\n"
     atomic_write(out / "summary.md", text)
     return DemoResult(tuple(rows), tuple(best), stats, str(out), elapsed, context)
+
+
+def _gain_pct(base: float | None, new: float | None) -> float | None:
+    """How much faster ``new`` is than ``base`` (%): ``100·(base − new)/base``; None when either is missing."""
+    if base is None or new is None or not base > 0:
+        return None
+    return 100.0 * (base - new) / base
+
+
+def _run_cluster_demo(
+    *,
+    output: str | Path | None,
+    force: bool,
+    cluster: str,
+    sizes: Any,
+    reps: int,
+    profile: Profile | str | None,
+    timeout: float | None,
+    progress: Progress,
+) -> DemoResult:
+    """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links."""
+    from . import cluster as hc
+    from .jobs.api import _sizes, measure
+
+    t_start = time.monotonic()
+    spec = hc.load_spec(cluster)
+    grid = _sizes(sizes) if sizes is not None else CLUSTER_SIZES
+    out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
+    check_output(out, force=force, folder=True)
+    say = _progress(progress)
+    np_ = sum(h.slots for h in spec.hosts)
+    rates = ", ".join(f"{h.name} {h.egress_mbit:g}" for h in spec.hosts)
+    where = (
+        f"virtual cluster {spec.name!r}: {len(spec.hosts)} hosts ({rates} Mbit/s), MPI over TCP through shaped links"
+    )
+
+    def note(msg: str) -> None:
+        if say is not None:
+            say(f"[demo {time.monotonic() - t_start:5.1f}s] {msg}")
+
+    note(f"running on the {where}")
+    launch = {"cluster": cluster, "timeout": timeout}
+    with hc.using(spec):
+        if profile is not None:
+            prof = profile if isinstance(profile, Profile) else Profile.load(profile)
+            source = "given (no calibration)"
+        else:
+            note(f"calibrating {np_} ranks, host groups found by measuring the links (--layout auto)")
+            prof = calibrate(np_, layout="auto", quick=True, rounds=1, progress=progress, **launch)
+            source = f"calibrated on {np_} ranks with --layout auto in {time.monotonic() - t_start:.0f} s"
+        t_cal = time.monotonic() - t_start
+        out.mkdir(parents=True, exist_ok=True)
+        prof.save(out / "profile.json", overwrite=True)
+        lay = list(prof.layout)
+        note(f"layout found: {','.join(lay)}")
+        rows: list[dict[str, Any]] = []
+        run: dict[str, Any] = {}
+        for m in grid:
+            chosen = [f"optimal:{op}:{m}" for op in ops.names()]
+            note(
+                f"{format_size(m)}: measuring {', '.join(ops.names())} over {', '.join(CLUSTER_TREES)}, optimal, native"
+            )
+            cmp = compare(
+                prof,
+                np=np_,
+                layout=",".join(lay),
+                ops=ops.names(),
+                trees=[*CLUSTER_TREES, *chosen, "native"],
+                sizes=[m],
+                reps=reps,
+                iters=2,
+                both=False,
+                progress=None,
+                **launch,
+            )
+            run = dict(cmp.run)
+            for r in rows_as_dicts(cmp.rows):
+                if r["tree"].startswith("optimal:"):
+                    if r["tree"].split(":")[1] != r["op"]:
+                        continue  # each op's row comes from that op's own optimal tree
+                    r["tree"] = "optimal"
+                rows.append({"config": "cluster", "layout": ",".join(lay), **r})
+        note("measuring the rank order the search picks for the native binomial broadcast")
+        ro = measure(
+            np_,
+            op="bcast",
+            tree="native",
+            sizes=[max(grid)],
+            profile=prof,
+            layout=",".join(lay),
+            reps=reps,
+            iters=2,
+            both=False,
+            reorder=True,
+            **launch,
+        )
+    gains: list[dict[str, Any]] = []
+    for op in ops.names():
+        for m in grid:
+            by = {r["tree"]: r for r in rows if r["op"] == op and r["size"] == m}
+            b, o = by.get("binomial"), by.get("optimal")
+            if b and o:
+                gains.append(
+                    {
+                        "what": "optimal tree vs binomial",
+                        "op": op,
+                        "size": m,
+                        "predicted_gain_pct": _gain_pct(b["predicted_us"], o["predicted_us"]),
+                        "measured_gain_pct": _gain_pct(b["measured_us"], o["measured_us"]),
+                    }
+                )
+    for r in ro.rows:
+        gains.append(
+            {
+                "what": "rank order for native binomial",
+                "op": r.op,
+                "size": r.size,
+                "predicted_gain_pct": r.extra.get("predicted_gain_pct"),
+                "measured_gain_pct": r.extra.get("measured_gain_pct"),
+                "keys": " ".join(map(str, r.extra.get("reorder_keys", []))),
+            }
+        )
+    best = _best_rows(rows)
+    elapsed = time.monotonic() - t_start
+    stats = summarize(rows)
+    context = {
+        "what": "calibrate -> predict -> measure -> compare on a virtual heterogeneous cluster",
+        "where": where,
+        "MPI": run.get("library_version"),
+        "profile": f"{source} (profile.json); layout {','.join(lay)}; never the spec's rates",
+        "trees": ", ".join(CLUSTER_TREES) + ", optimal (each operation's best tree at the measured size, under its "
+        "default model variant), native (the library's pinned binomial)",
+        "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
+        "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {reps} repetitions (spread = min-max)",
+        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in ops.OPERATIONS.values()),
+        "calibration": f"{t_cal:.0f} s",
+        "wall time": f"{elapsed:.0f} s",
+    }
+    write_csv(out / "comparison.csv", rows)
+    write_csv(out / "best_trees.csv", best, columns=list(best[0]) if best else [])
+    write_csv(
+        out / "gains.csv", gains, columns=["what", "op", "size", "predicted_gain_pct", "measured_gain_pct", "keys"]
+    )
+    plot_comparison(rows, out / "compare-cluster.png", f"virtual cluster {spec.name} ({','.join(lay)})")
+    text = markdown_summary(rows, "hnow demo: predicted vs measured on a virtual cluster", context, keys=("op", "tree"))
+    text += "\n## Gains, predicted vs measured\n\n"
+    text += "| what | op | size | predicted gain % | measured gain % |\n|---|---|---|---|---|\n"
+    for g in gains:
+        p = "n/a" if g["predicted_gain_pct"] is None else f"{g['predicted_gain_pct']:.1f}"
+        q = "n/a" if g["measured_gain_pct"] is None else f"{g['measured_gain_pct']:.1f}"
+        text += f"| {g['what']} | {g['op']} | {format_size(g['size'])} | {p} | {q} |\n"
+    agree = sum(b["agree"] for b in best)
+    text += f"\nThe model's best tree vs the fastest measured tree: {agree}/{len(best)} agree.\n"
+    atomic_write(out / "summary.md", text)
+    return DemoResult(tuple(rows), tuple(best), stats, str(out), elapsed, {**context, "gains": gains})
 
 
 def group_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import flow as _flow
 from . import predict as _predict
 from .errors import InputError
 
@@ -115,7 +116,11 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
         "bcast": Operation(
             name="bcast",
             summary="one root's m bytes to every rank (eq. 6-7)",
-            variants={"paper": _predict.bcast},
+            variants={
+                "paper": _predict.bcast,
+                "flow": _flow.bcast,
+                "flow-weighted": partial(_flow.bcast, sharing="weighted"),
+            },
             default_variant="paper",
             edge_data="one",
             kernel="bcast",
@@ -124,7 +129,11 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
         "scatter": Operation(
             name="scatter",
             summary="the root's block i (m bytes) to rank i (eq. 8-9; subtree data per edge off the sequential tree)",
-            variants={"paper": _predict.scatter},
+            variants={
+                "paper": _predict.scatter,
+                "flow": _flow.scatter,
+                "flow-weighted": partial(_flow.scatter, sharing="weighted"),
+            },
             default_variant="paper",
             edge_data="subtree",
             kernel="scatter",
@@ -136,6 +145,8 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             variants={
                 "link": partial(_predict.gather, variant="link"),
                 "paper": partial(_predict.gather, variant="paper"),
+                "flow": _flow.gather,
+                "flow-weighted": partial(_flow.gather, sharing="weighted"),
             },
             # the receiver's link carries one message at a time: what the emulated testbed and real links do
             default_variant="link",

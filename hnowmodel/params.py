@@ -814,7 +814,7 @@ def paper_profile(convention: str = "table2") -> Profile:
     shift = _PAPER_NETWORK.Xc_us if convention == "table2" else 0.0
     types = {name: NodeType(name, sc, sm, rc - shift, rm) for name, (sc, sm, rc, rm) in _TABLE1.items()}
     prov = {
-        "source": "Banikazemi et al., Table 1 and section 2.2 (papers/003)",
+        "source": "Banikazemi et al., Communication Modeling of Heterogeneous Networks of Workstations, Table 1, 2.2",
         "convention": convention,
         "note": (
             "Table 1's Rc absorbs Xc (eq. 5, Table 2); stored as Rc = Table-1 Rc - Xc so T_ptp(0) = Table 2"

@@ -1,4 +1,4 @@
-"""Predicted completion times of point-to-point messages, broadcast, scatter and gather (papers/003, eq. 1-12).
+"""Predicted completion times of point-to-point messages, broadcast, scatter and gather (Banikazemi et al., eq. 1-12).
 
 Every function takes a :class:`~hnowmodel.params.Profile`, a layout (the node type of each rank), a
 :class:`~hnowmodel.trees.Tree` (or a tree name) and message sizes in bytes, and returns times in µs: one per size,
@@ -38,7 +38,7 @@ from .errors import InputError, LayoutError
 from .params import Profile
 from .trees import Tree, make_tree
 
-__all__ = ["ptp", "bcast", "scatter", "gather", "predict", "OPS", "GATHER_VARIANTS", "as_sizes"]
+__all__ = ["ptp", "bcast", "scatter", "gather", "predict", "GATHER_VARIANTS", "as_sizes"]
 
 GATHER_VARIANTS = ("paper", "link")
 
@@ -454,16 +454,14 @@ def gather(
     return ready if per_rank else ready[:, tree.root].copy()
 
 
-OPS: dict[str, Callable[..., np.ndarray]] = {"bcast": bcast, "scatter": scatter, "gather": gather}
-
-
 def predict(op: str, profile: Profile, layout: Sequence[str], tree: Tree | str, sizes: Any, **kw: Any) -> np.ndarray:
-    """Dispatch to :data:`OPS` by name; :class:`InputError` names the valid operations.
+    """Predict operation ``op`` (an entry of :data:`hnowmodel.ops.OPERATIONS`, under its default model variant
+    unless ``variant=`` says otherwise); :class:`InputError` names the valid operations.
 
     >>> from hnowmodel.params import paper_profile
     >>> predict("bcast", paper_profile(), ["slow", "slow"], "sequential", [0]).tolist()
     [230.0]
     """
-    if op not in OPS:
-        raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPS)})")
-    return OPS[op](profile, layout, tree, sizes, **kw)
+    from . import ops
+
+    return ops.predict(op, profile, layout, tree, sizes, **kw)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hnowmodel.benchmarks import BENCHMARKS as REGISTRY
-from hnowmodel.benchmarks import check_names, check_options
+from hnowmodel.benchmarks import OPTIONS, check_names, check_options
 
 from .common import Ctx
 from .hotspot import fanin_extension
@@ -59,28 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Check names and options before MPI starts (InputError names the bad value)."""
     names = check_names(args.name)
-    check_options(
-        {
-            k: getattr(args, k)
-            for k in (
-                "sizes",
-                "iters",
-                "min_reps",
-                "max_reps",
-                "window",
-                "count",
-                "buffers",
-                "reuse",
-                "slaves",
-                "variant",
-                "lengths",
-                "fractions",
-                "intervals",
-                "work",
-                "methods",
-            )
-        }
-    )
+    # layout and profile are checked below, against the testbed or the profile they belong to
+    check_options({k: getattr(args, k) for k in OPTIONS if k not in ("layout", "profile")})
     out: dict[str, Any] = {"names": names, "testbed": None, "profile": None, "layout": None}
     if args.testbed:
         from calibrate.testbed import load_testbed

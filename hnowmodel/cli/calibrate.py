@@ -135,6 +135,22 @@ def fit_report(profile: Profile) -> list[str]:
                 ]
             )
         )
+    spread = prov.get("spread_over_rounds")
+    if spread:
+        lines.append("run-to-run spread (each round fitted alone; min / median / max over rounds, per regime):")
+        rows = []
+        for name, sp in spread.items():
+            for i, reg in enumerate(sp["regimes"]):
+                c, k = reg["intercept_us"], reg["slope_us_per_byte"]
+                rows.append(
+                    {
+                        "series": name,
+                        "regime": i + 1,
+                        "intercept_us": f"{c[0]:.3g} / {c[1]:.3g} / {c[2]:.3g}",
+                        "slope_us_per_byte": f"{k[0]:.3g} / {k[1]:.3g} / {k[2]:.3g}",
+                    }
+                )
+        lines.append(table_text(rows))
     pairs = prov.get("pairs", [])
     if pairs:
         lines.append("additivity check (ping-pong vs S + X + R of the fitted parameters):")

@@ -505,6 +505,7 @@ def _reordered(
         "predicted_gain_pct": float(ro.gain_pct),
         "measured_gain_pct": gain,
         "reorder_keys": list(ro.keys),
+        "reorder_method": ro.method,
     }
     return replace(row, extra=extra)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
-from .wire import ERROR_PREFIX, PROGRESS_PREFIX, RESULT_PREFIX, ProtocolError, parse_step, unpack
+from .wire import ERROR_PREFIX, PROGRESS_PREFIX, RESULT_PREFIX, STEP_PREFIX, ProtocolError, parse_step, unpack
 
 __all__ = ["Launch", "find_launcher", "task_command", "run_task", "Terminated"]
 
@@ -157,6 +157,13 @@ class _Follow:
 
     def line(self, line: str) -> None:
         line = line.rstrip("\n")
+        # the launcher forwards the ranks' output in chunks: two ranks' lines can arrive glued together
+        for marker in (STEP_PREFIX, ERROR_PREFIX):
+            cut = line.find(marker, 1)
+            if cut > 0:
+                self.line(line[:cut])
+                self.line(line[cut:])
+                return
         step = parse_step(line)
         with self.lock:
             if step is not None:
@@ -243,6 +250,7 @@ def _run(
         stdin=subprocess.DEVNULL,
         env=env,
         start_new_session=True,  # its own process group: one killpg reaches the launcher and every rank
+        preexec_fn=_die_with_parent,
         text=True,
         bufsize=1,
         errors="replace",
@@ -300,6 +308,17 @@ def _run(
             "the hostfile's slots or the allocation)"
         )
     return envelope.get("result")
+
+
+def _die_with_parent() -> None:
+    """In the launcher's process, before exec: SIGTERM it if ``hnow`` dies without cleaning up (SIGKILL, a crash),
+    so that mpiexec stops its ranks instead of leaving them busy-polling (Linux ``PR_SET_PDEATHSIG``)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        pass
 
 
 def _on_sigterm() -> Callable[[], None]:

@@ -15,8 +15,9 @@ from typing import Any
 
 from .. import trees as _trees
 from ..errors import InputError, TreeError
+from ..ops import OPERATIONS as OPS
+from ..ops import predictor
 from ..params import Profile
-from ..predict import OPS
 from ..trees import Tree
 from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve
@@ -135,8 +136,6 @@ def best_tree(
     n = len(layout)
     if not 0 <= root < n:
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
-    from ..ops import predictor
-
     fn = predictor(op, variant)
     if op == "bcast":
         cands = _bcast_candidates(profile, layout, size, root, method)

@@ -1,4 +1,4 @@
-"""Pool planning (papers/003 Fig. 8, generalised): which mix of node types to run a job on.
+"""Pool planning (Banikazemi et al., Fig. 8, generalised): which mix of node types to run a job on.
 
 Given the nodes available per type and the job size N, every mix (c_t <= available_t, sum c_t = N) is scored by
 the predicted time of the collective over its best tree (:func:`hnowmodel.search.best_tree`, root on the fastest

@@ -16,11 +16,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, LayoutError
+from ..ops import OPERATIONS as OPS
+from ..ops import predictor
 from ..params import Profile
-from ..predict import OPS
 from ..trees import Tree, make_tree, type_speed_order
 
-__all__ = ["RankOrder", "rank_order"]
+__all__ = ["RankOrder", "rank_order", "SWAP_MAX_RANKS"]
+
+#: Above this many ranks only the greedy assignment is made (said in :attr:`RankOrder.method`).
+SWAP_MAX_RANKS = 128
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,9 @@ class RankOrder:
     keys: tuple[int, ...]
     time_us: float
     baseline_us: float
+    #: How the order was found: ``greedy + pairwise swaps``, or ``greedy only`` above :data:`SWAP_MAX_RANKS` ranks
+    #: (the swaps cost O(n^2) predictions per round), or ``identity`` when nothing beat the current order.
+    method: str = "greedy + pairwise swaps"
 
     @property
     def gain_pct(self) -> float:
@@ -48,6 +55,7 @@ class RankOrder:
             "time_us": self.time_us,
             "baseline_us": self.baseline_us,
             "gain_pct": self.gain_pct,
+            "method": self.method,
         }
 
 
@@ -73,7 +81,7 @@ def rank_order(
         tree = make_tree(tree, n, layout=layout, profile=profile)
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
-    fn = OPS[op]
+    fn = predictor(op)
     # bcast: every edge carries ``size`` bytes, so the lines in force at ``size`` are exact (and one pass is fast);
     # scatter/gather edges carry subtrees' data, each at its own regime: the predictor handles the full profile
     model = profile.at(size) if op == "bcast" else profile
@@ -90,7 +98,10 @@ def rank_order(
     perm[tree.root] = tree.root
     perm[positions] = ranks
     cur = cost([layout[r] for r in perm])
-    for _ in range(max_rounds if n <= 128 else 0):  # pairwise swaps cost O(n^2) predictions per round
+    method = (
+        "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
+    )
+    for _ in range(max_rounds if n <= SWAP_MAX_RANKS else 0):  # pairwise swaps cost O(n^2) predictions per round
         improved = False
         for i in range(n):
             for j in range(i + 1, n):
@@ -105,7 +116,7 @@ def rank_order(
         if not improved:
             break
     if cur >= baseline:
-        perm, cur = np.arange(n), baseline
+        perm, cur, method = np.arange(n), baseline, "identity (no order found that beats the current one)"
     keys = np.empty(n, dtype=np.int64)
     keys[perm] = np.arange(n)
-    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline)
+    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)

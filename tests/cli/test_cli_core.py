@@ -8,13 +8,23 @@ import pytest
 
 from hnowmodel.cli import COMMANDS, build_parser
 
+#: The subcommands DESIGN.md promises (contract); each must be offered, documented and take --json.
+CONTRACT = {"calibrate", "predict", "measure", "compare", "best-tree", "plan", "bench", "cluster", "demo", "info"}
 
-def test_every_registered_command_module_is_offered():
+
+def test_the_contract_commands_are_offered_with_json():
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command")
-    assert "info" in sub.choices and "predict" in COMMANDS
-    for name in sub.choices:
-        assert name in COMMANDS
+    assert set(sub.choices) == CONTRACT == set(COMMANDS)
+    for name, p in sub.choices.items():
+        assert p.description, name
+        assert any("--json" in a.option_strings for a in p._actions), name
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT))
+def test_every_command_has_help(hnow, name):
+    proc = hnow(name, "--help")
+    assert proc.returncode == 0 and "--json" in proc.stdout, proc.stderr
 
 
 def test_version_and_help(hnow):

@@ -184,17 +184,50 @@ def test_venv_mpiexec_found_without_activation():
     assert json.loads(proc.stdout)["ranks"] == 2
 
 
-def _ranks_alive(marker: str) -> list[str]:
-    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "-m calibrate" in line and marker in line]
+def _job_ranks(pid: int) -> list[int]:
+    """Pids of the ``python -m calibrate`` ranks below process ``pid`` (through mpiexec and its proxies)."""
+    parent, cmd = {}, {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                parent[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                cmd[int(proc.name)] = (proc / "cmdline").read_bytes().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+    below, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p and c not in below]
+        below.update(kids)
+        todo += kids
+    return sorted(c for c in below if cmd.get(c, [])[1:3] == [b"-m", b"calibrate"])
+
+
+def _wait_for_ranks(pid: int) -> list[int]:
+    for _ in range(40):
+        pids = _job_ranks(pid)
+        if len(pids) >= 2:
+            return pids
+        time.sleep(0.25)
+    return []
+
+
+def _alive(pids: list[int]) -> list[int]:
+    return [p for p in pids if Path(f"/proc/{p}").exists() and "Z" not in _state(p)]
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
 
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signal_stops_the_job_and_leaves_nothing(tmp_path, sig, code):
-    marker = f"hnow-sig-{sig.value}-{os.getpid()}"
     before = set(Path("/tmp").glob("hnow-*"))
-    out = tmp_path / f"{marker}.json"
+    out = tmp_path / "p.json"
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -219,14 +252,54 @@ def test_signal_stops_the_job_and_leaves_nothing(tmp_path, sig, code):
     for line in proc.stderr:  # wait until the ranks are measuring
         if "ping-pong" in line:
             break
+    ranks = _wait_for_ranks(proc.pid)
+    assert ranks, "the job's ranks were not found: this test would prove nothing"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == code, err
     assert "the MPI job was stopped" in err and "Traceback" not in err
     for _ in range(20):
-        if not _ranks_alive(str(tmp_path)):
+        if not _alive(ranks):
             break
         time.sleep(0.25)
-    assert not _ranks_alive(str(tmp_path)), "ranks left running"
+    assert not _alive(ranks), "ranks left running"
     assert not out.exists()
     assert set(Path("/tmp").glob("hnow-*")) <= before
+
+
+@pytest.mark.mpi
+def test_killed_hnow_takes_its_ranks_with_it(tmp_path):
+    """Even a SIGKILL of hnow (no chance to clean up) stops the launcher and its ranks: they die with their parent."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "hnowmodel.cli",
+            "calibrate",
+            "--np",
+            "2",
+            "--testbed",
+            "paper",
+            "--layout",
+            "FS",
+            "-o",
+            str(tmp_path / "p.json"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "ping-pong" in line:
+            break
+    ranks = _wait_for_ranks(proc.pid)
+    assert ranks, "the job's ranks were not found: this test would prove nothing"
+    proc.kill()
+    proc.wait(timeout=10)
+    for _ in range(40):
+        if not _alive(ranks):
+            break
+        time.sleep(0.25)
+    assert not _alive(ranks), "ranks left running after hnow was killed"

@@ -12,7 +12,7 @@ import hnowmodel as hm
 from hnowmodel.errors import LayoutError, ProfileError
 from hnowmodel.params import MAX_PER_BYTE_US, PROFILE_SCHEMA, PROFILE_SCHEMA_V1, Profile, paper_profile
 
-# Table 2 of papers/003: one-way latency (µs) of a 0-byte message, sender row -> receiver column.
+# Table 2 of Banikazemi et al. (the HNOW model): 0-byte one-way latency (µs), sender row -> receiver column.
 TABLE2 = {("fast", "fast"): 170.0, ("fast", "slow"): 200.0, ("slow", "fast"): 200.0, ("slow", "slow"): 230.0}
 
 

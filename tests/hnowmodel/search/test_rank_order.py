@@ -66,3 +66,16 @@ def test_rank_order_bad_input():
         search.rank_order(PROF, ["fast", "slow"], "binomial", "allreduce")
     with pytest.raises(LayoutError, match="tree has 3"):
         search.rank_order(PROF, ["fast", "slow"], trees.binomial(3))
+
+
+def test_rank_order_says_how_it_was_found():
+    """No silent limit: above SWAP_MAX_RANKS only the greedy step runs, and the result says so."""
+    from hnowmodel.search.rank_order import SWAP_MAX_RANKS
+
+    prof = PROF
+    small = search.rank_order(prof, ["slow", "fast"] * 4, "binomial", "bcast", 0)
+    assert small.method.startswith(("greedy + pairwise swaps", "identity"))
+    n = SWAP_MAX_RANKS + 2
+    big = search.rank_order(prof, ["slow", "fast"] * (n // 2), "binomial", "bcast", 0)
+    assert f"no swaps above {SWAP_MAX_RANKS} ranks" in big.method or big.method.startswith("identity")
+    assert big.to_dict()["method"] == big.method

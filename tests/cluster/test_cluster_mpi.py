@@ -1,0 +1,175 @@
+"""Real MPI on a virtual cluster through the ``hnow`` command: a 4-rank calibration with ``--layout auto`` (the host
+groups found by measuring the links), a native compare with that profile, and nothing left behind (namespaces,
+links, state, ranks). A 6-host, 3-speed calibration checks the grouping. Behaviour only, never timing.
+
+Skipped, with the reason, where there is no root or no network namespaces (or no MPI launcher: marker ``mpi``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hnowmodel.cluster as hc
+from hnowmodel.cluster import netns
+from hnowmodel.cluster.state import state_path
+from hnowmodel.errors import HnowError
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+_NAME = f"m{os.getpid() % 100000}"  # this run's cluster names start with it: never touches anyone else's
+
+
+def _why_no_cluster() -> str:
+    if os.geteuid() != 0:
+        return "not root"
+    try:
+        netns.require()
+    except HnowError as e:
+        return str(e)
+    return ""
+
+
+_WHY = _why_no_cluster()
+needs_netns = pytest.mark.skipif(bool(_WHY), reason=f"needs root and network namespaces: {_WHY}")
+
+
+def hnow(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hnowmodel.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def _spec(tmp_path, name: str, rates: list[float]) -> str:
+    doc = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [
+            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(rates, start=1)
+        ],
+    }
+    p = tmp_path / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def _ranks_inside(name: str) -> dict[str, list[int]]:
+    """Processes still running inside this cluster's namespaces."""
+    ns = [n for n in netns.existing_namespaces() if n.startswith(f"hnow-{name}-")]
+    return {n: p for n, p in netns.namespace_pids(ns).items() if p}
+
+
+def _assert_nothing_left(name: str) -> None:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"hnow-{name}-" not in out
+    links = subprocess.run(["ip", "link"], capture_output=True, text=True).stdout
+    assert f"hn-{name}" not in links
+    assert not state_path(name).exists()
+
+
+@pytest.fixture
+def downs():
+    names: list[str] = []
+    yield names
+    if not _WHY:
+        for n in names:
+            hc.down(n)
+
+
+@needs_netns
+def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, downs):
+    name = f"{_NAME}a"
+    downs.append(name)
+    # two speeds, mixed in host order
+    spec = _spec(tmp_path, name, [120, 30, 120, 30])
+    prof_path = tmp_path / "prof.json"
+    # 1. the command brings the cluster up for itself and takes it down after
+    res = hnow("calibrate", "--np", "4", "--cluster", spec, "--layout", "auto", "--quick", "-o", str(prof_path))
+    assert res.returncode == 0, res.stderr[-3000:]
+    _assert_nothing_left(name)
+    doc = json.loads(prof_path.read_text())
+    types = [n["type"] for n in doc["nodes"]]
+    hosts = [n["host"] for n in doc["nodes"]]
+    assert hosts == ["h1", "h2", "h3", "h4"]
+    assert types[0] == types[2] and types[1] == types[3] and types[0] != types[1]
+    assert set(types) == {"fast", "slow"} and types[0] == "fast"
+    # every pair of groups has its own link, both directions; the per-byte cost orders as the rates do
+    pairs = {(lk["from"], lk["to"]) for lk in doc["links"]}
+    assert {("fast", "slow"), ("slow", "fast"), ("fast", "fast"), ("slow", "slow")} <= pairs
+    xm = {(lk["from"], lk["to"]): lk["regimes"][-1]["Xm_us_per_byte"] for lk in doc["links"]}
+    assert xm[("fast", "fast")] < xm[("fast", "slow")]
+    assert xm[("fast", "fast")] < xm[("slow", "slow")]
+    # the token bucket's burst is fitted and stored for the flow model
+    assert doc["extensions"]["network"]["burst_bytes"] > 0
+    assert doc["provenance"]["mode"] == "network"
+    assert "burst" in doc["provenance"]["method"]
+    # 2. a cluster that is up stays up; a native compare with the profile runs on it
+    hc.up(spec)
+    res = hnow(
+        "compare",
+        "--np",
+        "4",
+        "--cluster",
+        spec,
+        "--profile",
+        str(prof_path),
+        "--ops",
+        "bcast",
+        "--trees",
+        "native",
+        "--sizes",
+        "16K",
+        "--reps",
+        "2",
+        "--json",
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = json.loads(res.stdout)["rows"]
+    assert rows and all(r["tree"] == "native" and r["measured_us"] > 0 for r in rows)
+    assert all(r["predicted_us"] is not None and r["predicted_us"] > 0 for r in rows)
+    assert any(s.name == name for s in hc.status())  # still up: it was up before the command
+    assert _ranks_inside(name) == {}  # no stray ranks
+    hc.down(name)
+    _assert_nothing_left(name)
+
+
+@needs_netns
+def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, downs):
+    name = f"{_NAME}b"
+    downs.append(name)
+    rates = [150, 20, 50, 50, 150, 20]  # fast slow medium medium fast slow
+    spec = _spec(tmp_path, name, rates)
+    out = tmp_path / "p6.json"
+    res = hnow(
+        "calibrate",
+        "--np",
+        "6",
+        "--cluster",
+        spec,
+        "--layout",
+        "auto",
+        "--quick",
+        "--rounds",
+        "1",
+        "-o",
+        str(out),
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    _assert_nothing_left(name)
+    doc = json.loads(out.read_text())
+    types = [n["type"] for n in doc["nodes"]]
+    by_rate: dict[float, set[str]] = {}
+    for r, t in zip(rates, types, strict=True):
+        by_rate.setdefault(r, set()).add(t)
+    assert all(len(v) == 1 for v in by_rate.values())  # each host grouped with the others of its speed
+    assert len(set(types)) == 3
+    assert types[0] == "fast" and types[1] == "slow" and types[2] == "medium"
+    # the spec was never read by the calibration: what it says about the layout is only in its provenance
+    assert doc["provenance"]["layout"]["given"] is False

@@ -1,0 +1,289 @@
+"""The flow-level network model (hnowmodel.flow): hand-computed cases, agreement with the paper where the model
+says it must, and invariants on random trees (no MPI)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hnowmodel import flow as F
+from hnowmodel import ops
+from hnowmodel import predict as P
+from hnowmodel import trees as T
+from hnowmodel.errors import InputError, ProfileError
+from hnowmodel.params import Link, NodeType, Profile, paper_profile
+
+from .test_trees import _any_tree
+
+
+def _profile(
+    egress: dict[str, float],
+    ingress: dict[str, float] | None = None,
+    *,
+    S: float = 0.0,
+    R: float = 0.0,
+    Xc: float = 0.0,
+    burst: float = 0.0,
+    rendezvous: int | None = None,
+    Sm: float = 0.0,
+    Rm: float = 0.0,
+) -> Profile:
+    """Types with the given egress/ingress capacities (bytes/µs); pair Xm = max(1/egress_a, 1/ingress_b)."""
+    ingress = ingress or egress
+    types = {k: NodeType(k, S, Sm, R, Rm) for k in egress}
+    links = {(a, b): Link(Xc, max(1 / egress[a], 1 / ingress[b])) for a in egress for b in egress}
+    ext = {"network": {"burst_bytes": burst}} if burst else {}
+    return Profile(types, Link(Xc, 1.0), links, extensions=ext, rendezvous_from_bytes=rendezvous)
+
+
+# ---- hand-computed cases -------------------------------------------------------------------------------------
+def test_two_receivers_share_the_senders_egress():
+    prof = _profile({"f": 100.0})
+    m = 1000.0
+    got = F.bcast(prof, ["f"] * 3, T.sequential(3), [m], per_rank=True)[0]
+    assert got.tolist() == pytest.approx([0.0, 2 * m / 100, 2 * m / 100])
+    # the paper's variant with S = 0 sends both at full speed: no sharing
+    assert P.bcast(prof, ["f"] * 3, T.sequential(3), [m], per_rank=True)[0].tolist() == pytest.approx([0, 10, 10])
+
+
+def test_slow_receiver_bottlenecks_only_its_own_flow_max_min():
+    # root (egress 100) -> fast (100) and slow (ingress 10): max-min gives 90 and 10
+    prof = _profile({"f": 100.0, "s": 10.0})
+    assert F.max_min_rates(
+        np.array([0, 0]),
+        np.array([1, 2]),
+        np.array([np.inf, np.inf]),
+        np.array([100.0, 100, 10]),
+        np.array([100.0, 100, 10]),
+    ).tolist() == pytest.approx([90.0, 10.0])
+    run = F.simulate("bcast", prof, ["f", "f", "s"], T.sequential(3), 900)
+    # fast: 900 B at 90 -> 10 µs; slow: 100 B by then, the rest at its own cap 10 -> 90 µs
+    assert run.done_us.tolist() == pytest.approx([0.0, 10.0, 90.0])
+    assert run.completion_us == pytest.approx(90.0)
+
+
+def test_freed_capacity_goes_to_the_remaining_flows():
+    # three flows out of one egress of 30: 10 each; the one to the 5-limited receiver frees 5 for the others
+    r = F.max_min_rates(
+        np.array([0, 0, 0]),
+        np.array([1, 2, 3]),
+        np.full(3, np.inf),
+        np.array([30.0, 99, 99, 99]),
+        np.array([99.0, 99, 5, 99]),
+    )
+    assert r.tolist() == pytest.approx([12.5, 5.0, 12.5])
+
+
+def test_weighted_sharing_follows_the_lone_rates():
+    # one egress of 30 shared by flows to receivers of 10 and 50: plain max-min 10 + 20, weighted 30*(10:50) = 5 + 25
+    args = (
+        np.array([0, 0]),
+        np.array([1, 2]),
+        np.array([10.0, 50.0]),
+        np.array([30.0, 99, 99]),
+        np.array([99.0, 10, 50]),
+    )
+    assert F.max_min_rates(*args).tolist() == pytest.approx([10.0, 20.0])
+    assert F.max_min_rates(*args, weight=np.array([10.0, 50.0])).tolist() == pytest.approx([5.0, 25.0])
+    prof = _profile({"f": 30.0, "a": 10.0, "b": 50.0})
+    # lone rates 10 (to a) and 30 (to b, limited by the sender): 7.5 and 22.5 until b's 1000 B are through
+    # (400/9 µs), then a alone at 10 with 2000/3 B left -> 1000/9 µs
+    got = F.bcast(prof, ["f", "a", "b"], T.sequential(3), [1000], per_rank=True, sharing="weighted")[0]
+    assert got.tolist() == pytest.approx([0.0, 1000 / 9, 400 / 9])
+    with pytest.raises(InputError, match="sharing"):
+        F.simulate("bcast", prof, ["f", "a", "b"], T.sequential(3), 10, sharing="fifo")
+
+
+def test_send_overhead_staggers_the_posts():
+    prof = _profile({"f": 100.0}, S=5.0, R=1.0, Xc=2.0)
+    run = F.simulate("bcast", prof, ["f"] * 3, T.sequential(3), 1000)
+    starts = sorted((r.dst, r.start_us) for r in run.flows)
+    assert starts == [(1, 5.0), (2, 10.0)]
+    # 1 alone 5..10 (500 B), then 50 each: 1 done at 20, 2 has 500 B and takes the rest alone at 100 -> 25
+    assert run.done_us.tolist() == pytest.approx([0.0, 20.0 + 2 + 1, 25.0 + 2 + 1])
+
+
+def test_rendezvous_gather_waits_for_the_posted_receive():
+    prof = _profile({"f": 100.0}, R=1.0, Xc=2.0, rendezvous=1)
+    tree = T.sequential(3)
+    run = F.simulate("gather", prof, ["f"] * 3, tree, 1000, recv_order="tree")
+    first, second = sorted(run.flows, key=lambda r: r.start_us)
+    assert (first.src, first.start_us, first.end_us, first.delivered_us) == (1, 0.0, 10.0, 12.0)
+    # rank 2's message flows only once the root has received rank 1's and posted the next receive
+    assert (second.src, second.start_us) == (2, pytest.approx(13.0))
+    assert run.completion_us == pytest.approx(13.0 + 10 + 2 + 1)
+    assert all(r.rendezvous for r in run.flows)
+    # eager: both flow at once and share the root's ingress; the receives then follow each other
+    eager = F.simulate("gather", _profile({"f": 100.0}, R=1.0, Xc=2.0), ["f"] * 3, tree, 1000)
+    assert eager.completion_us == pytest.approx(20.0 + 2 + 1 + 1)
+    assert not any(r.rendezvous for r in eager.flows)
+
+
+def test_gather_receive_orders():
+    # root 0 with children 1 (a leaf) and 2 (parent of 3): rank 2 is ready late
+    tree = T.from_children([[2, 1], [], [3], []])
+    prof = _profile({"f": 100.0}, rendezvous=1)
+    arrival = F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="arrival")
+    in_tree_order = F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="tree")
+    smallest = F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="smallest_first")
+    # arrival/smallest-first: 1 (0..10) while 3 -> 2 (0..10), then 2's 2000 B (10..30)
+    assert arrival.completion_us == pytest.approx(30.0)
+    assert smallest.completion_us == pytest.approx(30.0)
+    # the tree's order waits for rank 2 first (10..30) and only then takes rank 1 (30..40)
+    assert in_tree_order.completion_us == pytest.approx(40.0)
+    with pytest.raises(InputError, match="receive order"):
+        F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="fifo")
+
+
+def test_burst_lone_message_and_shared_egress():
+    prof = _profile({"f": 10.0}, burst=1000)
+    # a lone message: the first 1000 B pass at memory speed
+    assert F.bcast(prof, ["f"] * 2, T.chain(2), [3000, 500]).tolist() == pytest.approx([200.0, 0.0])
+    # two concurrent flows: the first takes the egress bucket; the second still gets its receiver's ingress
+    # bucket, but it is shaped by the shared egress (5 each until 400 µs, then alone at 10)
+    got = F.bcast(prof, ["f"] * 3, T.sequential(3), [3000], per_rank=True)[0]
+    assert got.tolist() == pytest.approx([0.0, 400.0, 500.0])
+    # every hop of a chain starts with full buckets
+    assert F.bcast(prof, ["f"] * 3, T.chain(3), [3000]).tolist() == pytest.approx([400.0])
+
+
+def test_bucket_refills_while_the_link_is_idle():
+    # 0 -> 1 -> 2 in a chain with an idle gap: rank 1 receives (S of rank 1 large), its egress bucket is full
+    prof = _profile({"f": 10.0}, burst=1000, S=0.0)
+    run = F.simulate("scatter", prof, ["f"] * 3, T.chain(3), 2000)
+    # edge 0->1 carries 4000 B: 1000 at once, 3000 at 10 -> 300; edge 1->2: 2000 B: 1000 at once, 100 µs
+    assert run.done_us.tolist() == pytest.approx([0.0, 300.0, 400.0])
+
+
+def test_burst_bytes_extension_is_checked():
+    base = _profile({"f": 10.0})
+    assert F.burst_bytes(base) == 0.0
+    bad = Profile(base.types, base.network, base.links, extensions={"network": {"burst_bytes": -1}})
+    with pytest.raises(ProfileError, match="burst_bytes"):
+        F.burst_bytes(bad)
+
+
+def test_capacities_from_pairwise_costs():
+    prof = _profile({"f": 100.0, "m": 40.0, "s": 10.0})
+    eg, ig = F.capacities(prof, ["s", "f", "m"], 0)
+    assert eg.tolist() == pytest.approx([10.0, 100.0, 40.0])
+    assert ig.tolist() == pytest.approx([10.0, 100.0, 40.0])
+    # an asymmetric host: its fastest pair is limited by its own ingress, and the egress is read from it
+    asym = _profile({"f": 100.0, "s": 10.0}, {"f": 50.0, "s": 10.0})
+    eg, ig = F.capacities(asym, ["f", "s"], 0)
+    assert eg.tolist() == pytest.approx([50.0, 10.0])  # underestimated: documented
+    assert ig.tolist() == pytest.approx([50.0, 10.0])
+
+
+def test_root_copy_and_registry():
+    prof = _profile({"f": 100.0})
+    cp = Profile({"f": NodeType("f", 0, 0, 0, 0, 3.0, 0)}, prof.network, prof.links)
+    assert F.scatter(cp, ["f"] * 3, "sequential", [1000], root_copy=True, per_rank=True)[0][0] == pytest.approx(3.0)
+    assert F.gather(cp, ["f"] * 3, "sequential", [1000], root_copy=True).tolist() == pytest.approx([20.0])
+    assert F.gather(cp, ["f"], "sequential", [1000], root_copy=True).tolist() == pytest.approx([3.0])
+    for op in ("bcast", "scatter", "gather"):
+        assert {"flow", "flow-weighted"} <= set(ops.get(op).variants)
+        got = ops.predict(op, prof, ["f"] * 4, "binomial", [0, 4096], variant="flow")
+        assert got.shape == (2,) and (got >= 0).all()
+
+
+def test_input_errors():
+    prof = _profile({"f": 100.0})
+    with pytest.raises(InputError, match="operation"):
+        F.simulate("allgather", prof, ["f"] * 2, "chain", 10)
+    with pytest.raises(InputError, match="ranks"):
+        F.simulate("bcast", prof, ["f"] * 3, T.chain(2), 10)
+
+
+# ---- agreement with the paper's model --------------------------------------------------------------------------
+@st.composite
+def chain_cases(draw):
+    n = draw(st.integers(2, 6))
+    eg = {"f": draw(st.floats(1, 100)), "s": draw(st.floats(1, 100))}
+    ig = {"f": draw(st.floats(1, 100)), "s": draw(st.floats(1, 100))}
+    prof = _profile(
+        eg,
+        ig,
+        S=draw(st.floats(0, 50)),
+        R=draw(st.floats(0, 50)),
+        Xc=draw(st.floats(0, 50)),
+        Sm=draw(st.floats(0, 0.01)),
+        Rm=draw(st.floats(0, 0.01)),
+    )
+    layout = draw(st.lists(st.sampled_from(["f", "s"]), min_size=n, max_size=n))
+    m = draw(st.floats(0, 1e5))
+    return prof, layout, T.chain(n), m
+
+
+@given(chain_cases())
+def test_chain_is_one_message_at_a_time_as_in_the_paper(case):
+    prof, layout, tree, m = case
+    for op, paper in (("bcast", P.bcast), ("scatter", P.scatter)):
+        got = F._predict(op, prof, layout, tree, [m], True, 0)[0]
+        np.testing.assert_allclose(got, paper(prof, layout, tree, [m], per_rank=True)[0], rtol=1e-9, atol=1e-6)
+    np.testing.assert_allclose(
+        F.gather(prof, layout, tree, [m], per_rank=True)[0],
+        P.gather(prof, layout, tree, [m], per_rank=True, variant="link")[0],
+        rtol=1e-9,
+        atol=1e-6,
+    )
+
+
+def test_one_child_each_matches_paper_on_paper_profile():
+    prof = paper_profile()
+    layout = ["fast", "slow", "fast", "slow"]
+    got = F.bcast(prof, layout, T.chain(4), [0, 1000, 65536])
+    np.testing.assert_allclose(got, P.bcast(prof, layout, T.chain(4), [0, 1000, 65536]), rtol=1e-12)
+
+
+# ---- invariants on random trees --------------------------------------------------------------------------------
+@st.composite
+def tree_cases(draw):
+    n = draw(st.integers(2, 8))
+    tree = _any_tree(draw, n)
+    eg = {"f": draw(st.floats(1, 100)), "s": draw(st.floats(1, 100))}
+    prof = _profile(
+        eg,
+        S=draw(st.floats(0, 20)),
+        R=draw(st.floats(0, 20)),
+        Xc=draw(st.floats(0, 20)),
+        burst=draw(st.sampled_from([0.0, 512.0, 8192.0])),
+    )
+    layout = draw(st.lists(st.sampled_from(["f", "s"]), min_size=n, max_size=n))
+    return prof, layout, tree
+
+
+def _lone(prof: Profile, layout, p: int, c: int, b: float) -> float:
+    """The time of edge p -> c carrying b bytes if nothing else were on the network."""
+    burst = F.burst_bytes(prof)
+    lk = prof.link(layout[p], layout[c])
+    s, r = prof.node_type(layout[p]).send_us(b), prof.node_type(layout[c]).recv_us(b)
+    return s + lk.Xc_us + max(b - burst, 0.0) * lk.Xm_us_per_byte + r
+
+
+@given(tree_cases(), st.floats(0, 2e5))
+def test_never_faster_than_a_lone_flow(case, m):
+    prof, layout, tree = case
+    for op in ("bcast", "scatter"):
+        done = F._predict(op, prof, layout, tree, [m], True, 0)[0]
+        for c in range(tree.n):
+            p = int(tree.parent[c])
+            if p >= 0:
+                b = m if op == "bcast" else float(tree.subtree_size[c]) * m
+                assert done[c] >= done[p] + _lone(prof, layout, p, c, b) - 1e-6 * (1 + done[c])
+    ready = F.gather(prof, layout, tree, [m], per_rank=True)[0]
+    for c in range(tree.n):
+        p = int(tree.parent[c])
+        if p >= 0:
+            b = float(tree.subtree_size[c]) * m
+            assert ready[p] >= ready[c] + _lone(prof, layout, c, p, b) - 1e-6 * (1 + ready[p])
+
+
+@given(tree_cases(), st.floats(0, 1e5), st.floats(1, 1e5))
+def test_monotone_in_the_size(case, m, dm):
+    prof, layout, tree = case
+    for op in ("bcast", "scatter", "gather"):
+        a, b = ops.predict(op, prof, layout, tree, [m, m + dm], variant="flow")
+        assert b >= a - 1e-6 * (1 + a)

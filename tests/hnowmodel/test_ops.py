@@ -1,0 +1,61 @@
+"""The operation registry is the one place an operation is defined: every entry is complete and everything that
+lists operations reads it."""
+
+from __future__ import annotations
+
+import pytest
+
+import hnowmodel as hm
+from hnowmodel import ops
+from hnowmodel.errors import InputError
+
+
+@pytest.mark.parametrize("name", ops.names())
+def test_every_entry_is_complete(name):
+    o = ops.get(name)
+    assert o.name == name and o.summary
+    assert o.default_variant in o.variants
+    assert o.edge_data in ("one", "subtree")
+    layout = ["fast", "slow", "fast"]
+    for variant, fn in o.variants.items():
+        t = fn(hm.paper_profile(), layout, hm.trees.binomial(3), [0, 1024])
+        assert t.shape == (2,) and (t > 0).all() and t[1] > t[0], (name, variant)
+    for library, nat in o.native.items():
+        assert nat.env and nat.model_tree in hm.trees.TREES, (name, library)
+        got = ops.native_predict(name, library, hm.paper_profile(), layout, [1024])
+        assert got is not None and got[0] > 0
+
+
+def test_the_executors_run_every_registered_kernel():
+    from calibrate.collectives import NativeExecutor, TreeExecutor
+
+    for o in ops.OPERATIONS.values():
+        assert callable(getattr(TreeExecutor, o.kernel)) and callable(getattr(NativeExecutor, o.kernel)), o.name
+
+
+def test_everything_that_lists_operations_reads_the_registry():
+    from hnowmodel.options import MEASURE_OPS
+    from hnowmodel.predictions import OPS_AND_PTP
+
+    assert MEASURE_OPS == ops.names() and OPS_AND_PTP == ("ptp", *ops.names())
+    assert {o for o in ops.names()} == {"bcast", "scatter", "gather"}
+
+
+def test_unknown_operation_and_variant_name_the_choices():
+    with pytest.raises(InputError, match="unknown operation 'allreduce'.*bcast, scatter, gather"):
+        ops.get("allreduce")
+    with pytest.raises(InputError, match="unknown gather model variant 'x'.*link"):
+        ops.check_variant("gather", "x")
+
+
+def test_a_tree_is_chosen_under_the_variant_it_is_compared_under():
+    """optimal:gather is chosen with the gather entry's default variant: the predictor under that variant finds it
+    no slower than every standard tree."""
+    prof, layout = hm.paper_profile(), ["fast", "slow", "slow", "fast", "slow", "fast"]
+    best = hm.search.best_tree(prof, layout, op="gather", size=4096)
+    fn = ops.predictor("gather")
+    t_best = fn(prof, layout, best.tree, [4096])[0]
+    assert best.time_us == pytest.approx(t_best)
+    for name in ("binomial", "sequential", "hierarchical"):
+        tree = hm.trees.make_tree(name, 6, layout=layout, profile=prof)
+        assert t_best <= fn(prof, layout, tree, [4096])[0] + 1e-9, name
