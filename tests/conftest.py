@@ -20,6 +20,10 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, max_examples=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# Every MPI job the tests start (through hnow or the library) holds the machine's MPI lock while it runs, so a test
+# never times a collective while another session's job busy-polls the same two cores. Not for raw mpiexec below.
+os.environ.setdefault("HNOW_MPI_LOCK", "/tmp/hnow-mpi.lock")
+
 
 def _mpi_launcher_missing() -> str:
     """Why MPI tests cannot run here ('' when they can): no ``mpiexec`` beside this Python or on PATH."""

@@ -7,6 +7,7 @@ frozen results (:mod:`hnowmodel.jobs.results`). This package never imports mpi4p
 
 from .api import NATIVE, bench, build_trees, calibrate, compare, info, measure, resolve_timing, run_job
 from .launcher import Launch, Terminated, find_launcher, run_task, task_command
+from .lock import LOCK_ENV, mpi_lock
 from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
 from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
 
@@ -22,6 +23,8 @@ __all__ = [
     "NATIVE",
     "Launch",
     "Terminated",
+    "mpi_lock",
+    "LOCK_ENV",
     "find_launcher",
     "run_task",
     "task_command",

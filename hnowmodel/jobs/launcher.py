@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
+from .lock import mpi_lock
 from .wire import ERROR_PREFIX, PROGRESS_PREFIX, RESULT_PREFIX, STEP_PREFIX, ProtocolError, parse_step, unpack
 
 __all__ = ["Launch", "find_launcher", "task_command", "run_task", "Terminated"]
@@ -216,15 +217,17 @@ def run_task(
     """Run ``python -m calibrate TASK`` on ``launch.np`` ranks and return the document its rank 0 returned.
 
     ``progress`` receives rank 0's progress lines (None: they are dropped). Raises :class:`MPIRunError` with one
-    line naming the failing rank and step, or the timeout, or the launcher's own last words.
+    line naming the failing rank and step, or the timeout, or the launcher's own last words. Holds the machine's
+    MPI lock (``$HNOW_MPI_LOCK``, :func:`hnowmodel.jobs.lock.mpi_lock`) while the job runs.
     """
-    if launch.cluster is not None:
-        from ..cluster import launch_settings, using
+    with mpi_lock(say=progress):
+        if launch.cluster is not None:
+            from ..cluster import launch_settings, using
 
-        with using(launch.cluster) as state:
-            where = launch_settings(state, launch.np)
-            return _run(launch, task, task_argv, default_timeout_s, progress, where.mpiexec_args, where.env)
-    return _run(launch, task, task_argv, default_timeout_s, progress, (), {})
+            with using(launch.cluster) as state:
+                where = launch_settings(state, launch.np)
+                return _run(launch, task, task_argv, default_timeout_s, progress, where.mpiexec_args, where.env)
+        return _run(launch, task, task_argv, default_timeout_s, progress, (), {})
 
 
 def _run(
