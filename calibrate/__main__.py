@@ -15,7 +15,7 @@ import importlib
 import os
 import sys
 
-from hnowmodel.jobs.wire import ERROR_PREFIX, result_line
+from hnowmodel.jobs.wire import ERROR_PREFIX, result_line, world_line
 
 TASKS: dict[str, str] = {
     "calibrate": "calibrate.calibration",
@@ -75,11 +75,15 @@ def main(argv: list[str] | None = None) -> int:
     mpi4py.rc.thread_level = "single"
     from mpi4py import MPI
 
-    from .runtime import Runtime
+    from .runtime import Runtime, node_name
 
     rt = None
     try:
         rt = Runtime(MPI.COMM_WORLD, quiet=args.quiet)
+        with rt.step("start-up check"):
+            hosts = rt.comm.gather(node_name(), root=0)
+        if rt.rank == 0:  # the launching process checks the world before the task runs for long
+            print(world_line(rt.size, hosts), file=sys.stderr, flush=True)
         result = args._mod.main(args, rt, prepared)
     except BaseException as e:  # noqa: BLE001 - any failure must abort every rank
         msg = str(e) or type(e).__name__
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         MPI.COMM_WORLD.Abort(2)
         return 2
     if rt.rank == 0:
-        sys.stdout.write(result_line({"world_size": rt.size, "result": result}) + "\n")
+        sys.stdout.write(result_line({"world_size": rt.size, "hosts": hosts, "result": result}) + "\n")
         sys.stdout.flush()
     return 0
 

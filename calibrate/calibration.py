@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import socket
 import time
 from typing import Any
 
@@ -43,6 +42,7 @@ from hnowmodel.sizes import parse_sizes
 
 from .fit import LineFit, find_breakpoint, fit_line
 from .microbenchmarks import measure
+from .runtime import node_name
 from .stats import median_ci, summary
 
 __all__ = ["HELP", "add_arguments", "prepare", "main", "DEFAULT_SIZES", "parse_network_spec", "auto_layout"]
@@ -241,7 +241,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
             testbed = testbed.with_ranks(prepared["layout"])
         tr = make_transport(comm, testbed)
     with rt.step("hosts"):
-        hosts = comm.allgather(socket.gethostname())
+        hosts = comm.allgather(node_name())
     use_c = False
     if prepared["mode"] == "plain" and prepared["network"] is None and args.kernels != "python":
         from .ckernels import available

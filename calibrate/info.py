@@ -7,8 +7,9 @@ launcher start the ranks, which MPI library did mpi4py load, and which hosts did
 from __future__ import annotations
 
 import argparse
-import socket
 from typing import Any
+
+from .runtime import node_name
 
 __all__ = ["HELP", "add_arguments", "main", "library"]
 
@@ -35,7 +36,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: Any) -> dict[str, Any] | N
     from mpi4py import MPI
 
     with rt.step("gather hosts"):
-        hosts = rt.comm.gather(socket.gethostname(), root=0)
+        hosts = rt.comm.gather(node_name(), root=0)
     with rt.step("barrier"):
         rt.comm.Barrier()
     if rt.rank != 0:

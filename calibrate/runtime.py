@@ -10,6 +10,7 @@ Steps are meant to be coarse (a benchmark, a size, a tree), never one per timed 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from contextlib import contextmanager
@@ -17,7 +18,13 @@ from typing import Any
 
 from hnowmodel.jobs.wire import FAULT_ENV, PROGRESS_PREFIX, step_line
 
-__all__ = ["Runtime", "FAULT_ENV", "PROGRESS_PREFIX"]
+__all__ = ["Runtime", "FAULT_ENV", "PROGRESS_PREFIX", "node_name"]
+
+
+def node_name() -> str:
+    """This rank's node name: Slurm's name for the node when Slurm started the rank (``SLURMD_NODENAME``, which is
+    what the profile's ``nodes`` and a user's ``--nodelist`` speak of), else the host name."""
+    return os.environ.get("SLURMD_NODENAME") or socket.gethostname()
 
 
 class Runtime:

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "demo": "hnowmodel.cli.demo",
     "info": "hnowmodel.cli.info",
     "cluster": "hnowmodel.cli.cluster",
+    "slurm-script": "hnowmodel.cli.slurm_script",
 }
 
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import deque
@@ -26,10 +28,31 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
+from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock
-from .wire import ERROR_PREFIX, PROGRESS_PREFIX, RESULT_PREFIX, STEP_PREFIX, ProtocolError, parse_step, unpack
+from .wire import (
+    ERROR_PREFIX,
+    PROGRESS_PREFIX,
+    RESULT_PREFIX,
+    STEP_PREFIX,
+    WORLD_PREFIX,
+    ProtocolError,
+    parse_step,
+    parse_world,
+    unpack,
+)
 
-__all__ = ["Launch", "find_launcher", "task_command", "run_task", "Terminated"]
+__all__ = [
+    "Launch",
+    "find_launcher",
+    "task_command",
+    "run_task",
+    "Terminated",
+    "srun_defaults",
+    "SRUN_MPICH_ENV",
+    "mpiexec_flavour",
+    "world_problem",
+]
 
 #: Launcher names that take hydra/Open MPI style ``-n N`` (and ``-f``/``--hostfile``).
 _MPIEXEC_LIKE = ("mpiexec", "mpirun", "mpiexec.hydra")
@@ -73,15 +96,28 @@ class Launch:
             t = self.timeout_s
             if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
                 raise InputError(f"--timeout must be a number of seconds > 0, got {t!r}")
-        if self.hostfile is not None and not Path(self.hostfile).is_file():
-            raise InputError(f"--hostfile {self.hostfile!r}: no such file")
         if not shlex.split(self.launcher or ""):
             raise InputError("--launcher: empty launcher command")
+        if self.hostfile is not None:
+            if not Path(self.hostfile).is_file():
+                raise InputError(f"--hostfile {self.hostfile!r}: no such file")
+            read_hostfile(self.hostfile)  # malformed: one line now, before anything starts
+            if self.kind == "srun":
+                raise InputError("--hostfile is for mpiexec/mpirun; with srun the allocation decides the hosts")
         if self.cluster is not None:
-            if Path(shlex.split(self.launcher)[0]).name not in _MPIEXEC_LIKE:
-                raise InputError(f"--cluster starts ranks with mpiexec (hydra), not with --launcher {self.launcher!r}")
+            if self.kind == "other":
+                raise InputError(
+                    f"--cluster starts ranks with mpiexec (hydra), or srun on a cluster up with --slurm, "
+                    f"not with --launcher {self.launcher!r}"
+                )
             if self.hostfile is not None:
                 raise InputError("--cluster and --hostfile both say where ranks run: give one of them")
+
+    @property
+    def kind(self) -> str:
+        """``srun``, ``mpiexec`` (hydra, Open MPI's mpirun and their aliases) or ``other``."""
+        base = Path(shlex.split(self.launcher)[0]).name
+        return "srun" if base == "srun" else "mpiexec" if base in _MPIEXEC_LIKE else "other"
 
     def timeout_for(self, default_s: float) -> float:
         """The timeout in seconds: the one asked for, else the job's default."""
@@ -111,18 +147,126 @@ def find_launcher(name: str) -> str:
     return found
 
 
-def task_command(launch: Launch, task: str, task_argv: Sequence[str], placement: Sequence[str] = ()) -> list[str]:
+def task_command(
+    launch: Launch,
+    task: str,
+    task_argv: Sequence[str],
+    placement: Sequence[str] = (),
+    hostfile: str | None = None,
+) -> list[str]:
     """The argv that runs ``python -m calibrate TASK TASK_ARGV`` on ``launch.np`` ranks (``placement``: the
-    launcher arguments that put ranks on a virtual cluster's hosts)."""
+    launcher arguments that put ranks on a virtual cluster's hosts; ``hostfile``: the hostfile as the launcher
+    reads it, default ``launch.hostfile``). With ``srun``, ``--mpi=pmi2`` unless the arguments name an ``--mpi``."""
     words = shlex.split(launch.launcher)
     exe = find_launcher(words[0])
     cmd = [exe, *words[1:], *placement, "-n", str(launch.np)]
-    if launch.hostfile:
-        base = Path(words[0]).name
-        if base == "srun":
-            raise InputError("--hostfile is for mpiexec; with srun the allocation decides the hosts")
-        cmd += ["-f", launch.hostfile] if base in _MPIEXEC_LIKE else ["--hostfile", launch.hostfile]
+    if launch.kind == "srun":
+        cmd += srun_defaults(launch)[0]
+    hostfile = hostfile or launch.hostfile
+    if hostfile:
+        cmd += ["-f", hostfile] if launch.kind == "mpiexec" else ["--hostfile", hostfile]
     return [*cmd, *launch.launcher_args, sys.executable, "-m", "calibrate", task, *task_argv]
+
+
+#: What the MPICH wheel needs under Slurm: Slurm 22.05's PMI-1 server reads at most 1024 bytes per command, and
+#: MPICH over UCX publishes address records of 500-981 bytes that vary per run (MPI_Init hangs when one exceeds
+#: 1024); the ofi netmod over TCP publishes one 66-byte record. Applied only where the environment does not say.
+SRUN_MPICH_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
+
+
+def _launcher_words(launch: Launch) -> list[str]:
+    return [*shlex.split(launch.launcher)[1:], *launch.launcher_args]
+
+
+def srun_defaults(launch: Launch) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The ``srun`` arguments and rank environment ``hnow`` adds by default: ``--mpi=pmi2`` (the MPICH wheel
+    speaks PMI-1, which Slurm's pmi2 plugin serves) unless an ``--mpi`` is given, and :data:`SRUN_MPICH_ENV` for
+    an MPICH (``mpichversion`` beside this Python) where neither the environment nor ``launch.env`` sets them."""
+    words = _launcher_words(launch)
+    args = () if any(w == "--mpi" or w.startswith("--mpi=") for w in words) else ("--mpi=pmi2",)
+    env: dict[str, str] = {}
+    if (Path(sys.executable).parent / "mpichversion").exists():
+        env = {k: v for k, v in SRUN_MPICH_ENV.items() if k not in os.environ and k not in launch.env}
+    return args, env
+
+
+def _srun_nodes(launch: Launch) -> int | None:
+    """The node count an ``srun`` was asked for (``-N 4``, ``-N4``, ``--nodes=4``, ``--nodes 4``), else None."""
+    words = _launcher_words(launch)
+    for i, w in enumerate(words):
+        val = None
+        if w in ("-N", "--nodes") and i + 1 < len(words):
+            val = words[i + 1]
+        elif w.startswith("--nodes="):
+            val = w.split("=", 1)[1]
+        elif w.startswith("-N") and len(w) > 2:
+            val = w[2:]
+        if val is not None and val.isdigit():
+            return int(val)
+    return None
+
+
+_FLAVOURS: dict[str, str] = {}
+
+
+def mpiexec_flavour(exe: str) -> str:
+    """``hydra`` (MPICH), ``openmpi`` or ``unknown``: what ``EXE --version`` says it is (cached per path)."""
+    if exe not in _FLAVOURS:
+        try:
+            out = subprocess.run(
+                [exe, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+            )
+            text = out.stdout + out.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        _FLAVOURS[exe] = (
+            "hydra" if "HYDRA" in text else "openmpi" if re.search(r"Open MPI|OpenRTE|prte", text) else "unknown"
+        )
+    return _FLAVOURS[exe]
+
+
+@dataclass(frozen=True)
+class _Expect:
+    """What the job that starts must look like: ``hosts`` per rank (a virtual cluster), or a number of distinct
+    ``nodes`` (``why``: where that number comes from, for the error line)."""
+
+    hosts: tuple[str, ...] | None = None
+    nodes: int | None = None
+    why: str = ""
+
+
+def world_problem(np: int, expect: _Expect, size: int, hosts: Sequence[str]) -> str:
+    """The one-line reason a started job is not the one asked for, or '' when it is.
+
+    >>> world_problem(4, _Expect(), 1, ["a"])[:60]
+    'asked for 4 ranks but each rank started as a 1-rank job of i'
+    >>> world_problem(2, _Expect(nodes=2, why="the hostfile"), 2, ["a", "a"])
+    'asked for 2 ranks on 2 hosts (the hostfile) but they started on 1 host: a'
+    """
+    if size != np:
+        if size == 1 and np > 1:
+            return (
+                f"asked for {np} ranks but each rank started as a 1-rank job of its own (singletons: the launcher "
+                "and the MPI library do not speak the same process-manager interface, e.g. srun --mpi=none; "
+                "the MPICH wheel needs srun --mpi=pmi2)"
+            )
+        return (
+            f"asked for {np} ranks but the job that started has {size} (check the launcher's arguments, "
+            "the hostfile's slots or the allocation)"
+        )
+    seen = sorted(set(hosts), key=list(hosts).index)
+    if expect.hosts is not None and tuple(hosts) != tuple(expect.hosts):
+        return (
+            f"the ranks started on hosts {','.join(hosts)} but {expect.why or 'the placement'} puts them on "
+            f"{','.join(expect.hosts)}"
+        )
+    if expect.nodes is not None and len(seen) != expect.nodes:
+        shown = ",".join(seen[:8]) + (",…" if len(seen) > 8 else "")
+        return (
+            f"asked for {np} ranks on {expect.nodes} hosts ({expect.why}) but they started on "
+            f"{len(seen)} host{'s' if len(seen) != 1 else ''}: {shown}"
+        )
+    return ""
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -147,8 +291,11 @@ def _is_chatter(line: str) -> bool:
 class _Follow:
     """What the job said so far: steps per rank, errors, result lines, and the launcher's own last lines."""
 
-    def __init__(self, np: int, progress: Callable[[str], None] | None) -> None:
+    def __init__(self, np: int, progress: Callable[[str], None] | None, expect: _Expect | None = None) -> None:
         self.np = np
+        self.expect = expect or _Expect()
+        self.world: tuple[int, tuple[str, ...]] | None = None
+        self.kill: Callable[[], None] = lambda: None
         self.progress = progress
         self.steps: dict[int, tuple[int, str]] = {}
         self.errors: list[str] = []
@@ -159,13 +306,23 @@ class _Follow:
     def line(self, line: str) -> None:
         line = line.rstrip("\n")
         # the launcher forwards the ranks' output in chunks: two ranks' lines can arrive glued together
-        for marker in (STEP_PREFIX, ERROR_PREFIX):
+        for marker in (STEP_PREFIX, ERROR_PREFIX, WORLD_PREFIX):
             cut = line.find(marker, 1)
             if cut > 0:
                 self.line(line[:cut])
                 self.line(line[cut:])
                 return
         step = parse_step(line)
+        world = parse_world(line)
+        if world is not None:
+            problem = world_problem(self.np, self.expect, *world)
+            with self.lock:
+                self.world = world if self.world is None else self.world
+                if problem and not self.errors:
+                    self.errors.append(problem)
+            if problem:
+                self.kill()  # the wrong job: stop it now rather than after the whole run
+            return
         with self.lock:
             if step is not None:
                 rank, entered, name = step
@@ -194,11 +351,14 @@ class _Follow:
         return "; ".join(parts)
 
     def last_words(self) -> str:
-        """The launcher's (or the MPI library's) last meaningful line, for a failure message."""
-        for t in reversed(self.tail):
-            if not _is_chatter(t):
-                return f"; last output: {t.strip()[:200]}"
-        return ""
+        """The launcher's (or the MPI library's) last meaningful line for a failure message; its last three
+        lines when the job never got as far as MPI (a start-up failure or hang is the launcher's to explain)."""
+        said = [t.strip()[:200] for t in self.tail if not _is_chatter(t)]
+        if not said:
+            return ""
+        if self.world is None:
+            return "; the launcher's last output: " + " | ".join(said[-3:])
+        return f"; last output: {said[-1]}"
 
 
 def _pump(stream: Any, follow: _Follow) -> None:
@@ -222,12 +382,60 @@ def run_task(
     """
     with mpi_lock(say=progress):
         if launch.cluster is not None:
-            from ..cluster import launch_settings, using
+            from ..cluster import using
 
             with using(launch.cluster) as state:
-                where = launch_settings(state, launch.np)
-                return _run(launch, task, task_argv, default_timeout_s, progress, where.mpiexec_args, where.env)
-        return _run(launch, task, task_argv, default_timeout_s, progress, (), {})
+                placement, env, expect = _on_cluster(launch, state)
+                return _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
+        env = dict(srun_defaults(launch)[1]) if launch.kind == "srun" else {}
+        expect = _Expect()
+        if launch.kind == "srun" and _srun_nodes(launch):
+            n = _srun_nodes(launch)
+            expect = _Expect(nodes=n, why=f"srun -N {n}")
+        if not launch.hostfile:
+            return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect)
+        entries = read_hostfile(launch.hostfile)
+        expect = _Expect(nodes=len(set(place(entries, launch.np))), why=f"--hostfile {launch.hostfile}")
+        flavour = mpiexec_flavour(find_launcher(shlex.split(launch.launcher)[0])) if launch.kind == "mpiexec" else ""
+        if flavour not in ("hydra", "openmpi"):  # a launcher we do not know reads the user's file as written
+            return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect)
+        with tempfile.TemporaryDirectory(prefix="hnow-hostfile-") as tmp:
+            path = Path(tmp) / "hostfile"
+            path.write_text(format_hostfile(entries, flavour))  # the user's syntax, in the launcher's
+            return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect, str(path))
+
+
+def _on_cluster(launch: Launch, state: Any) -> tuple[tuple[str, ...], dict[str, str], _Expect]:
+    """Launcher arguments, environment and expected hosts that start ``launch.np`` ranks on a virtual cluster:
+    hydra through the cluster's exec wrapper, or ``srun`` through the cluster's own Slurm (``up --slurm``)."""
+    from ..cluster import launch_settings
+
+    where = launch_settings(state, launch.np)
+    expect = _Expect(hosts=tuple(where.hosts), why=f"the cluster {state.name!r}")
+    if launch.kind != "srun":
+        return tuple(where.mpiexec_args), dict(where.env), expect
+    from ..cluster import slurm_env
+
+    if not getattr(state, "slurm_conf", None):
+        raise InputError(
+            f"--launcher srun on the cluster {state.name!r}, which runs no Slurm (bring it up with "
+            f"'hnow cluster up SPEC --slurm')"
+        )
+    env = {**dict(where.env), **slurm_env(state), **srun_defaults(launch)[1]}
+    order = sorted(set(where.hosts), key=list(where.hosts).index)
+    # one rank per line, in rank order: srun --distribution=arbitrary places rank i on line i's node
+    env["SLURM_HOSTFILE"] = _rank_hostfile(state, where.hosts)
+    placement = ("-N", str(len(order)), "--distribution=arbitrary", f"--nodelist={','.join(order)}")
+    return placement, env, expect
+
+
+def _rank_hostfile(state: Any, hosts: Sequence[str]) -> str:
+    """A file beside the cluster's state listing each rank's host (srun's ``SLURM_HOSTFILE``); its path."""
+    from ..cluster import state_dir
+
+    path = state_dir() / f"{state.name}.ranks"
+    path.write_text("".join(f"{h}\n" for h in hosts))
+    return str(path)
 
 
 def _run(
@@ -238,14 +446,16 @@ def _run(
     progress: Callable[[str], None] | None,
     placement: Sequence[str],
     placement_env: Mapping[str, str],
+    expect: _Expect,
+    hostfile: str | None = None,
 ) -> Any:
-    argv = task_command(launch, task, task_argv, placement)
+    argv = task_command(launch, task, task_argv, placement, hostfile)
     env = dict(os.environ)
     env.update(placement_env)
     env.update(launch.env)
     env["PYTHONUNBUFFERED"] = "1"
     timeout_s = launch.timeout_for(default_timeout_s)
-    follow = _Follow(launch.np, progress)
+    follow = _Follow(launch.np, progress, expect)
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -258,6 +468,7 @@ def _run(
         bufsize=1,
         errors="replace",
     )
+    follow.kill = lambda: _kill_group(proc)
     readers = [threading.Thread(target=_pump, args=(s, follow), daemon=True) for s in (proc.stdout, proc.stderr)]
     for t in readers:
         t.start()
@@ -304,12 +515,11 @@ def _run(
         envelope = unpack(follow.results[0])
     except ProtocolError as e:
         raise MPIRunError(f"MPI task {task!r}: rank 0's result could not be read: {e}") from None
-    world = envelope.get("world_size") if isinstance(envelope, dict) else None
-    if world != launch.np:
-        raise MPIRunError(
-            f"asked for {launch.np} ranks but the job that started has {world} (check the launcher's arguments, "
-            "the hostfile's slots or the allocation)"
-        )
+    if not isinstance(envelope, dict):
+        raise MPIRunError(f"MPI task {task!r}: rank 0's result is not a result document")
+    problem = world_problem(launch.np, expect, envelope.get("world_size"), list(envelope.get("hosts") or ()))
+    if problem:
+        raise MPIRunError(problem)
     return envelope.get("result")
 
 

@@ -6,14 +6,18 @@ Nothing travels through files, so ranks on other hosts with node-local ``/tmp`` 
 * **in**: the task name and its options as command-line flags (the launcher hands every rank the same argv);
   large values (pre-built trees) travel inline as :func:`pack`-ed text;
 * **out, stdout**: rank 0 prints exactly one line ``hnow-result: <packed JSON>``; no other rank writes stdout;
-* **out, stderr**: every rank prints ``hnow-step: RANK ENTERED STEP`` when it enters or leaves a step (so a rank
-  that hangs or dies without a word can still be named), ``hnow-error: …`` once when it fails, and rank 0 prints
-  progress lines that start with ``[hnow ``.
+* **out, stderr**: right after ``MPI_Init`` rank 0 prints ``hnow-world: <packed {"size", "hosts"}>`` (the world
+  size and each rank's node name), so that the launching process can stop a job that started on the wrong ranks
+  or hosts before it runs for long; every rank prints ``hnow-step: RANK ENTERED STEP`` when it enters or leaves
+  a step (so a rank that hangs or dies without a word can still be named), ``hnow-error: …`` once when it fails,
+  and rank 0 prints progress lines that start with ``[hnow ``.
 
 >>> unpack(pack({"rows": [1, 2]}))
 {'rows': [1, 2]}
 >>> parse_step("hnow-step: 3 7 ping-pong 0->1 8 B")
 (3, 7, 'ping-pong 0->1 8 B')
+>>> parse_world(world_line(2, ["n1", "n2"]))
+(2, ('n1', 'n2'))
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ __all__ = [
     "RESULT_PREFIX",
     "STEP_PREFIX",
     "ERROR_PREFIX",
+    "WORLD_PREFIX",
     "PROGRESS_PREFIX",
     "FAULT_ENV",
     "pack",
@@ -34,12 +39,15 @@ __all__ = [
     "result_line",
     "step_line",
     "parse_step",
+    "world_line",
+    "parse_world",
     "ProtocolError",
 ]
 
 RESULT_PREFIX = "hnow-result:"
 STEP_PREFIX = "hnow-step:"
 ERROR_PREFIX = "hnow-error:"
+WORLD_PREFIX = "hnow-world:"
 PROGRESS_PREFIX = "[hnow "
 #: Fault injection for tests of the failure paths: ``HNOW_FAULT="RANK:STEP:KIND"`` makes rank RANK fail when it
 #: enters a step whose name contains STEP; KIND is ``raise``, ``exit`` (dies without a word) or ``hang``.
@@ -131,3 +139,19 @@ def task_argv(job: Any, quiet: bool = False) -> tuple[str, list[str]]:
     elif not isinstance(job, InfoJob):
         raise TypeError(f"not a job: {type(job).__name__}")
     return job.task, out
+
+
+def world_line(size: int, hosts: list[str]) -> str:
+    """The line rank 0 prints on stderr once MPI is up: the world size and each rank's node name."""
+    return f"{WORLD_PREFIX} {pack({'size': int(size), 'hosts': [str(h) for h in hosts]})}"
+
+
+def parse_world(line: str) -> tuple[int, tuple[str, ...]] | None:
+    """``(world size, node name of each rank)`` from a world line; None if the line is not one or is unreadable."""
+    if not line.startswith(WORLD_PREFIX):
+        return None
+    try:
+        doc = unpack(line[len(WORLD_PREFIX) :])
+        return int(doc["size"]), tuple(str(h) for h in doc["hosts"])
+    except (ProtocolError, KeyError, TypeError, ValueError):
+        return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hnowmodel.jobs.launcher import _Follow
-from hnowmodel.jobs.wire import ProtocolError, pack, parse_step, result_line, step_line, unpack
+from hnowmodel.jobs.wire import ProtocolError, pack, parse_step, result_line, step_line, unpack, world_line
 
 
 def test_pack_round_trip_and_garbage():
@@ -29,9 +29,26 @@ def test_steps_are_followed_per_rank_and_glued_lines_are_split():
 
 def test_result_lines_and_chatter():
     f = _Follow(np=1, progress=None)
+    f.line("srun: job 7 queued and waiting for resources")
+    f.line("srun: job 7 has been allocated resources")
+    # before the ranks reported their world, the launcher's last three lines explain a start-up failure or hang
+    assert f.last_words() == (
+        "; the launcher's last output: srun: job 7 queued and waiting for resources | "
+        "srun: job 7 has been allocated resources"
+    )
+    f.line(world_line(1, ["n1"]))
+    assert f.world == (1, ("n1",)) and not f.errors
     f.line(result_line({"world_size": 1, "result": 7}))
     f.line("Abort(1) on node 0: something")
     f.line("rank 0 could not open its device")
     assert unpack(f.results[0]) == {"world_size": 1, "result": 7}
     assert f.last_words() == "; last output: rank 0 could not open its device"
+
+
+def test_a_wrong_world_stops_the_job_at_once():
+    killed = []
+    f = _Follow(np=4, progress=None)
+    f.kill = lambda: killed.append(True)
+    f.line(world_line(1, ["n1"]) + world_line(1, ["n1"]))  # singletons, glued by the launcher
+    assert killed and len(f.errors) == 1 and "singletons" in f.errors[0]
     assert parse_step("no step here") is None

@@ -1,0 +1,144 @@
+"""The readable report of a calibration (``hnow calibrate`` prints it): what measured, every regime's parameters
+± 95 % CI, the protocol switch, the self-check, the plain C ping-pong reference, the run-to-run spread, warnings."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .params import Profile
+from .tables import table_text
+
+__all__ = ["fit_report"]
+
+
+def _pm(value: float, ci: Any, digits: int) -> str:
+    """``value ± half-width`` from a CI given as a half-width or as a ``[low, high]`` pair."""
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(c, (int, float)) for c in ci):
+        ci = (ci[1] - ci[0]) / 2
+    return (
+        f"{value:.{digits}g} ± {ci:.2g}"
+        if isinstance(ci, (int, float)) and math.isfinite(ci)
+        else f"{value:.{digits}g}"
+    )
+
+
+def _span(lo: int, hi: int | None) -> str:
+    return f"{lo}.." + ("" if hi is None else str(hi))
+
+
+def _regime_rows(profile: Profile, fits: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per node type and regime: S, R, C and X lines (± 95 % CI half-widths where the fit has them)."""
+    rows = []
+    for name, t in profile.types.items():
+        lo = 0
+        for i, reg in enumerate(t.regimes):
+            ci = {k: _fit_of(fits, k, name, i) for k in ("S", "R", "C")}
+            x = profile.link(name, name).regime_at(reg.upto_bytes if reg.upto_bytes is not None else lo)
+            rows.append(
+                {
+                    "type": name,
+                    "bytes": _span(lo, reg.upto_bytes),
+                    "Sc_us": _pm(reg.Sc_us, ci["S"].get("intercept_ci95_us", math.inf), 3),
+                    "Sm_us_per_byte": _pm(reg.Sm_us_per_byte, ci["S"].get("slope_ci95_us_per_byte", math.inf), 3),
+                    "Rc_us": _pm(reg.Rc_us, ci["R"].get("intercept_ci95_us", math.inf), 3),
+                    "Rm_us_per_byte": _pm(reg.Rm_us_per_byte, ci["R"].get("slope_ci95_us_per_byte", math.inf), 3),
+                    "Xc_us": f"{x.Xc_us:.3g}",
+                    "Xm_us_per_byte": f"{x.Xm_us_per_byte:.3g}",
+                    "Cm_us_per_byte": f"{reg.Cm_us_per_byte:.3g}",
+                }
+            )
+            lo = (reg.upto_bytes or 0) + 1
+    return rows
+
+
+def _fit_of(fits: dict[str, Any], key: str, name: str, i: int) -> dict[str, Any]:
+    """The fit behind regime ``i`` of parameter ``key`` (S, R, C) of type ``name``: piecewise fits are stored as
+    ``fits[key][name]["regimes"]``, the Python kernels' single lines as ``fits[name][key]``."""
+    regs = fits.get(key, {}).get(name, {}).get("regimes")
+    if regs is not None:
+        return regs[i] if i < len(regs) else {}
+    return fits.get(name, {}).get(key, {}) if i == 0 else {}
+
+
+def fit_report(profile: Profile) -> list[str]:
+    """Readable lines: what measured (MPI library, transport, kernels), every regime's parameters ± 95 % CI, the
+    protocol switch, the self-check and the plain C ping-pong reference, warnings."""
+    prov: dict[str, Any] = dict(profile.provenance)
+    lines = []
+    kern = prov.get("kernels", {})
+    lines.append(
+        f"MPI: {prov.get('mpi_library', '?')}; transport: {prov.get('transport', prov.get('mode', '?'))}; "
+        f"kernels: {kern.get('kind', '?')}" + (f" ({kern['why']})" if kern.get("why") else "")
+    )
+    if "timing" in prov:
+        lines.append(
+            f"timing: {prov['timing'].get('style')}; gap {prov['timing'].get('gap_us')} µs; "
+            f"{prov.get('rounds', '?')} interleaved rounds; buffers: {prov.get('buffers', '?')}"
+        )
+    lines.append(table_text(_regime_rows(profile, prov.get("fits", {}))))
+    for (a, b), link in profile.links.items():
+        regs = ", ".join(f"{r.Xc_us:.3g} µs + {r.Xm_us_per_byte:.3g} µs/B" for r in link.regimes)
+        lines.append(f"link {a}->{b}: X = {regs}")
+    if profile.rendezvous_from_bytes is not None:
+        lines.append(f"protocol: eager below {profile.rendezvous_from_bytes} B, rendezvous from there on")
+    sc = prov.get("self_check")
+    if sc:
+        worst = max(sc["rows"], key=lambda r: abs(r["miss_pct"]) if math.isfinite(r["miss_pct"]) else -1)
+        lines.append(
+            f"self-check: the profile predicts the {len(sc['rows'])} measured one-way times back with a "
+            f"worst miss of {sc['worst_miss_pct']:.1f} % ({worst['pair']} at {worst['size']} B)"
+        )
+    ref = prov.get("reference_pingpong")
+    if ref:
+        lines.append("plain C ping-pong (half round trip, median of batches, median over rounds) vs the profile:")
+        lines.append(
+            table_text(
+                [
+                    {
+                        "size": r["size"],
+                        "reference_us": round(r["reference_us"], 3),
+                        "spread_us": f"{r['reference_min_us']:.3g}-{r['reference_max_us']:.3g}",
+                        "profile_us": round(r["profile_us"], 3),
+                        "error_pct": round(r["error_pct"], 1),
+                    }
+                    for r in ref
+                ]
+            )
+        )
+    spread = prov.get("spread_over_rounds")
+    if spread:
+        lines.append("run-to-run spread (each round fitted alone; min / median / max over rounds, per regime):")
+        rows = []
+        for name, sp in spread.items():
+            for i, reg in enumerate(sp["regimes"]):
+                c, k = reg["intercept_us"], reg["slope_us_per_byte"]
+                rows.append(
+                    {
+                        "series": name,
+                        "regime": i + 1,
+                        "intercept_us": f"{c[0]:.3g} / {c[1]:.3g} / {c[2]:.3g}",
+                        "slope_us_per_byte": f"{k[0]:.3g} / {k[1]:.3g} / {k[2]:.3g}",
+                    }
+                )
+        lines.append(table_text(rows))
+    pairs = prov.get("pairs", [])
+    if pairs:
+        lines.append("additivity check (ping-pong vs S + X + R of the fitted parameters):")
+        lines.append(
+            table_text(
+                [
+                    {
+                        "ranks": "-".join(map(str, p["ranks"])),
+                        "types": "->".join(p["types"]),
+                        "max |residual| %": round(p["max_abs_residual_pct"], 2),
+                    }
+                    for p in pairs
+                ]
+            )
+        )
+    for w in prov.get("warnings", []):
+        lines.append(f"warning: {w}")
+    if "wall_s" in prov:
+        lines.append(f"calibration took {prov['wall_s']:.1f} s on {len(profile.nodes)} ranks")
+    return lines
