@@ -37,6 +37,7 @@ __all__ = [
     "OP_BCAST",
     "OP_SCATTER",
     "OP_GATHER",
+    "OP_P2P",
     "KernelBuildError",
     "KernelError",
     "compiler",
@@ -55,8 +56,8 @@ KERNEL_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 #: ``op`` values of :meth:`Kernels.coll`
-OP_BCAST, OP_SCATTER, OP_GATHER = 0, 1, 2
-_OP_NAMES = {"bcast": OP_BCAST, "scatter": OP_SCATTER, "gather": OP_GATHER}
+OP_BCAST, OP_SCATTER, OP_GATHER, OP_P2P = 0, 1, 2, 3
+_OP_NAMES = {"bcast": OP_BCAST, "scatter": OP_SCATTER, "gather": OP_GATHER, "p2p": OP_P2P}
 
 _ERRORS = {
     -1: "bad arguments (rank out of range, a == b, negative size or count, reps < 1)",
@@ -304,13 +305,14 @@ class Kernels:
         self, op: int | str, root: int, m: int, reps: int, lead_us: float = 50.0, aligned: bool = True
     ) -> tuple[np.ndarray, np.ndarray]:
         """A native collective (``"bcast"``/0, ``"scatter"``/1, ``"gather"``/2; ``m`` bytes, per rank for scatter and
-        gather) timed with a common start ``lead_us`` ahead on the shared ``CLOCK_MONOTONIC``. Returns this rank's
+        gather), or ``"p2p"``/3 (one ``MPI_Send`` from ``root`` to ``(root + 1) % size``), timed with a common start
+        ``lead_us`` ahead on the shared ``CLOCK_MONOTONIC``. Returns this rank's
         ``(start_us, finish_us)`` arrays (absolute clock, µs) on every rank; completion of repetition i is
         ``max over ranks finish[i] − min over ranks start[i]``. A rank whose start is clearly later than the others'
         got the start instant too late (increase ``lead_us``)."""
         code = _OP_NAMES.get(op, op) if isinstance(op, str) else int(op)
         if not isinstance(code, int):
-            raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..2, not {op!r}")
+            raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..3, not {op!r}")
         start = np.zeros(self._reps(reps), dtype=np.float64)
         finish = np.zeros_like(start)
         rc = self._lib.hk_coll(
@@ -394,8 +396,13 @@ def run_reference(
     if iters is not None:
         opts += ["-i", str(int(iters))]
     cmd = [*launcher_argv, str(exe), *opts, *map(str, sizes)]
+    from hnowmodel.jobs.lock import mpi_lock
+
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=env)
+        with mpi_lock():  # a timing job: one at a time on the machine ($HNOW_MPI_LOCK)
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout_s, stdin=subprocess.DEVNULL, env=env
+            )
     except subprocess.TimeoutExpired as exc:
         raise KernelError(f"reference ping-pong timed out after {timeout_s} s: {' '.join(cmd)}") from exc
     if proc.returncode != 0:

@@ -144,11 +144,12 @@ def run(
     rank = comm.Get_rank()
     a0, b0 = pairs[0]
     proto = _protocol(k, comm, a0, b0, sizes, rt)
+    common_start = b0 == (a0 + 1) % comm.Get_size()  # the kernel's p2p goes from its root to the next rank
     ref_sizes = [m for m in REFERENCE_SIZES if reference]
     per_round: list[dict[str, Any]] = []
     for rnd in range(rounds):
         order = list(sizes) if rnd % 2 == 0 else list(reversed(sizes))
-        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "ref": {}, "native": {}}
+        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "ref": {}, "native": {}, "P": {}}
         rt.progress(
             f"round {rnd + 1}/{rounds}: {len(order)} sizes, {len(pairs)} pair(s), {len(roles)} type(s)"
             + (f", native {','.join(native_ops)}" if native_ops else "")
@@ -165,6 +166,16 @@ def run(
                 if rank == a:
                     half0 = _center(rtt[0]) / 2
                     mine["T"][f"{a}-{b}"] = {m: _center(v) - half0 for m, v in rtt.items()}
+        if common_start:
+            # the same message with both ranks starting at one instant (send and receive posted together), as the
+            # collectives are timed: a receive posted as the message arrives takes the slower of two paths
+            with rt.step(f"round {rnd + 1} common-start one-way"):
+                for m in order:
+                    start, finish = k.coll("p2p", a0, m, _reps(m, quick), lead_us=gap_us)
+                    starts, finishes = comm.gather(start, root=0), comm.gather(finish, root=0)
+                    if rank == 0:
+                        comp = np.max(np.array(finishes), axis=0) - np.min(np.array(starts), axis=0)
+                        mine["P"][f"{a0}-{b0}"] = {**mine["P"].get(f"{a0}-{b0}", {}), m: _center(comp)}
         with rt.step(f"round {rnd + 1} overheads"):
             for t, (r, partner) in roles.items():
                 for m in order:
@@ -328,6 +339,9 @@ def fit_profile(
     }
     if threshold is not None:
         doc["protocol"] = {"rendezvous_from_bytes": int(threshold)}
+    cs = _common_start(raw, key0, sizes)
+    if cs is not None:
+        doc["extensions"] = {"common_start": cs}
     prov: dict[str, Any] = {
         "spread_over_rounds": _spread(raw, breaks, roles, pairs, sizes),
         "method": "C kernels: isolated message a->b + 0-byte acknowledgement, T = rtt(m) - rtt(0)/2; S from "
@@ -353,6 +367,26 @@ def fit_profile(
     }
     doc["provenance"] = prov
     return doc
+
+
+def _common_start(raw: dict[str, Any], key: str, sizes: Sequence[int]) -> dict[str, Any] | None:
+    """Per size, the median over rounds of (common-start one-way − isolated one-way) measured in the same round
+    (µs; the profile's ``extensions.common_start``, see :func:`hnowmodel.predict.common_start_us`); None when the
+    rounds measured no common-start one-way."""
+    xs, extra = [], []
+    for m in sizes:
+        d = [r["P"][key][m] - r["T"][key][m] for r in raw["rounds"] if m in r.get("P", {}).get(key, {})]
+        if d:
+            xs.append(int(m))
+            extra.append(round(float(np.median(d)), 4))
+    if not xs:
+        return None
+    return {
+        "sizes_bytes": xs,
+        "extra_us": extra,
+        "how": "one MPI_Send/MPI_Recv with both ranks starting at one instant of the shared clock (completion = "
+        "receiver's finish - earliest start) minus the isolated one-way time, same round, median over rounds",
+    }
 
 
 def _spread(
@@ -798,7 +832,7 @@ def run_network(
     lead = max(_gap_us(max(k_of.values()), 8192, gap_min_us), 2000.0)
     per_round: list[dict[str, Any]] = []
     for rnd in range(rounds):
-        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "ref": {}, "native": {}}
+        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "ref": {}, "native": {}, "P": {}}
         rt.progress(f"round {rnd + 1}/{rounds}: {len(pairs)} pair(s), {len(roles)} type(s)")
         with rt.step(f"round {rnd + 1} one-way"):
             for a, b in pairs:

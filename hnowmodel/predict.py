@@ -29,7 +29,7 @@ another in the tree's send order):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,7 @@ from .errors import InputError, LayoutError
 from .params import Profile
 from .trees import Tree, make_tree
 
-__all__ = ["ptp", "bcast", "scatter", "gather", "predict", "GATHER_VARIANTS", "as_sizes"]
+__all__ = ["ptp", "bcast", "scatter", "gather", "predict", "GATHER_VARIANTS", "as_sizes", "common_start_us"]
 
 GATHER_VARIANTS = ("paper", "link")
 
@@ -59,6 +59,33 @@ def as_sizes(sizes: Any) -> np.ndarray:
     if bad.any():
         raise InputError(f"message size {m[bad][0]:g} is not a non-negative number of bytes")
     return m
+
+
+def common_start_us(profile: Profile, sizes: Any) -> np.ndarray:
+    """What a common-start measurement adds to a message, per size (µs): a receive posted at the instant the message
+    is sent (every rank starting together, as collectives are timed on real MPI) takes longer than the isolated
+    message ``S + X + R`` describes. From the profile's ``extensions.common_start`` (measured by the calibration:
+    common-start minus isolated one-way time, per size), interpolated linearly in size and held beyond the ends;
+    zeros when the profile has none or it is malformed.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> p = Profile.from_dict({**paper_profile().to_dict(), "extensions": {"common_start":
+    ...     {"sizes_bytes": [0, 1000], "extra_us": [0.4, 0.2]}}})
+    >>> common_start_us(p, [0, 500, 4000]).tolist()
+    [0.4, 0.30000000000000004, 0.2]
+    """
+    m = as_sizes(sizes)
+    cs = profile.extensions.get("common_start") if isinstance(profile.extensions, Mapping) else None
+    try:
+        xs = np.asarray(cs["sizes_bytes"], dtype=float)
+        ys = np.asarray(cs["extra_us"], dtype=float)
+        ok = xs.ndim == 1 and xs.size == ys.size and xs.size > 0 and np.all(np.diff(xs) > 0)
+        ok = ok and bool(np.all(np.isfinite(ys)))
+    except (TypeError, KeyError, ValueError):
+        ok = False
+    if not ok:
+        return np.zeros(m.shape, dtype=float)
+    return np.interp(m.astype(float), xs, ys)
 
 
 def ptp(profile: Profile, src_type: str, dst_type: str, sizes: Any) -> np.ndarray:

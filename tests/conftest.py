@@ -61,14 +61,18 @@ def run_hnow(*args: str, timeout: float = 300, check: bool = False) -> subproces
 
 
 def run_mpi_module(np: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``mpiexec -n NP python -m calibrate ARGS`` and return the completed process."""
-    return subprocess.run(
-        ["mpiexec", "-n", str(np), sys.executable, "-m", "calibrate", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    """Run ``mpiexec -n NP python -m calibrate ARGS`` (holding the machine's MPI lock) and return the completed
+    process."""
+    from hnowmodel.jobs import mpi_lock
+
+    with mpi_lock():
+        return subprocess.run(
+            ["mpiexec", "-n", str(np), sys.executable, "-m", "calibrate", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 @pytest.fixture

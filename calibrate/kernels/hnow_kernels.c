@@ -33,7 +33,7 @@
 #include <time.h>
 
 /* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
-#define HK_VERSION 3
+#define HK_VERSION 4
 
 #define HK_OK 0
 #define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
@@ -362,7 +362,9 @@ int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int al
 /* ---------------------------------------------------------------------------------------------------------- */
 /* hk_coll: a native collective timed with a COMMON START on the shared clock.                                 */
 /*                                                                                                            */
-/* op 0 = MPI_Bcast of m bytes from root; op 1 = MPI_Scatter, op 2 = MPI_Gather, m bytes (MPI_BYTE) per rank.   */
+/* op 0 = MPI_Bcast of m bytes from root; op 1 = MPI_Scatter, op 2 = MPI_Gather, m bytes (MPI_BYTE) per rank;   */
+/* op 3 = one point-to-point message of m bytes, MPI_Send from root to rank (root + 1) % size, MPI_Recv there    */
+/* (the other ranks take part in the start only): the one-way time under the collectives' own timing style.    */
 /* Per repetition: MPI_Barrier; root picks start = now + lead_us and broadcasts it (a small MPI_Bcast, before   */
 /* the instant); every rank spins until start, calls the collective once and reads the clock.                   */
 /*   out_start[i]  = the clock value that ended this rank's spin (µs, absolute CLOCK_MONOTONIC): within a few   */
@@ -379,10 +381,11 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, int 
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     if (root < 0 || root >= size || m < 0 || m > INT_MAX || reps < 1 || lead_us < 0.0) return agree(comm, HK_EARGS);
-    if (op < 0 || op > 2) return agree(comm, HK_EOP);
+    if (op < 0 || op > 3) return agree(comm, HK_EOP);
     hk_buf sb = {0}, rb = {0};
     size_t nm = (size_t)m * (size_t)size;
-    if (op == 0) {
+    int peer = (root + 1) % size;
+    if (op == 0 || op == 3) {
         rc = rank == root ? buf_alloc(&sb, (size_t)m, aligned) : rbuf_alloc(&sb, (size_t)m, aligned);
         if (rc == HK_OK) {
             if (rank == root) fill_pattern(sb.p, m, root);
@@ -418,7 +421,12 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, int 
         int64_t t0 = spin_until(start);
         if (op == 0)
             MPI_Bcast(sb.p, (int)m, MPI_BYTE, root, comm);
-        else if (op == 1)
+        else if (op == 3) {
+            if (rank == root)
+                MPI_Send(sb.p, (int)m, MPI_BYTE, peer, TAG_DATA, comm);
+            else if (rank == peer)
+                MPI_Recv(sb.p, (int)m, MPI_BYTE, root, TAG_DATA, comm, MPI_STATUS_IGNORE);
+        } else if (op == 1)
             MPI_Scatter(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, root, comm);
         else
             MPI_Gather(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, root, comm);
@@ -428,7 +436,7 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, int 
             out_finish[i] = ns_to_us(t1);
         }
     }
-    if (op == 0 && rank != root) rc = hk_verify(sb.p, m, root);
+    if ((op == 0 && rank != root) || (op == 3 && rank == peer)) rc = hk_verify(sb.p, m, root);
     if (op == 1) rc = hk_verify(rb.p, m, rank);
     if (op == 2 && rank == root)
         for (int r = 0; r < size && rc == HK_OK; r++) rc = hk_verify(rb.p + (size_t)r * (size_t)m, m, r);

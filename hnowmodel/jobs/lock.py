@@ -73,7 +73,7 @@ def mpi_lock(
     """Hold the machine's MPI lock (``path``, default ``$HNOW_MPI_LOCK``; none set: a no-op) for the ``with`` body.
 
     Waits up to ``wait_s`` seconds for another job to finish (``say`` hears once that it waits, and for whom), then
-    raises :class:`~hnowmodel.errors.MPIRunError`. A lock held by an ancestor of this process is taken as ours.
+    raises :class:`~hnowmodel.errors.MPIRunError`. A lock held by this process or an ancestor of it is taken as ours.
     """
     path = path or lock_path()
     if not path:
@@ -92,8 +92,8 @@ def mpi_lock(
                 break
             except BlockingIOError:
                 holders = _holders(path)
-                if holders and holders & _ancestors():
-                    break  # ``flock FILE <this>``: the lock is already ours
+                if holders and holders & (_ancestors() | {os.getpid()}):
+                    break  # ``flock FILE <this>``, or this process nesting jobs: the lock is already ours
                 if time.monotonic() > deadline:
                     raise MPIRunError(
                         f"the MPI lock {path} stayed held by another job (pid {sorted(holders)}) for {wait_s:g} s"

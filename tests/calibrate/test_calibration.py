@@ -143,3 +143,27 @@ def test_hung_rank_times_out_names_rank_and_step_keeps_old_profile(tmp_path):
     # rank 1 hangs on entering the step; rank 0 waits for it inside the same step: both are named with it
     assert "did not finish within 12 s" in line and "ranks 0,1 in step 'sends 0->1" in line
     assert out.read_text() == "previous profile"
+
+
+def test_native_compare_models_the_common_start(hnow, tmp_path):
+    """Plain MPI, 2 ranks, no profile given: the calibration measures the common-start one-way time beside the
+    isolated one, stores the difference per size (extensions.common_start), and the native rows it times in its
+    own rounds (common start) are predicted as the pinned tree + that term, named in the row."""
+    if not _has_c_kernels():
+        pytest.skip("no mpicc for the C kernels")
+    out = tmp_path / "cmp"
+    proc = hnow(
+        "compare", "--np", "2", "--ops", "bcast", "--trees", "native", "--sizes", "8,64K", "-o", str(out), "--json",
+        timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)["rows"]
+    prof = Profile.load(next(out.glob("*.json")))
+    cs = prof.extensions["common_start"]
+    assert cs["sizes_bytes"] == sorted(cs["sizes_bytes"]) and len(cs["sizes_bytes"]) == len(cs["extra_us"]) > 10
+    from hnowmodel.predict import common_start_us
+
+    for r in rows:
+        assert r["method"] == "c-common-start" and r["model_tree"] == "binomial + common start", r
+        plain = float(prof.ptp_us("node", "node", r["size"]))
+        assert r["predicted_us"] == pytest.approx(plain + float(common_start_us(prof, [r["size"]])[0]))

@@ -61,9 +61,12 @@ def test_executor_delivers_payload_over_many_trees_and_roots(tmp_path):
     import subprocess
 
     n = 5
-    proc = subprocess.run(
-        ["mpiexec", "-n", str(n), sys.executable, str(script)], capture_output=True, text=True, timeout=60
-    )
+    from hnowmodel.jobs import mpi_lock
+
+    with mpi_lock():
+        proc = subprocess.run(
+            ["mpiexec", "-n", str(n), sys.executable, str(script)], capture_output=True, text=True, timeout=60
+        )
     assert proc.returncode == 0, proc.stderr
     runs = json.loads(proc.stdout)
     assert len(runs) == 5 * 2 * 3 * 3

@@ -103,9 +103,12 @@ def test_emulated_times_follow_the_model(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     layout = "FSSF"
-    proc = subprocess.run(
-        ["mpiexec", "-n", "4", sys.executable, str(script), layout], capture_output=True, text=True, timeout=120
-    )
+    from hnowmodel.jobs import mpi_lock
+
+    with mpi_lock():
+        proc = subprocess.run(
+            ["mpiexec", "-n", "4", sys.executable, str(script), layout], capture_output=True, text=True, timeout=120
+        )
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     tb = load_testbed("paper").with_ranks(layout)
