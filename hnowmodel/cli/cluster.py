@@ -1,4 +1,5 @@
-"""``hnow cluster up SPEC | status [NAME] | down [NAME|SPEC]``: a virtual heterogeneous cluster on this machine."""
+"""``hnow cluster up SPEC [--slurm] | status [NAME] | down [NAME|SPEC]``: a virtual heterogeneous cluster on this
+machine (with ``--slurm``, also a real Slurm on its hosts)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="up: a hnowmodel.cluster/1 JSON file or a built-in spec ('demo'); status/down: a cluster name or spec "
         "(default: every cluster / the only one that is up)",
     )
+    p.add_argument(
+        "--slurm",
+        action="store_true",
+        help="up: also run a real Slurm on the hosts (slurmctld + one slurmd per host, node-local /tmp); "
+        "'SLURM_CONF=<slurm_conf> srun ...' then runs on them (installs Debian's slurmd/slurmctld/munge if missing)",
+    )
 
 
 def _print_state(st: cluster.ClusterState, file=None) -> None:
@@ -37,6 +44,8 @@ def _print_state(st: cluster.ClusterState, file=None) -> None:
         f"(launcher side {st.bridge_address}), tbf burst {st.shaping.burst_bytes} B{note}",
         file=file,
     )
+    if st.slurm_conf:
+        print(f"slurm: SLURM_CONF={st.slurm_conf} (srun, sbatch, salloc run on these hosts)", file=file)
     rows = [
         {
             "host": h.name,
@@ -53,10 +62,12 @@ def _print_state(st: cluster.ClusterState, file=None) -> None:
 
 def run(args: argparse.Namespace) -> int:
     action = args.action
+    if getattr(args, "slurm", False) and action in ("status", "down"):
+        raise InputError(f"cluster {action}: --slurm goes with 'cluster up' only")
     if action == "up":
         if args.target is None:
             raise InputError("cluster up: SPEC is required (a hnowmodel.cluster/1 JSON file or 'demo')")
-        st = cluster.up(args.target)
+        st = cluster.up(args.target, slurm=bool(getattr(args, "slurm", False)))
         if args.json:
             emit_json({"cluster": st.public_dict()})
         else:

@@ -5,7 +5,9 @@ Each host of a :class:`ClusterSpec` becomes a network namespace ``hnow-<cluster>
 end, ``hn-<cluster>-<host>``, is a port of the bridge ``hn-<cluster>`` (address ``10.213.X.1``) in the root
 namespace. A ``tbf`` token bucket shapes each host's egress (on its ``eth0``) and ingress (on the root-side
 veth, the egress towards it) to the host's rates. MPI ranks start inside the hosts through hydra's ssh launcher
-and the cluster's exec wrapper (:func:`launch_settings`), which also gives each host its host name.
+and the cluster's exec wrapper (:func:`launch_settings`), which also gives each host its host name. With
+``slurm=True`` (``hnow cluster up SPEC --slurm``) the cluster also runs a real Slurm, one slurmd per host, each
+with a node-local ``/tmp`` (:mod:`.slurm`); :func:`slurm_env` points ``srun``/``sbatch``/``salloc`` at it.
 
 Needs root. Everything made is recorded in a state file before it is made (:mod:`.state`), so :func:`down`
 removes it all, also after a crash or Ctrl-C in the middle of :func:`up`.
@@ -15,6 +17,9 @@ removes it all, also after a crash or Ctrl-C in the middle of :func:`up`.
 >>> hm.cluster.launch_settings(st, 6).mpiexec_args[:2]       # doctest: +SKIP
 ['-launcher', 'ssh']
 >>> hm.cluster.down("demo")                                  # doctest: +SKIP
+>>> st = hm.cluster.up("demo", slurm=True)                   # doctest: +SKIP
+>>> hm.cluster.slurm_env(st)                                 # doctest: +SKIP
+{'SLURM_CONF': '/run/hnowmodel/slurm/demo/slurm.conf'}
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from pathlib import Path
 
 from ..errors import HnowError, InputError
 from . import netns
+from . import slurm as _sl
 from .netns import require
+from .slurm import ensure_installed, slurm_env
 from .spec import (
     IFNAME_PREFIX,
     MAX_HOSTS,
@@ -79,6 +86,8 @@ __all__ = [
     "rank_hosts",
     "require",
     "state_dir",
+    "slurm_env",
+    "ensure_installed",
 ]
 
 #: First two octets of every cluster's subnet (``10.213.X.0/24``, X chosen per cluster to be free).
@@ -245,6 +254,7 @@ def _missing(st: ClusterState) -> tuple[str, ...]:
     out = [f"namespace {n}" for n in st.namespaces if n not in have_ns]
     out += [f"link {n}" for n in st.links if n not in have_links]
     out += [f"file {f}" for f in st.files if not os.path.exists(f)]
+    out += _sl.problems(st)
     return tuple(out)
 
 
@@ -265,17 +275,23 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-def up(spec: str | os.PathLike | Mapping | ClusterSpec) -> ClusterState:
+def up(spec: str | os.PathLike | Mapping | ClusterSpec, *, slurm: bool = False) -> ClusterState:
     """Bring the cluster of ``spec`` (a built-in name such as ``demo``, a JSON file, a dict or a
-    :class:`ClusterSpec`) up and return its state.
+    :class:`ClusterSpec`) up and return its state; with ``slurm=True`` also a real Slurm on its hosts (one
+    slurmd per host, slurmctld and munged in the root namespace; ``state.slurm_conf``, :func:`slurm_env`),
+    installing Slurm's Debian packages first where they are missing and can be (:func:`ensure_installed`).
 
-    Idempotent: when the same spec is already up, nothing is done and the same state is returned; a cluster of
-    the same name with another spec is an error (``down`` it first); a half-made or damaged one of the same spec
-    is removed and made again. On any failure (also Ctrl-C or SIGTERM) what was made is removed before the error
-    is raised; after a SIGKILL the state file lets :func:`down` remove it.
+    Idempotent: when the same spec is already up, nothing is done and the same state is returned (also with its
+    Slurm when ``slurm`` is False); ``slurm=True`` on a cluster that is up without Slurm adds Slurm to it. A
+    cluster of the same name with another spec is an error (``down`` it first); a half-made or damaged one of the
+    same spec (a recorded Slurm daemon that died counts) is removed and made again, with Slurm if it had it. On
+    any failure (also Ctrl-C or SIGTERM) what was made is removed before the error is raised; after a SIGKILL the
+    state file lets :func:`down` remove it.
     """
     spec = load_spec(spec)
     require()
+    if slurm:
+        ensure_installed()
     t = netns.tools()
     with locked():
         old = read_state(spec.name)
@@ -285,19 +301,48 @@ def up(spec: str | os.PathLike | Mapping | ClusterSpec) -> ClusterState:
                     f"cluster {spec.name!r} is up with another spec: run 'hnow cluster down {spec.name}' first"
                 )
             if old.phase == "up" and not _missing(old):
-                return old
+                if not slurm or old.slurm_conf:
+                    return old
+                return _add_slurm(old)
+            if old.slurm_conf and not slurm:
+                slurm = True
+                ensure_installed()
             _teardown(old, t)
         st = _plan(spec, _choose_subnet(spec.name, t["ip"]), _wrapper_dir() / f"{spec.name}-wrapper.sh")
         with _sigterm_interrupts():
             st = _write_state(st)
             try:
                 _build(st, t)
+                if slurm:
+                    st = _sl.start(st, _write_state, _sl.READY_TIMEOUT_S)
                 st = _write_state(replace(st, phase="up"))
             except BaseException:
                 with contextlib.suppress(Exception):
                     _teardown(st, t)
                 raise
     return st
+
+
+def _add_slurm(st: ClusterState) -> ClusterState:
+    """Start a Slurm on the cluster ``st`` (up, without one); on failure remove it again and leave the cluster
+    as it was. Called with the clusters' lock held."""
+    with _sigterm_interrupts():
+        st = _write_state(replace(st, phase="creating"))
+        try:
+            st = _sl.start(st, _write_state, _sl.READY_TIMEOUT_S)
+            return _write_state(replace(st, phase="up"))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                _drop_slurm_locked(st)
+            raise
+
+
+def _drop_slurm_locked(st: ClusterState) -> ClusterState:
+    """Stop the Slurm of ``st`` (kill its daemons and what runs inside the namespaces, remove its folder) and
+    record the cluster as up without one."""
+    netns.kill_namespace_processes(st.namespaces)
+    _sl.stop(st)
+    return _write_state(replace(st, phase="up", processes=(), slurm_conf=None, slurm_dir=None))
 
 
 def _leftovers(name: str) -> tuple[list[str], list[str]]:
@@ -316,10 +361,9 @@ def _teardown(st: ClusterState | None, t: Mapping[str, str], name: str | None = 
     have_ns, have_links = netns.existing_namespaces(), netns.existing_links()
     namespaces = sorted(n for n in rec_ns | set(extra_ns) if n in have_ns)
     links = sorted(n for n in rec_links | set(extra_links) if n in have_links)
-    killed = netns.kill_namespace_processes(namespaces)
-    for pid in st.processes if st else ():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, 9)
+    killed = set(netns.kill_namespace_processes(namespaces))
+    # the Slurm daemons of the root namespace (slurmctld, munged: recorded, or found by their marker) and its folder
+    killed |= set(_sl.stop(st, name))
     # Deleting the root-side veth removes its peer too, even if a process still holds the namespace.
     lines = [f"link del {n}" for n in links if n != _bridge_name(name)]
     lines += [f"link del {n}" for n in links if n == _bridge_name(name)]
@@ -337,7 +381,7 @@ def _teardown(st: ClusterState | None, t: Mapping[str, str], name: str | None = 
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f)
     remove_state(name)
-    removed = bool(namespaces or links or st is not None)
+    removed = bool(namespaces or links or st is not None or killed)
     return DownResult(name, removed, len(namespaces), len(links), len(killed))
 
 
@@ -375,9 +419,10 @@ def _resolve_name(target: str | os.PathLike | Mapping | ClusterSpec | None) -> s
 
 def down(target: str | os.PathLike | Mapping | ClusterSpec | None = None) -> DownResult:
     """Remove the cluster named ``target`` (or given by its spec; None: the only cluster that is up) and everything
-    it made: processes still inside its namespaces, the namespaces, veths and bridge, the wrapper and the state
-    file. Idempotent: when nothing is there, returns ``removed=False``. Works from the state file alone after a
-    crash, and also finds the cluster's namespaces and links by name when the state file is gone."""
+    it made: processes still inside its namespaces (slurmd, job steps, ranks), its Slurm's slurmctld and munged
+    and their folder, the namespaces, veths and bridge, the wrapper and the state file. Idempotent: when nothing
+    is there, returns ``removed=False``. Works from the state file alone after a crash, and also finds the
+    cluster's namespaces and links (and Slurm daemons) by name when the state file is gone."""
     name = _resolve_name(target)
     if not name:
         return DownResult("", False)
@@ -414,14 +459,21 @@ def get(name: str) -> ClusterState:
 
 
 @contextlib.contextmanager
-def using(spec: str | os.PathLike | Mapping | ClusterSpec) -> Iterator[ClusterState]:
+def using(spec: str | os.PathLike | Mapping | ClusterSpec, *, slurm: bool = False) -> Iterator[ClusterState]:
     """Use the cluster of ``spec`` for a block: the one that is up, or one brought up for the block and taken
-    down after it (also on errors). This is what ``--cluster SPEC`` on other commands means."""
+    down after it (also on errors). This is what ``--cluster SPEC`` on other commands means. With ``slurm=True``
+    the cluster runs a Slurm during the block: one added to a cluster that was up without Slurm is stopped after
+    it (the cluster stays up)."""
     spec = load_spec(spec)
-    was_up = any(s.spec == spec and not s.stale for s in status(spec.name))
-    st = up(spec)
+    before = [s for s in status(spec.name) if s.spec == spec and not s.stale]
+    st = up(spec, slurm=slurm)
     try:
         yield st
     finally:
-        if not was_up:
+        if not before:
             down(spec.name)
+        elif slurm and not before[0].slurm_conf:
+            with locked():
+                cur = read_state(spec.name)
+                if cur is not None and cur.slurm_conf:
+                    _drop_slurm_locked(cur)

@@ -83,9 +83,11 @@ class ClusterState:
     ``phase`` is ``creating`` until every resource exists, then ``up``. ``namespaces`` and ``links`` are every
     namespace and root-namespace link the cluster makes (all of them are recorded before they are made);
     ``files`` the files beside the state file (the exec wrapper); ``processes`` the long-lived processes it
-    started (none today: ranks run under the caller's launcher and are killed by ``down`` through
-    ``ip netns pids``). ``missing`` is filled by :func:`hnowmodel.cluster.status`: recorded resources that do
-    not exist (a stale state).
+    started: the Slurm daemons of a cluster up with ``--slurm`` (ranks run under the caller's launcher and are
+    killed by ``down`` through ``ip netns pids``). ``slurm_conf`` is the ``slurm.conf`` of the cluster's own
+    Slurm (None without one: ``SLURM_CONF=<it> srun …`` runs on its hosts) and ``slurm_dir`` the folder holding
+    it and everything else of that Slurm (removed whole by ``down``). ``missing`` is filled by
+    :func:`hnowmodel.cluster.status`: recorded resources that do not exist (a stale state).
     """
 
     spec: ClusterSpec
@@ -100,6 +102,8 @@ class ClusterState:
     links: tuple[str, ...]
     files: tuple[str, ...] = ()
     processes: tuple[int, ...] = ()
+    slurm_conf: str | None = None
+    slurm_dir: str | None = None
     created_unix: float = 0.0
     creator_pid: int = 0
     path: str = ""
@@ -124,7 +128,8 @@ class ClusterState:
 
     def public_dict(self) -> dict[str, Any]:
         """The contract JSON of ``hnow cluster up``/``status``: ``{"name", "hosts": [{"name", "address",
-        "egress_mbit", "ingress_mbit", "slots"}]}`` plus informational keys (subnet, bridge, burst, state)."""
+        "egress_mbit", "ingress_mbit", "slots"}], "slurm_conf"}`` (``slurm_conf`` null without Slurm) plus
+        informational keys (subnet, bridge, burst, state)."""
         return {
             "name": self.name,
             "hosts": [
@@ -137,6 +142,7 @@ class ClusterState:
                 }
                 for h in self.hosts
             ],
+            "slurm_conf": self.slurm_conf,
             "subnet": self.subnet,
             "bridge_address": self.bridge_address,
             "shaping": self.shaping.to_dict(),
@@ -162,6 +168,8 @@ class ClusterState:
             "links": list(self.links),
             "files": list(self.files),
             "processes": list(self.processes),
+            "slurm_conf": self.slurm_conf,
+            "slurm_dir": self.slurm_dir,
             "created_unix": self.created_unix,
             "creator_pid": self.creator_pid,
         }
@@ -185,6 +193,8 @@ def _from_doc(doc: Any, path: Path) -> ClusterState:
             links=tuple(doc["links"]),
             files=tuple(doc.get("files", ())),
             processes=tuple(int(p) for p in doc.get("processes", ())),
+            slurm_conf=None if doc.get("slurm_conf") is None else str(doc["slurm_conf"]),
+            slurm_dir=None if doc.get("slurm_dir") is None else str(doc["slurm_dir"]),
             created_unix=float(doc.get("created_unix", 0.0)),
             creator_pid=int(doc.get("creator_pid", 0)),
             path=str(path),

@@ -384,8 +384,8 @@ def run_task(
         if launch.cluster is not None:
             from ..cluster import using
 
-            with using(launch.cluster) as state:
-                placement, env, expect = _on_cluster(launch, state)
+            with using(launch.cluster, slurm=launch.kind == "srun") as state, tempfile.TemporaryDirectory() as tmp:
+                placement, env, expect = _on_cluster(launch, state, Path(tmp))
                 return _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
         env = dict(srun_defaults(launch)[1]) if launch.kind == "srun" else {}
         expect = _Expect()
@@ -405,7 +405,7 @@ def run_task(
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect, str(path))
 
 
-def _on_cluster(launch: Launch, state: Any) -> tuple[tuple[str, ...], dict[str, str], _Expect]:
+def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...], dict[str, str], _Expect]:
     """Launcher arguments, environment and expected hosts that start ``launch.np`` ranks on a virtual cluster:
     hydra through the cluster's exec wrapper, or ``srun`` through the cluster's own Slurm (``up --slurm``)."""
     from ..cluster import launch_settings
@@ -424,18 +424,11 @@ def _on_cluster(launch: Launch, state: Any) -> tuple[tuple[str, ...], dict[str, 
     env = {**dict(where.env), **slurm_env(state), **srun_defaults(launch)[1]}
     order = sorted(set(where.hosts), key=list(where.hosts).index)
     # one rank per line, in rank order: srun --distribution=arbitrary places rank i on line i's node
-    env["SLURM_HOSTFILE"] = _rank_hostfile(state, where.hosts)
+    hostfile = tmp / "ranks"
+    hostfile.write_text("".join(f"{h}\n" for h in where.hosts))
+    env["SLURM_HOSTFILE"] = str(hostfile)
     placement = ("-N", str(len(order)), "--distribution=arbitrary", f"--nodelist={','.join(order)}")
     return placement, env, expect
-
-
-def _rank_hostfile(state: Any, hosts: Sequence[str]) -> str:
-    """A file beside the cluster's state listing each rank's host (srun's ``SLURM_HOSTFILE``); its path."""
-    from ..cluster import state_dir
-
-    path = state_dir() / f"{state.name}.ranks"
-    path.write_text("".join(f"{h}\n" for h in hosts))
-    return str(path)
 
 
 def _run(

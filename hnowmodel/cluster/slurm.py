@@ -1,0 +1,558 @@
+"""A real Slurm on a virtual cluster (``hnow cluster up SPEC --slurm``): munged, slurmctld and one slurmd per host.
+
+Layout (cluster ``lab``; the folder is recorded in the state file as ``slurm_dir`` before anything is made):
+
+- ``/run/hnowmodel/slurm/lab/`` (mode 0755: munge wants every folder above its socket searchable):
+  ``slurm.conf``, an empty ``plugstack.conf`` (the machine's SPANK plugins are not loaded), ``munge.key`` (0600,
+  1024 random bytes, this cluster's own), ``munge/munge.socket``, ``ctld/`` (slurmctld's state), ``nodes/<host>/``
+  (each slurmd's spool and pid file: ``%n`` in ``slurm.conf``) and ``log/`` (each daemon's log: its stderr).
+- ``munged`` and ``slurmctld`` run in the root namespace; slurmctld listens on a free TCP port (from
+  :data:`CTLD_PORT_BASE` up) and is reached at the bridge address (``SlurmctldHost=hnow-ctld-lab(10.213.X.1)``).
+  It runs in its own UTS namespace named ``hnow-ctld-<cluster>``, so the machine's host name never matters.
+- each host's ``slurmd -N <host>`` runs in the host's network namespace (``nsenter --net=/run/netns/NS``: not
+  ``ip netns exec``, which remounts ``/sys`` and leaves slurmd without a cgroup file system) inside a new mount and
+  UTS namespace (``unshare --mount --uts --propagation private``) whose host name is the host's and whose ``/tmp``
+  and ``/dev/shm`` are fresh tmpfs mounts: a node-local ``/tmp``, as on real compute nodes. Everything a job starts
+  (slurmstepd and the tasks) inherits all three, so it dies with the namespace at ``down``.
+
+Every daemon is started with ``HNOW_SLURM_DIR=<that folder>`` in its environment and its pid is written to the
+state file (``processes``) before ``up`` waits for it; ``down`` kills the recorded pids, every process carrying the
+marker (also children such as ``slurmscriptd``, and daemons started just before a crash) and everything inside the
+namespaces, then removes the folder. Nothing is mounted in the root namespace and no ``/dev/shm`` segment is made
+there.
+
+``srun``/``sbatch``/``salloc`` work from the root namespace with ``SLURM_CONF`` set (:func:`slurm_env`): the steps
+reach srun at the bridge address it connects from, and the ranks of an MPI job reach each other over the shaped
+links (``srun --mpi=pmi2`` for the MPICH wheel, with ``MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp``: Slurm 22.05's
+PMI-1 server reads at most 1024 bytes per command, less than UCX's address records).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+
+from ..errors import HnowError
+from .netns import NETNS_DIR
+from .state import ClusterState, state_dir
+
+__all__ = [
+    "PACKAGES",
+    "BINARIES",
+    "PARTITION",
+    "CTLD_PORT_BASE",
+    "READY_TIMEOUT_S",
+    "MARKER_ENV",
+    "missing_reason",
+    "ensure_installed",
+    "slurm_dir",
+    "slurm_env",
+    "conf_text",
+    "start",
+    "stop",
+    "problems",
+]
+
+#: The Debian packages that give Slurm 22.05 and munge (``apt-get install --no-install-recommends``).
+PACKAGES = ("slurmd", "slurmctld", "slurm-client", "munge")
+#: The commands a Slurm on the virtual cluster needs (the first four come with :data:`PACKAGES`).
+BINARIES = ("slurmctld", "slurmd", "srun", "sinfo", "munged", "nsenter", "unshare", "mount", "hostname")
+#: The one partition, containing every host; the default one.
+PARTITION = "hnow"
+#: slurmctld listens on the first free port from here (one port per cluster; ``SlurmctldPort``).
+CTLD_PORT_BASE = 17817
+#: How long ``up`` waits for every node to be idle, seconds.
+READY_TIMEOUT_S = 10.0
+#: The environment variable every daemon of a cluster's Slurm carries (its value: the cluster's Slurm folder).
+MARKER_ENV = "HNOW_SLURM_DIR"
+
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_PKG_OF = {"nsenter": "util-linux", "unshare": "util-linux", "mount": "mount", "hostname": "hostname"}
+
+
+def _which(cmd: str) -> str | None:
+    return shutil.which(cmd) or next(
+        (p for p in (f"/usr/sbin/{cmd}", f"/sbin/{cmd}", f"/usr/bin/{cmd}", f"/bin/{cmd}") if os.access(p, os.X_OK)),
+        None,
+    )
+
+
+def _missing_binaries() -> list[str]:
+    return [b for b in BINARIES if _which(b) is None]
+
+
+def missing_reason() -> str:
+    """Why a Slurm cannot be run on a virtual cluster here, in one line; ``''`` when it can (root and every command
+    of :data:`BINARIES` present). Does not install anything (see :func:`ensure_installed`)."""
+    if os.geteuid() != 0:
+        return "Slurm on the virtual cluster needs root"
+    missing = _missing_binaries()
+    if not missing:
+        return ""
+    pkgs = sorted({_PKG_OF.get(b, "slurm") for b in missing})
+    if "slurm" in pkgs:
+        pkgs = [p for p in pkgs if p != "slurm"] + list(PACKAGES)
+    return (
+        f"Slurm is not installed here (missing {', '.join(missing)}): "
+        f"apt-get install --no-install-recommends {' '.join(pkgs)}"
+    )
+
+
+def ensure_installed(timeout_s: float = 600.0) -> None:
+    """Make Slurm usable here: when root, ``apt-get`` exists and a command of :data:`BINARIES` is missing, run
+    ``apt-get install -y --no-install-recommends slurmd slurmctld slurm-client munge`` (``DEBIAN_FRONTEND=
+    noninteractive``; once more after ``apt-get update`` if that fails). ~8 s when the packages are reachable.
+
+    Raises :class:`HnowError` with one line (:func:`missing_reason`, or apt-get's last words) when Slurm is still
+    not usable afterwards. Nothing is done when everything is there already."""
+    why = missing_reason()
+    if not why:
+        return
+    apt = _which("apt-get")
+    if os.geteuid() != 0 or apt is None:
+        raise HnowError(why + ("" if apt else " (no apt-get here to install it)"))
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    pkgs = list(PACKAGES) + sorted({_PKG_OF[b] for b in _missing_binaries() if b in _PKG_OF})
+    install = [apt, "-o", "DPkg::Lock::Timeout=120", "install", "-y", "--no-install-recommends", *pkgs]
+    last = ""
+    for update_first in (False, True):
+        try:
+            if update_first:
+                subprocess.run(
+                    [apt, "-o", "DPkg::Lock::Timeout=120", "update"],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=timeout_s,
+                    stdin=subprocess.DEVNULL,
+                )
+            proc = subprocess.run(
+                install, capture_output=True, text=True, env=env, timeout=timeout_s, stdin=subprocess.DEVNULL
+            )
+        except subprocess.TimeoutExpired:
+            last = f"apt-get did not finish in {timeout_s:g} s"
+            continue
+        lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
+        last = lines[-1] if lines else f"exit status {proc.returncode}"
+        if proc.returncode == 0 and not missing_reason():
+            return
+    why = missing_reason()
+    if why:
+        raise HnowError(f"{why}; installing it failed: {last}")
+
+
+def slurm_dir(name: str) -> Path:
+    """The folder of cluster ``name``'s Slurm (``/run/hnowmodel/slurm/<name>`` for root)."""
+    return state_dir().parent / "slurm" / name
+
+
+def slurm_env(state: ClusterState) -> dict[str, str]:
+    """The environment that points ``srun``, ``sbatch``, ``salloc``, ``sinfo`` … at the Slurm of the cluster
+    ``state`` describes: ``{"SLURM_CONF": <its slurm.conf>}``. :class:`HnowError` when it runs no Slurm."""
+    if not state.slurm_conf:
+        raise HnowError(f"cluster {state.name!r} runs no Slurm: bring it up with 'hnow cluster up SPEC --slurm'")
+    return {"SLURM_CONF": state.slurm_conf}
+
+
+def _ctld_name(cluster: str) -> str:
+    return f"hnow-ctld-{cluster}"
+
+
+def conf_text(state: ClusterState, folder: Path, port: int) -> str:
+    """The ``slurm.conf`` of the cluster ``state`` describes, its Slurm folder being ``folder`` and slurmctld's
+    port ``port``: one node per host (``NodeAddr`` its address, ``CPUs`` its slots), one default partition."""
+    d = str(folder)
+    lines = [
+        f"# Slurm of the hnowmodel virtual cluster {state.name!r} (written by 'hnow cluster up --slurm').",
+        f"ClusterName={state.name}",
+        f"SlurmctldHost={_ctld_name(state.name)}({state.bridge_address})",
+        f"SlurmctldPort={port}",
+        "SlurmdPort=6818",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={d}/munge/munge.socket",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "AccountingStorageType=accounting_storage/none",
+        "JobCompType=jobcomp/none",
+        "MpiDefault=pmi2",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_CPU",
+        "SchedulerType=sched/builtin",
+        # the hosts have the slots the spec says, whatever this machine's cores
+        "SlurmdParameters=config_overrides",
+        "ReturnToService=2",
+        "MailProg=/bin/true",
+        f"PlugStackConfig={d}/plugstack.conf",
+        f"StateSaveLocation={d}/ctld",
+        f"SlurmctldPidFile={d}/ctld/slurmctld.pid",
+        f"SlurmdSpoolDir={d}/nodes/%n",
+        f"SlurmdPidFile={d}/nodes/%n/slurmd.pid",
+        "SlurmctldTimeout=10",
+        "SlurmdTimeout=30",
+        "MessageTimeout=10",
+        "TCPTimeout=2",
+        "KillWait=2",
+        "InactiveLimit=0",
+        "MinJobAge=60",
+        "WaitTime=0",
+        "BatchStartTimeout=10",
+    ]
+    lines += [f"NodeName={h.name} NodeAddr={h.address} CPUs={h.slots} State=UNKNOWN" for h in state.hosts]
+    nodes = ",".join(h.name for h in state.hosts)
+    lines.append(f"PartitionName={PARTITION} Nodes={nodes} Default=YES State=UP MaxTime=INFINITE")
+    return "\n".join(lines) + "\n"
+
+
+def _free_port(base: int, span: int = 512) -> int:
+    """The first TCP port from ``base`` that can be bound on every address of the root namespace."""
+    for p in range(base, base + span):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("0.0.0.0", p))
+            except OSError:
+                continue
+            return p
+    raise HnowError(f"no free TCP port for slurmctld in {base}..{base + span - 1}")
+
+
+def _marked(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return marker in fh.read()
+    except OSError:
+        return False
+
+
+def _marker(folder: str | os.PathLike) -> bytes:
+    return f"{MARKER_ENV}={os.fspath(folder)}\0".encode()
+
+
+def _marked_pids(folder: str | os.PathLike) -> list[int]:
+    """Every process carrying the marker of the Slurm folder ``folder`` (the daemons) and every descendant of
+    one (``slurmscriptd``, which slurmctld starts with an environment of its own; slurmstepd)."""
+    marker, me = _marker(folder), os.getpid()
+    marked: list[int] = []
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+        if _marked(pid, marker):
+            marked.append(pid)
+    out, todo = [], list(marked)
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.append(pid)
+            todo += children.get(pid, [])
+    return out
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (a zombie has stopped; only its parent's wait is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def problems(state: ClusterState) -> list[str]:
+    """What is wrong with the Slurm of ``state`` (``[]`` when it has none or all is there): a missing
+    ``slurm.conf`` or a recorded daemon that is no longer running."""
+    if not state.slurm_conf:
+        return []
+    out = [] if os.path.exists(state.slurm_conf) else [f"file {state.slurm_conf}"]
+    marker = _marker(state.slurm_dir or "")
+    out += [f"process {p}" for p in state.processes if not (_running(p) and _marked(p, marker))]
+    return out
+
+
+def _tail(path: str | os.PathLike, n: int = 4) -> str:
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return "no log"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and "pmix" not in ln.lower()]
+    return " | ".join(lines[-n:]) or "empty log"
+
+
+class _Daemons:
+    """The daemons started so far (``what`` → pid and log file) and the state, rewritten as each one starts.
+
+    Each daemon is started through a short-lived ``/bin/sh`` that puts it in the background and prints its pid, so
+    it is never a child of the caller (no zombie in a long-lived Python process, nothing to reap) and it lives on
+    after ``hnow cluster up`` exits; it runs in a session of its own (Ctrl-C at the terminal does not reach it)."""
+
+    def __init__(self, state: ClusterState, write: Callable[[ClusterState], ClusterState], folder: Path):
+        self.state, self.write, self.folder = state, write, folder
+        self.pids: dict[str, tuple[int, Path]] = {}
+        self.env = {
+            "PATH": ":".join(p for p in (os.environ.get("PATH", ""), _SYSTEM_PATH) if p),
+            "LANG": "C",
+            MARKER_ENV: str(folder),
+        }
+
+    def spawn(self, what: str, argv: list[str], log: Path) -> None:
+        sh = 'log=$1; shift; "$@" </dev/null >>"$log" 2>&1 & echo $!'
+        proc = subprocess.run(
+            ["/bin/sh", "-c", sh, "sh", str(log), *argv],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+        )
+        try:
+            pid = int(proc.stdout.strip())
+        except ValueError:
+            raise HnowError(
+                f"cluster {self.state.name!r}: could not start {what}: {proc.stderr.strip() or 'no pid'}"
+            ) from None
+        self.pids[what] = (pid, log)
+
+    def record(self) -> None:
+        """Write every started daemon's pid into the state file (before anything waits for them)."""
+        pids = tuple(dict.fromkeys((*self.state.processes, *(p for p, _ in self.pids.values()))))
+        self.state = self.write(replace(self.state, processes=pids))
+
+    def check(self) -> None:
+        """HnowError naming the first daemon that already exited, with its last log lines."""
+        for what, (pid, log) in self.pids.items():
+            if not _running(pid):
+                raise HnowError(
+                    f"cluster {self.state.name!r}: {what} exited while Slurm was starting; its log {log}: {_tail(log)}"
+                )
+
+
+def _wait(cond: Callable[[], bool], daemons: _Daemons, timeout_s: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while not cond():
+        daemons.check()
+        if time.monotonic() > deadline:
+            raise HnowError(f"cluster {daemons.state.name!r}: {what} after {timeout_s:g} s; log {log}: {_tail(log)}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.05)
+
+
+def _listening(port: int) -> bool:
+    """True when a TCP socket of the root namespace listens on ``port`` (read from ``/proc/net/tcp``: probing by
+    connecting would leave an error line in slurmctld's log)."""
+    want = f":{port:04X}"
+    try:
+        with open("/proc/net/tcp") as fh:
+            rows = fh.read().splitlines()[1:]
+    except OSError:
+        return False
+    return any(len(r.split()) > 3 and r.split()[1].endswith(want) and r.split()[3] == "0A" for r in rows)
+
+
+def _node_states(conf: str) -> dict[str, str]:
+    """Node name -> Slurm state (``idle``, ``unknown*``, ``down`` …) as ``sinfo`` prints it."""
+    proc = subprocess.run(
+        [_which("sinfo") or "sinfo", "-h", "-N", "-o", "%N %T"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SLURM_CONF": conf},
+        timeout=15,
+        stdin=subprocess.DEVNULL,
+    )
+    out = {}
+    for ln in proc.stdout.splitlines():
+        parts = ln.split()
+        if len(parts) == 2:
+            out[parts[0]] = parts[1]
+    return out
+
+
+def start(
+    state: ClusterState,
+    write: Callable[[ClusterState], ClusterState],
+    timeout_s: float = READY_TIMEOUT_S,
+) -> ClusterState:
+    """Start the Slurm of the cluster ``state`` describes (its network must be up) and return the state with
+    ``slurm_dir``, ``slurm_conf`` and the daemons' ``processes``; ``write`` writes a state to the state file and
+    is called before the folder is made and after each daemon is started. Returns when every node is ``idle``
+    (~0.3 s for 4 hosts); :class:`HnowError` with the last lines of the guilty daemon's log when a daemon exits
+    or the nodes are not idle within ``timeout_s`` seconds. On error the caller removes what was made
+    (:func:`stop`, from the state file)."""
+    folder = slurm_dir(state.name)
+    conf = folder / "slurm.conf"
+    state = write(replace(state, slurm_dir=str(folder), slurm_conf=str(conf)))
+    if folder.exists():  # a leftover of a crash whose state file was lost
+        stop(None, state.name, wait_s=2.0)
+    for d in (folder.parent, folder):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o755)
+    with contextlib.suppress(OSError):  # munge wants every folder above its socket searchable
+        os.chmod(folder.parent.parent, os.stat(folder.parent.parent).st_mode | 0o111)
+    for sub in ("munge", "ctld", "log", "nodes", *(f"nodes/{h.name}" for h in state.hosts)):
+        (folder / sub).mkdir(mode=0o755, exist_ok=True)
+    os.chmod(folder / "munge", 0o755)
+    key = folder / "munge.key"
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(os.urandom(1024))
+    (folder / "plugstack.conf").write_text("")
+    port = _free_port(CTLD_PORT_BASE)
+    tmp = conf.with_name(".slurm.conf.tmp")
+    tmp.write_text(conf_text(state, folder, port))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, conf)
+
+    daemons = _Daemons(state, write, folder)
+    log = folder / "log"
+    sock = folder / "munge" / "munge.socket"
+    daemons.spawn(
+        "munged",
+        [
+            _which("munged") or "munged",
+            "--foreground",
+            f"--key-file={key}",
+            f"--socket={sock}",
+            f"--pid-file={folder}/munged.pid",
+            f"--seed-file={folder}/munged.seed",
+        ],
+        log / "munged.log",
+    )
+    daemons.record()
+    _wait(sock.exists, daemons, timeout_s, "munged made no socket", log / "munged.log")
+
+    sh_ctld = 'hostname "$1" || exit 1; exec slurmctld -D -f "$2"'
+    daemons.spawn(
+        "slurmctld",
+        [
+            _which("unshare") or "unshare",
+            "--uts",
+            "--",
+            "/bin/sh",
+            "-c",
+            sh_ctld,
+            "sh",
+            _ctld_name(state.name),
+            str(conf),
+        ],
+        log / "slurmctld.log",
+    )
+    daemons.record()
+    _wait(
+        lambda: _listening(port),
+        daemons,
+        timeout_s,
+        f"slurmctld does not answer on {state.bridge_address}:{port}",
+        log / "slurmctld.log",
+    )
+
+    # node-local /tmp and /dev/shm: tmpfs (named hnow-<cluster>-<host>-tmp/-shm in /proc/*/mounts) in the host's
+    # own mount namespace, gone with its last process
+    sh_node = (
+        'hostname "$1" || exit 1; '
+        'mount -t tmpfs -o mode=1777 "$3-tmp" /tmp || exit 1; '
+        'mount -t tmpfs -o mode=1777 "$3-shm" /dev/shm || exit 1; '
+        'exec slurmd -D -N "$1" -f "$2"'
+    )
+    for h in state.hosts:
+        daemons.spawn(
+            f"slurmd of host {h.name}",
+            [
+                _which("nsenter") or "nsenter",
+                f"--net={NETNS_DIR}/{h.namespace}",
+                "--",
+                _which("unshare") or "unshare",
+                "--mount",
+                "--uts",
+                "--propagation",
+                "private",
+                "--",
+                "/bin/sh",
+                "-c",
+                sh_node,
+                "sh",
+                h.name,
+                str(conf),
+                f"hnow-{state.name}-{h.name}",
+            ],
+            log / f"slurmd-{h.name}.log",
+        )
+    daemons.record()
+    names = [h.name for h in state.hosts]
+    last: dict[str, str] = {}
+
+    def all_idle() -> bool:
+        nonlocal last
+        last = _node_states(str(conf))
+        return all(last.get(n) == "idle" for n in names)
+
+    try:
+        _wait(all_idle, daemons, timeout_s, "nodes not idle", log / "slurmctld.log")
+    except HnowError as e:
+        bad = [n for n in names if last.get(n) != "idle"]
+        if not bad or "exited" in str(e):
+            raise
+        states = ", ".join(f"{n} {last.get(n, 'unknown')}" for n in bad)
+        node_log, ctld_log = _tail(log / f"slurmd-{bad[0]}.log", 3), _tail(log / "slurmctld.log", 3)
+        raise HnowError(
+            f"cluster {state.name!r}: Slurm nodes not idle after {timeout_s:g} s ({states}); "
+            f"slurmd of {bad[0]}: {node_log}; slurmctld: {ctld_log}"
+        ) from None
+    return daemons.state
+
+
+def stop(
+    state: ClusterState | None, name: str | None = None, extra_pids: Iterable[int] = (), wait_s: float = 5.0
+) -> list[int]:
+    """Stop the Slurm of a cluster (``state``, or by ``name`` when its state file is gone) and remove its folder:
+    SIGKILL to the recorded daemons that still carry its marker, to every process carrying it and to
+    ``extra_pids``, then wait (up to ``wait_s`` seconds) until none runs (a zombie counts as stopped). Returns the
+    pids killed. Idempotent."""
+    name = state.name if state is not None else str(name)
+    folder = Path(state.slurm_dir) if state is not None and state.slurm_dir else slurm_dir(name)
+    marker = _marker(folder)
+    pids = [p for p in (state.processes if state is not None else ()) if _marked(p, marker)]
+    pids += [p for p in _marked_pids(folder) if p not in pids]
+    pids += [p for p in extra_pids if p not in pids]
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    alive = list(pids)
+    while alive:
+        for p in alive:
+            _reap(p)
+        alive = [p for p in alive if _running(p)]
+        if not alive or time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    if alive:
+        raise HnowError(f"cluster {name!r}: Slurm processes {alive} did not stop")
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        raise HnowError(f"cluster {name!r}: could not remove {folder}")
+    with contextlib.suppress(OSError):  # the shared parent, when no other cluster uses it
+        folder.parent.rmdir()
+    return pids
