@@ -46,6 +46,12 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+def one_error_line(stderr: str) -> bool:
+    """``stderr`` holds one error line and nothing else but progress (a wait for the machine's MPI lock, say)."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith(("waiting for the MPI lock", "["))]
+    return len(lines) == 1 and " error: " in lines[0]
+
+
 def run_hnow(*args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
     """Run ``hnow ARGS`` as a subprocess (as a user would) and return the completed process."""
     proc = subprocess.run(

@@ -1,0 +1,195 @@
+"""``hnow`` through a real Slurm on 4 virtual hosts with node-local ``/tmp``: calibrate, measure and compare with
+``--launcher srun`` outside an allocation (``--cluster``) and inside one (``salloc``, and ``sbatch`` of the script
+``hnow slurm-script`` writes); singletons refused; a cancelled step ends with one line and leaves no rank behind.
+Behaviour, not timing. Skipped, with the reason, where there is no root, no namespaces or no Slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import hnowmodel.cluster as hc
+from hnowmodel.cluster import netns
+from tests.conftest import one_error_line
+
+from .test_slurm import _NAME, run, slurm_ok  # noqa: F401 - slurm_ok is a fixture
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+_RATES = [120, 30, 120, 30]
+
+
+def _spec_file(folder: Path, name: str) -> str:
+    doc = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [{"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(_RATES, 1)],
+    }
+    p = folder / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def hnow(*args: str, env: dict | None = None, timeout: float = 300, cwd: str = "/") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hnowmodel.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
+
+
+def _ranks_inside(name: str) -> dict[str, list[int]]:
+    """Processes of ``python -m calibrate`` still running inside this cluster's namespaces."""
+    ns = [n for n in netns.existing_namespaces() if n.startswith(f"hnow-{name}-")]
+    left = {}
+    for n, pids in netns.namespace_pids(ns).items():
+        live = []
+        for p in pids:
+            try:
+                cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+                state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if cmd[1:3] == [b"-m", b"calibrate"] and state != "Z":
+                live.append(p)
+        if live:
+            left[n] = live
+    return left
+
+
+@pytest.fixture(scope="module")
+def slurm4(slurm_ok, tmp_path_factory):  # noqa: F811 - the imported fixture
+    """A 4-host, 2-speed cluster with Slurm for the module, and its spec file."""
+    name = f"{_NAME}j"
+    spec = _spec_file(tmp_path_factory.mktemp("spec"), name)
+    try:
+        yield hc.up(spec, slurm=True), spec
+    finally:
+        hc.down(name)
+
+
+@pytest.fixture
+def shared_dir():
+    """A folder every virtual host sees (their /tmp is their own): under /var/tmp, removed after the test."""
+    d = Path(f"/var/tmp/hnow-test-{os.getpid()}-{time.monotonic_ns()}")
+    d.mkdir(parents=True)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_calibrate_measure_compare_through_srun_outside_an_allocation(slurm4, tmp_path):
+    st, spec = slurm4
+    prof = tmp_path / "prof.json"
+    res = hnow(
+        "calibrate", "--np", "4", "--cluster", spec, "--launcher", "srun", "--layout", "auto", "--quick",
+        "-o", str(prof),
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    doc = json.loads(prof.read_text())
+    assert [n["host"] for n in doc["nodes"]] == ["h1", "h2", "h3", "h4"]  # Slurm node names, in rank order
+    types = [n["type"] for n in doc["nodes"]]
+    assert types[0] == types[2] != types[1] == types[3]  # the two speeds, found by measuring
+    res = hnow(
+        "measure", "--np", "4", "--cluster", spec, "--launcher", "srun", "--op", "bcast", "--tree", "binomial",
+        "--sizes", "16K", "--reps", "2", "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [r["measured_us"] > 0 for r in json.loads(res.stdout)["rows"]] == [True]
+    res = hnow(
+        "compare", "--np", "4", "--cluster", spec, "--launcher", "srun", "--profile", str(prof), "--ops", "bcast",
+        "--trees", "native,binomial", "--sizes", "16K", "--reps", "2", "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = json.loads(res.stdout)["rows"]
+    assert {r["tree"] for r in rows} == {"native", "binomial"}
+    assert all(r["predicted_us"] > 0 and r["measured_us"] > 0 for r in rows)
+    assert _ranks_inside(st.name) == {}
+
+
+def test_hnow_inside_salloc_and_sbatch(slurm4, shared_dir):
+    st, _ = slurm4
+    env = hc.slurm_env(st)
+    # salloc runs hnow here (a login node) with the allocation in its environment; srun starts the ranks on it
+    res = run(
+        st, "salloc", "-N", "4", sys.executable, "-m", "hnowmodel.cli", "info", "--np", "4", "--launcher", "srun",
+        "--launcher-args", "-N 4", "--json", timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert json.loads(res.stdout)["hosts"] == ["h1", "h2", "h3", "h4"]
+    # sbatch of the script hnow slurm-script writes: the job runs hnow on its first node, srun inside it
+    script, prof = shared_dir / "job.sh", shared_dir / "profile.json"
+    res = hnow("slurm-script", "-N", "4", "--profile-out", str(prof), "-o", str(script), "--time", "10")
+    assert res.returncode == 0, res.stderr
+    text = script.read_text().replace("--layout auto", "--layout auto --quick")  # keep the test short
+    script.write_text(text)
+    res = run(st, "sbatch", "--parsable", "--chdir", str(shared_dir), str(script), env=env)
+    assert res.returncode == 0, res.stderr
+    job = res.stdout.strip().split(";")[0]
+    state = ""
+    for _ in range(600):
+        q = run(st, "scontrol", "show", "job", job, env=env).stdout
+        state = next((w.split("=", 1)[1] for w in q.split() if w.startswith("JobState=")), "")
+        if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
+            break
+        time.sleep(0.5)
+    log = "".join(p.read_text() for p in shared_dir.glob("hnow-calibrate-*.log"))
+    assert state == "COMPLETED", log[-3000:]
+    doc = json.loads(prof.read_text())
+    assert [n["host"] for n in doc["nodes"]] == ["h1", "h2", "h3", "h4"]
+
+
+def test_singletons_from_srun_mpi_none_are_refused(slurm4):
+    _, spec = slurm4
+    res = hnow("info", "--np", "4", "--cluster", spec, "--launcher", "srun --mpi=none", "--timeout", "60")
+    assert res.returncode == 2, res.stderr
+    assert one_error_line(res.stderr) and "singletons" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_fewer_hosts_than_srun_N_is_refused(slurm4):
+    """``srun -n 2 -N 4`` quietly runs on 2 nodes ("setting nnodes to 2"): 4 hosts were asked, exit 2, one line."""
+    st, _ = slurm4
+    res = run(
+        st, sys.executable, "-m", "hnowmodel.cli", "info", "--np", "2", "--launcher", "srun",
+        "--launcher-args", "-N 4", "--timeout", "60", timeout=120,
+    )  # fmt: skip
+    assert res.returncode == 2, res.stderr
+    assert one_error_line(res.stderr), res.stderr
+    assert "asked for 2 ranks on 4 hosts (srun -N 4) but they started on 2 hosts" in res.stderr, res.stderr
+
+
+def test_a_cancelled_step_ends_with_one_line_and_leaves_no_rank(slurm4):
+    st, spec = slurm4
+    env = {**os.environ, **hc.slurm_env(st)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hnowmodel.cli", "measure", "--np", "4", "--cluster", spec, "--launcher", "srun",
+         "--op", "gather", "--tree", "binomial", "--sizes", "256K", "--reps", "400"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, env=env, cwd="/",
+    )  # fmt: skip
+    job = ""
+    for _ in range(200):  # wait for the step to run on the hosts
+        q = subprocess.run(["squeue", "-h", "-o", "%i %T"], capture_output=True, text=True, env=env).stdout.split()
+        if len(q) >= 2 and q[1] == "RUNNING" and _ranks_inside(st.name):
+            job = q[0]
+            break
+        time.sleep(0.1)
+    assert job, "the step never ran: this test would prove nothing"
+    subprocess.run(["scancel", "--signal=KILL", job], env=env, check=True)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert one_error_line(err) and "Traceback" not in err, err
+    for _ in range(50):
+        if not _ranks_inside(st.name):
+            break
+        time.sleep(0.1)
+    assert _ranks_inside(st.name) == {}
