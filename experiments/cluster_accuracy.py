@@ -19,13 +19,10 @@ Writes ``cluster_accuracy.csv`` (every predicted/measured row), ``links.csv``, `
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import math
 import statistics
 import time
-from collections.abc import Iterator
 
 import matplotlib
 
@@ -35,6 +32,7 @@ from common import claim, command_line, md_table, outdir, parser, save_png, writ
 
 import hnowmodel as hm  # noqa: E402
 from hnowmodel import ops  # noqa: E402
+from hnowmodel.jobs import mpi_lock  # noqa: E402
 from hnowmodel.jobs.api import _compare_rows, build_trees  # noqa: E402
 from hnowmodel.jobs.results import Measurement, rows_as_dicts  # noqa: E402
 from hnowmodel.sizes import format_size, parse_sizes  # noqa: E402
@@ -65,20 +63,6 @@ def _stats(rows: list[dict]) -> dict:
     }
 
 
-@contextlib.contextmanager
-def _mpi_lock(path: str | None) -> Iterator[None]:
-    """Hold ``path`` (an flock file shared with other users of the machine's MPI) for one MPI job; no-op if None."""
-    if not path:
-        yield
-        return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def _gain(base: float | None, new: float | None) -> float | None:
     return None if base is None or new is None or not base > 0 else 100.0 * (base - new) / base
 
@@ -103,11 +87,11 @@ def main() -> None:
     launch = {"cluster": str(spec_path), "progress": True}
     with hm.cluster.using(str(spec_path)):
         t_up = time.monotonic() - t0
-        with _mpi_lock(args.lock):
+        with mpi_lock(args.lock):
             prof = hm.calibrate(n, layout="auto", output=out / "profile.json", force=True, **launch)
         t_cal = time.monotonic() - t0 - t_up
         lay = list(prof.layout)
-        with _mpi_lock(args.lock):
+        with mpi_lock(args.lock):
             m_native = hm.measure(
                 n, op=list(ops.names()), tree="native", sizes=sizes, reps=args.reps, both=False, **launch
             )
@@ -119,10 +103,10 @@ def main() -> None:
         }
         m_trees = []
         for op in ops.names():
-            with _mpi_lock(args.lock):
+            with mpi_lock(args.lock):
                 mm = hm.measure(n, op=op, tree=per_op[op], sizes=sizes, reps=args.reps, both=False, **launch)
             m_trees.append(mm)
-        with _mpi_lock(args.lock):
+        with mpi_lock(args.lock):
             m_ro = hm.measure(
                 n,
                 op="bcast",
