@@ -164,7 +164,8 @@ def task_command(
         cmd += srun_defaults(launch)[0]
     hostfile = hostfile or launch.hostfile
     if hostfile:
-        cmd += ["-f", hostfile] if launch.kind == "mpiexec" else ["--hostfile", hostfile]
+        hydra = launch.kind == "mpiexec" and mpiexec_flavour(exe) != "openmpi"
+        cmd += ["-f", hostfile] if hydra else ["--hostfile", hostfile]
     return [*cmd, *launch.launcher_args, sys.executable, "-m", "calibrate", task, *task_argv]
 
 

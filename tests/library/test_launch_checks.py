@@ -191,3 +191,15 @@ def test_info_reports_node_names():
     )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["hosts"] == ["node-x", "node-x"]
+
+
+def test_open_mpi_gets_its_own_hostfile_flag(tmp_path):
+    """``mpirun --version`` says Open MPI: the hostfile goes as ``--hostfile`` (hydra's ``-f`` means another thing)."""
+    ompi = _launcher(tmp_path, "mpirun", 'if [ "$1" = "--version" ]; then echo "mpirun (Open MPI) 5.0.3"; fi\n')
+    hosts = tmp_path / "hosts"
+    hosts.write_text("n1:2\n")
+    argv = task_command(Launch(np=2, launcher=ompi, hostfile=str(hosts)), "info", [], hostfile="/x/hf")
+    assert argv[:5] == [ompi, "-n", "2", "--hostfile", "/x/hf"]
+    hydra = _launcher(tmp_path, "mpiexec", 'if [ "$1" = "--version" ]; then echo "HYDRA build details:"; fi\n')
+    argv = task_command(Launch(np=2, launcher=hydra, hostfile=str(hosts)), "info", [], hostfile="/x/hf")
+    assert argv[:5] == [hydra, "-n", "2", "-f", "/x/hf"]
