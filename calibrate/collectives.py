@@ -77,6 +77,7 @@ from hnowmodel.options import (
     check_trees,
     split_list,
 )
+from hnowmodel.trees import subtree_preorder
 
 __all__ = [
     "HELP",
@@ -220,7 +221,7 @@ class TreeExecutor:
         self.subsize = tree.subtree_size
         # Preorder of this rank's subtree (itself first, then each child's subtree in send order): every child's
         # subtree is one contiguous run, so scatter/gather move one contiguous slice per edge.
-        self.sub = _preorder(tree, rank)
+        self.sub = subtree_preorder(tree, rank)
         self.pos = {r: i for i, r in enumerate(self.sub)}
         self.buf = np.zeros(len(self.sub) * self.m, dtype=np.uint8)
 
@@ -272,15 +273,6 @@ class TreeExecutor:
         else:
             ok = True
         return "" if ok else f"{op} over {self.tree.name or 'tree'} delivered wrong bytes ({m} B) on rank {rank}"
-
-
-def _preorder(tree: Any, rank: int) -> list[int]:
-    out, stack = [], [rank]
-    while stack:
-        r = stack.pop()
-        out.append(r)
-        stack.extend(reversed(tree.children[r]))
-    return out
 
 
 class NativeExecutor:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from hnowmodel.errors import TreeError
-from hnowmodel.trees import Tree, load_tree
+from hnowmodel.trees import Tree, load_tree, subtree_preorder
 
 __all__ = ["bcast", "scatter", "gather", "TAG"]
 
@@ -58,16 +58,6 @@ def _bytes(a: Any, what: str) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
-def _preorder(t: Tree, rank: int) -> list[int]:
-    """``rank`` and its subtree, each child's subtree one contiguous run (in send order)."""
-    out, stack = [], [rank]
-    while stack:
-        r = stack.pop()
-        out.append(r)
-        stack.extend(reversed(t.children[r]))
-    return out
-
-
 def bcast(comm: Any, buf: np.ndarray, tree: Tree | str | os.PathLike) -> None:
     """Broadcast the root's ``buf`` to every rank's ``buf`` over ``tree`` (in place)."""
     t, b = _tree(comm, tree), _bytes(buf, "buf")
@@ -83,7 +73,7 @@ def scatter(comm: Any, sendbuf: np.ndarray | None, recvbuf: np.ndarray, tree: Tr
     ``recvbuf``, over ``tree``."""
     t, out = _tree(comm, tree), _bytes(recvbuf, "recvbuf")
     rank, m = comm.Get_rank(), out.size
-    sub = _preorder(t, rank)
+    sub = subtree_preorder(t, rank)
     stage = np.empty(len(sub) * m, dtype=np.uint8)  # this subtree's blocks, in preorder
     if rank == t.root:
         src = _bytes(sendbuf, "sendbuf")
@@ -107,7 +97,7 @@ def gather(comm: Any, sendbuf: np.ndarray, recvbuf: np.ndarray | None, tree: Tre
 
     t, mine = _tree(comm, tree), _bytes(sendbuf, "sendbuf")
     rank, m = comm.Get_rank(), mine.size
-    sub = _preorder(t, rank)
+    sub = subtree_preorder(t, rank)
     pos = {r: i for i, r in enumerate(sub)}
     stage = np.empty(len(sub) * m, dtype=np.uint8)
     stage[:m] = mine

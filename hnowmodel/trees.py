@@ -41,6 +41,7 @@ __all__ = [
     "TREES",
     "make_tree",
     "tree_names",
+    "subtree_preorder",
 ]
 
 
@@ -333,6 +334,21 @@ def _from_dict(doc: Any) -> Tree:
         if isinstance(root, bool) or not isinstance(root, int) or root != tree.root:
             raise TreeError(f"field 'root' is {root!r} but the tree's root is rank {tree.root}")
     return tree
+
+
+def subtree_preorder(tree: Tree, rank: int) -> list[int]:
+    """``rank`` and every rank below it, each child's subtree one contiguous run, children in send order: the block
+    order in which scatter and gather move a subtree's data in one message per edge.
+
+    >>> subtree_preorder(binomial(8), 0)
+    [0, 4, 6, 7, 5, 2, 3, 1]
+    """
+    out, stack = [], [int(rank)]
+    while stack:
+        r = stack.pop()
+        out.append(r)
+        stack.extend(reversed([int(c) for c in tree.children[r]]))
+    return out
 
 
 def load_tree(path: str | os.PathLike, n: int | None = None, root: int | None = None) -> Tree:

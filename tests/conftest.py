@@ -52,14 +52,18 @@ def one_error_line(stderr: str) -> bool:
     return len(lines) == 1 and " error: " in lines[0]
 
 
-def run_hnow(*args: str, timeout: float = 300, check: bool = False) -> subprocess.CompletedProcess:
-    """Run ``hnow ARGS`` as a subprocess (as a user would) and return the completed process."""
+def run_hnow(
+    *args: str, timeout: float = 300, check: bool = False, env: dict | None = None, cwd: str | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``hnow ARGS`` as a subprocess (as a user would; ``env`` added to this environment) and return it."""
     proc = subprocess.run(
         [sys.executable, "-m", "hnowmodel.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
         stdin=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"hnow {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")

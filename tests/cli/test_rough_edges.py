@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,17 +22,6 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess, needle: str) -> str:
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert needle in lines[0], lines[0]
     return lines[0]
-
-
-def _hnow_env(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hnowmodel.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
 
 
 # ---- tree files everywhere --------------------------------------------------------------------------------------
@@ -179,7 +167,7 @@ def test_venv_mpiexec_found_without_activation():
     beside = Path(sys.executable).parent / "mpiexec"
     if not beside.exists():
         pytest.skip(f"no mpiexec beside {sys.executable} (the MPI comes from elsewhere)")
-    proc = _hnow_env("info", "--np", "2", "--json", env={"PATH": "/usr/bin:/bin"})
+    proc = run_hnow("info", "--np", "2", "--json", env={"PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["ranks"] == 2
 

@@ -1,0 +1,25 @@
+"""Tests of the virtual cluster; what they share: whether a cluster can be made here."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from hnowmodel.cluster import netns
+from hnowmodel.errors import HnowError
+
+
+def why_no_cluster() -> str:
+    """Why no virtual cluster can be made here ('' when one can): not root, or no network namespaces."""
+    if os.geteuid() != 0:
+        return "not root"
+    try:
+        netns.require()
+    except HnowError as e:
+        return str(e)
+    return ""
+
+
+WHY = why_no_cluster()
+needs_netns = pytest.mark.skipif(bool(WHY), reason=f"needs root and network namespaces: {WHY}")

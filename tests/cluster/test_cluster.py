@@ -21,6 +21,9 @@ from hnowmodel.cluster.state import state_path
 from hnowmodel.errors import HnowError, InputError
 from hnowmodel.jobs import mpi_lock
 
+from . import WHY as _WHY
+from . import needs_netns
+
 # Runs `hnow` with the cluster command registered (also before hnowmodel/cli/__init__.py lists it).
 _CLI = (
     "import sys; from hnowmodel.cli import COMMANDS, main; "
@@ -49,20 +52,6 @@ def _spec_doc(name: str = _NAME, **over) -> dict:
     return doc
 
 
-def _why_no_cluster() -> str:
-    if os.geteuid() != 0:
-        return "not root"
-    try:
-        netns.require()
-    except HnowError as e:
-        return str(e)
-    return ""
-
-
-_WHY = _why_no_cluster()
-needs_netns = pytest.mark.skipif(bool(_WHY), reason=f"needs root and network namespaces: {_WHY}")
-
-
 def _mine() -> tuple[list[str], list[str]]:
     """This run's namespaces and links that exist now."""
     ns = sorted(n for n in netns.existing_namespaces() if n.startswith(f"hnow-{_NAME}"))
@@ -82,16 +71,6 @@ def _assert_nothing_left(name: str) -> None:
     assert f"hnow-{name}-" not in _ip_netns_list()
     assert f"hn-{name}" not in _ip_link()
     assert not state_path(name).exists()
-
-
-@pytest.fixture
-def cleanup():
-    """Names of clusters to take down after the test whatever happens."""
-    names: list[str] = []
-    yield names
-    if not _WHY:
-        for n in names:
-            hc.down(n)
 
 
 @pytest.fixture

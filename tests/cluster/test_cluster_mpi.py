@@ -9,42 +9,23 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
 from hnowmodel.cluster.state import state_path
-from hnowmodel.errors import HnowError
+from tests.conftest import run_hnow
+
+from . import needs_netns
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 _NAME = f"m{os.getpid() % 100000}"  # this run's cluster names start with it: never touches anyone else's
 
 
-def _why_no_cluster() -> str:
-    if os.geteuid() != 0:
-        return "not root"
-    try:
-        netns.require()
-    except HnowError as e:
-        return str(e)
-    return ""
-
-
-_WHY = _why_no_cluster()
-needs_netns = pytest.mark.skipif(bool(_WHY), reason=f"needs root and network namespaces: {_WHY}")
-
-
 def hnow(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hnowmodel.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_hnow(*args, timeout=timeout)
 
 
 def _spec(tmp_path, name: str, rates: list[float]) -> str:
@@ -74,19 +55,10 @@ def _assert_nothing_left(name: str) -> None:
     assert not state_path(name).exists()
 
 
-@pytest.fixture
-def downs():
-    names: list[str] = []
-    yield names
-    if not _WHY:
-        for n in names:
-            hc.down(n)
-
-
 @needs_netns
-def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, downs):
+def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanup):
     name = f"{_NAME}a"
-    downs.append(name)
+    cleanup.append(name)
     # two speeds, mixed in host order
     spec = _spec(tmp_path, name, [120, 30, 120, 30])
     prof_path = tmp_path / "prof.json"
@@ -141,9 +113,9 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, downs)
 
 
 @needs_netns
-def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, downs):
+def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, cleanup):
     name = f"{_NAME}b"
-    downs.append(name)
+    cleanup.append(name)
     rates = [150, 20, 50, 50, 150, 20]  # fast slow medium medium fast slow
     spec = _spec(tmp_path, name, rates)
     out = tmp_path / "p6.json"

@@ -29,6 +29,8 @@ from hnowmodel.cluster.state import state_path
 from hnowmodel.errors import HnowError
 from hnowmodel.jobs import mpi_lock
 
+from . import WHY as _WHY
+
 _NAME = f"s{os.getpid() % 100000}"  # this run's cluster names start with it: never touches anyone else's
 _HOSTS = ["a", "b", "c", "d"]
 _CLI = "import sys; from hnowmodel.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -36,20 +38,6 @@ _MPI_ENV = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"}
 _MPI_CODE = (
     "from mpi4py import MPI; import socket; c = MPI.COMM_WORLD; print(c.rank, c.size, socket.gethostname(), flush=True)"
 )
-
-
-def _why_no_cluster() -> str:
-    if os.geteuid() != 0:
-        return "not root"
-    try:
-        netns.require()
-    except HnowError as e:
-        return str(e)
-    return ""
-
-
-_WHY = _why_no_cluster()
-needs_netns = pytest.mark.skipif(bool(_WHY), reason=f"needs root and network namespaces: {_WHY}")
 
 
 def _spec(name: str, hosts: list[str] = _HOSTS, slots: int = 1) -> dict:
@@ -134,16 +122,6 @@ def four(slurm_ok) -> hc.ClusterState:
     finally:
         hc.down(name)
         _assert_nothing_left(name)
-
-
-@pytest.fixture
-def cleanup():
-    """Names of clusters to take down after the test whatever happens."""
-    names: list[str] = []
-    yield names
-    if not _WHY:
-        for n in names:
-            hc.down(n)
 
 
 # --- no root needed ------------------------------------------------------------------------------------------

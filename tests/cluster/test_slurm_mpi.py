@@ -17,7 +17,7 @@ import pytest
 
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
-from tests.conftest import one_error_line
+from tests.conftest import one_error_line, run_hnow
 
 from .test_slurm import _NAME, run, slurm_ok  # noqa: F401 - slurm_ok is a fixture
 
@@ -37,16 +37,8 @@ def _spec_file(folder: Path, name: str) -> str:
     return str(p)
 
 
-def hnow(*args: str, env: dict | None = None, timeout: float = 300, cwd: str = "/") -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "hnowmodel.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
+def hnow(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return run_hnow(*args, env=env, timeout=timeout, cwd="/")  # cwd: not the root namespace's /tmp
 
 
 def _ranks_inside(name: str) -> dict[str, list[int]]:
