@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "info": "hnowmodel.cli.info",
     "cluster": "hnowmodel.cli.cluster",
     "slurm-script": "hnowmodel.cli.slurm_script",
+    "export": "hnowmodel.cli.export",
 }
 
 
