@@ -9,7 +9,20 @@ import pytest
 from hnowmodel.cli import COMMANDS, build_parser
 
 #: The subcommands DESIGN.md promises (contract); each must be offered, documented and take --json.
-CONTRACT = {"calibrate", "predict", "measure", "compare", "best-tree", "plan", "bench", "cluster", "demo", "info"}
+CONTRACT = {
+    "calibrate",
+    "predict",
+    "measure",
+    "compare",
+    "best-tree",
+    "plan",
+    "bench",
+    "cluster",
+    "demo",
+    "info",
+    "slurm-script",
+    "export",
+}
 
 
 def test_the_contract_commands_are_offered_with_json():
