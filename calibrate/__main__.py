@@ -14,6 +14,7 @@ import argparse
 import importlib
 import os
 import sys
+import time
 
 from hnowmodel.jobs.wire import ERROR_PREFIX, result_line, world_line
 
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         rank = MPI.COMM_WORLD.Get_rank()
         step = rt.current_step if rt is not None else "start-up"
         print(f"{ERROR_PREFIX} rank {rank}: step {step}: {msg}", file=sys.stderr, flush=True)
+        # a moment for the launcher to forward that line: Abort tears the job down at once, and a launcher's
+        # proxy can drop a line still in flight (seen once in CI with 3 ranks: "failed without an error report")
+        time.sleep(0.25)
         MPI.COMM_WORLD.Abort(2)
         return 2
     if rt.rank == 0:
