@@ -321,6 +321,17 @@ class Kernels:
         self._check("hk_coll", rc)
         return start, finish
 
+    def completion(
+        self, op: int | str, root: int, m: int, reps: int, lead_us: float = 50.0, aligned: bool = True
+    ) -> np.ndarray | None:
+        """:meth:`coll` on every rank, gathered: per repetition the latest finish minus the earliest start (µs), on
+        rank 0 of the communicator; None on the other ranks."""
+        start, finish = self.coll(op, root, m, reps, lead_us, aligned)
+        starts, finishes = self.comm.gather(start, root=0), self.comm.gather(finish, root=0)
+        if self.rank != 0:
+            return None
+        return np.max(np.array(finishes), axis=0) - np.min(np.array(starts), axis=0)
+
     def copy(self, m: int, reps: int, aligned: bool = True, ring: int | None = None) -> np.ndarray:
         """A local ``memcpy`` of ``m`` bytes between two separate buffers (µs), one per repetition. Not collective:
         the root's copy of its own block in MPICH's binomial scatter/gather. Successive copies walk ``ring`` bytes

@@ -173,11 +173,9 @@ def run(
             # collectives are timed: a receive posted as the message arrives takes the slower of two paths
             with rt.step(f"round {rnd + 1} common-start one-way"):
                 for m in order:
-                    start, finish = k.coll("p2p", a0, m, _reps(m, quick), lead_us=gap_us)
-                    starts, finishes = comm.gather(start, root=0), comm.gather(finish, root=0)
-                    if rank == 0:
-                        comp = np.max(np.array(finishes), axis=0) - np.min(np.array(starts), axis=0)
-                        mine["P"][f"{a0}-{b0}"] = {**mine["P"].get(f"{a0}-{b0}", {}), m: _center(comp)}
+                    comp = k.completion("p2p", a0, m, _reps(m, quick), lead_us=gap_us)
+                    if comp is not None:
+                        mine["P"].setdefault(f"{a0}-{b0}", {})[m] = _center(comp)
         with rt.step(f"round {rnd + 1} overheads"):
             for t, (r, partner) in roles.items():
                 for m in order:
@@ -190,10 +188,8 @@ def run(
         for op in native_ops:
             with rt.step(f"round {rnd + 1} native {op}"):
                 for m in native_sizes:
-                    start, finish = k.coll(op, 0, m, _reps(m, quick), lead_us=gap_us)
-                    starts, finishes = comm.gather(start, root=0), comm.gather(finish, root=0)
-                    if rank == 0:
-                        comp = np.max(np.array(finishes), axis=0) - np.min(np.array(starts), axis=0)
+                    comp = k.completion(op, 0, m, _reps(m, quick), lead_us=gap_us)
+                    if comp is not None:
                         mine["native"].setdefault(op, {})[m] = _center(comp)
         parts = comm.gather(mine, root=0)
         if rank == 0:
@@ -735,31 +731,28 @@ def _link_model(cost: np.ndarray, sweeps: int = 6) -> tuple[list[int], list[int]
         return float(np.nansum(np.where(off, np.abs(cost - model) / cost, 0.0)))
 
     best = loss(e, nn)
-    for _ in range(sweeps):
+
+    def sweep(vec: np.ndarray, idx: list[int], value: Any) -> bool:
+        """Try, for each host k, every other host o as the one setting ``vec[k] = value(k, o)``; keep improvements."""
+        nonlocal best
         improved = False
-        for i in range(n):
-            for j in range(n):
-                if i == j:
+        for k in range(n):
+            for o in range(n):
+                if o == k:
                     continue
-                old_e = e[i]
-                e[i] = cost[i, j]
+                old = vec[k]
+                vec[k] = value(k, o)
                 got = loss(e, nn)
                 if got < best - 1e-12:
-                    best, e_idx[i], improved = got, j, True
+                    best, idx[k], improved = got, o, True
                 else:
-                    e[i] = old_e
-        for j in range(n):
-            for i in range(n):
-                if i == j:
-                    continue
-                old_n = nn[j]
-                nn[j] = cost[i, j]
-                got = loss(e, nn)
-                if got < best - 1e-12:
-                    best, i_idx[j], improved = got, i, True
-                else:
-                    nn[j] = old_n
-        if not improved:
+                    vec[k] = old
+        return improved
+
+    for _ in range(sweeps):
+        egress = sweep(e, e_idx, lambda i, j: cost[i, j])
+        ingress = sweep(nn, i_idx, lambda j, i: cost[i, j])
+        if not (egress or ingress):
             break
     return e_idx, i_idx
 
@@ -887,10 +880,8 @@ def run_network(
         for op in native_ops:
             with rt.step(f"round {rnd + 1} native {op}"):
                 for m in native_sizes:
-                    start, finish = pk.world.coll(op, 0, m, reps, lead_us=lead + _gap_us(max(k_of.values()), m, 0))
-                    starts, finishes = comm.gather(start, root=0), comm.gather(finish, root=0)
-                    if rank == 0:
-                        comp = np.max(np.array(finishes), axis=0) - np.min(np.array(starts), axis=0)
+                    comp = pk.world.completion(op, 0, m, reps, lead_us=lead + _gap_us(max(k_of.values()), m, 0))
+                    if comp is not None:
                         mine["native"].setdefault(op, {})[m] = _median(comp)
         parts = comm.gather(mine, root=0)
         if rank == 0:

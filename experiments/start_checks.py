@@ -22,11 +22,12 @@ import hnowmodel as hm
 from hnowmodel.errors import HnowError
 
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
+HNOW = str(Path(sys.executable).parent / "hnow")  # the installed command, as a user runs it
 
 
 def _hnow(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "hnowmodel.cli", "info", "--timeout", "60", *args],
+        [HNOW, "info", "--timeout", "60", *args],  # the command itself: its exit status and error line are the point
         capture_output=True,
         text=True,
         timeout=180,

@@ -390,8 +390,8 @@ def run_task(
                 return _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
         env = dict(srun_defaults(launch)[1]) if launch.kind == "srun" else {}
         expect = _Expect()
-        if launch.kind == "srun" and _srun_nodes(launch):
-            n = _srun_nodes(launch)
+        n = _srun_nodes(launch) if launch.kind == "srun" else None
+        if n:
             expect = _Expect(nodes=n, why=f"srun -N {n}")
         if not launch.hostfile:
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect)
