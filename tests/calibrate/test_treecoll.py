@@ -74,7 +74,10 @@ def test_a_tree_of_the_wrong_size_is_refused(tmp_path):
     script.write_text(
         "import numpy as np\nfrom mpi4py import MPI\nfrom calibrate.treecoll import bcast\n"
         "from hnowmodel import trees\n"
-        "try:\n    bcast(MPI.COMM_WORLD, np.zeros(4), trees.binomial(3))\nexcept Exception as e:\n    print(e)\n"
+        "try:\n    bcast(MPI.COMM_WORLD, np.zeros(4), trees.binomial(3))\n    msg = 'accepted'\n"
+        "except Exception as e:\n    msg = str(e)\n"
+        # every rank refuses; rank 0 alone prints, so the two lines cannot interleave
+        "msgs = MPI.COMM_WORLD.gather(msg)\nif msgs is not None:\n    print(*msgs, sep='\\n')\n"
     )
     with mpi_lock():
         p = subprocess.run(
