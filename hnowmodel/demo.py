@@ -400,10 +400,10 @@ def _run_cluster_demo(
         "MPI": run.get("library_version"),
         "profile": f"{source} (profile.json); layout {','.join(lay)}; never the spec's rates",
         "trees": ", ".join(CLUSTER_TREES) + ", optimal (each operation's best tree at the measured size, under its "
-        "default model variant), native (the library's pinned binomial)",
+        "default model variant for this profile), native (the library's pinned binomial)",
         "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
         "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {reps} repetitions (spread = min-max)",
-        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in ops.OPERATIONS.values()),
+        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()),
         "calibration": f"{t_cal:.0f} s",
         "wall time": f"{elapsed:.0f} s",
     }

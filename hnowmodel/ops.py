@@ -38,6 +38,9 @@ __all__ = [
     "get",
     "predictor",
     "check_variant",
+    "default_variant",
+    "is_network_profile",
+    "NETWORK_VARIANT",
     "predict",
     "native_predict",
 ]
@@ -108,7 +111,7 @@ def native_predict(
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
     kw = {"root_copy": True} if nat.root_copy else {}
-    return predictor(op, variant)(profile, layout, tree, sizes, **kw)
+    return predictor(op, variant, profile)(profile, layout, tree, sizes, **kw)
 
 
 OPERATIONS: Mapping[str, Operation] = MappingProxyType(
@@ -171,21 +174,47 @@ def get(op: str) -> Operation:
         raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPERATIONS)})") from None
 
 
-def check_variant(op: str, variant: str | None) -> str:
-    """The variant to use for ``op`` (None: its default); :class:`InputError` names the valid ones."""
+#: The variant that measured best on a real network (``experiments/cluster_accuracy.py``): the root's sends share
+#: its egress link, flows into one host share its ingress. Used by default for profiles calibrated on a network.
+NETWORK_VARIANT = "flow"
+
+
+def is_network_profile(profile: Any) -> bool:
+    """Whether ``profile`` was calibrated on a network (it carries ``extensions.network``: link capacities)."""
+    ext = getattr(profile, "extensions", None)
+    return isinstance(ext, Mapping) and bool(ext.get("network"))
+
+
+def default_variant(op: str, profile: Any = None) -> str:
+    """The variant ``op`` is chosen and compared under by default: :data:`NETWORK_VARIANT` for a network profile
+    (:func:`is_network_profile`), else the operation's own ``default_variant``.
+
+    >>> default_variant("gather"), default_variant("bcast")
+    ('link', 'paper')
+    """
+    o = get(op)
+    if profile is not None and is_network_profile(profile) and NETWORK_VARIANT in o.variants:
+        return NETWORK_VARIANT
+    return o.default_variant
+
+
+def check_variant(op: str, variant: str | None, profile: Any = None) -> str:
+    """The variant to use for ``op`` (None: :func:`default_variant` for ``profile``); :class:`InputError` names the
+    valid ones."""
     o = get(op)
     if variant is None:
-        return o.default_variant
+        return default_variant(op, profile)
     if variant not in o.variants:
         raise InputError(f"unknown {op} model variant {variant!r} (choose from: {', '.join(o.variants)})")
     return variant
 
 
-def predictor(op: str, variant: str | None = None) -> Predictor:
-    """The predictor of ``op`` under ``variant`` (None: the operation's default)."""
-    return get(op).variants[check_variant(op, variant)]
+def predictor(op: str, variant: str | None = None, profile: Any = None) -> Predictor:
+    """The predictor of ``op`` under ``variant`` (None: :func:`default_variant` for ``profile``)."""
+    return get(op).variants[check_variant(op, variant, profile)]
 
 
 def predict(op: str, profile: Any, layout: Any, tree: Any, sizes: Any, *, variant: str | None = None, **kw: Any):
-    """Predicted completion time (µs, one per size) of ``op`` over ``tree`` under ``variant``."""
-    return predictor(op, variant)(profile, layout, tree, sizes, **kw)
+    """Predicted completion time (µs, one per size) of ``op`` over ``tree`` under ``variant`` (None: the default
+    for ``profile``)."""
+    return predictor(op, variant, profile)(profile, layout, tree, sizes, **kw)

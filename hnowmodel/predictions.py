@@ -68,7 +68,7 @@ def prediction_rows(
         lay = parse_layout(layout, prof.type_names)
     if not 0 <= root < len(lay):
         raise LayoutError(f"--root {root} is not a rank of the {len(lay)}-rank layout")
-    fn = ops.predictor(op, variant)
+    fn = ops.predictor(op, variant, prof)
     names = [t.strip() for t in (trees.split(",") if isinstance(trees, str) else trees) if t.strip()]
     if not names:
         raise InputError("--tree: give at least one tree name")

@@ -24,7 +24,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--size", default="0", help="message size in bytes (default 0)")
     p.add_argument("--method", default="auto", help=f"{', '.join(search.METHODS)} (default auto: exact if affordable)")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
-    p.add_argument("--variant", default=None, help="model variant the tree is chosen under (default: the op's own)")
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="model variant the tree is chosen under (default: flow on a network profile, else the op's own)",
+    )
     add_output(p, None, "also write the tree as JSON (usable as --tree @FILE)")
 
 
@@ -39,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--layout is required (the profile records no calibration layout)")
     layout = profile.layout if args.layout is None else parse_layout(args.layout, profile.type_names)
     size = parse_size(args.size, "--size")
+    variant = ops.check_variant(args.op, args.variant, profile)  # unset: this profile's default
     best = search.best_tree(profile, layout, op=args.op, size=size, method=args.method, root=args.root, variant=variant)
     doc = best.to_dict()
     if args.output:

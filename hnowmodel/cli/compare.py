@@ -29,9 +29,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--variant",
         default=None,
-        help="model variants, OP=VARIANT,… (default: each operation's own: "
-        + "; ".join(f"{o.name}: {', '.join(o.variants)}" for o in ops.OPERATIONS.values())
-        + ")",
+        help="model variants, OP=VARIANT,… (default: flow on a profile calibrated on a network, else each "
+        "operation's own: " + "; ".join(f"{o.name}: {', '.join(o.variants)}" for o in ops.OPERATIONS.values()) + ")",
     )
     p.add_argument("--calibrate-sizes", default=None, help="sizes for the calibration (default: its own)")
     add_output(p, None, "report folder: comparison.csv, compare.png, summary.md (and profile.json if calibrated)")

@@ -556,7 +556,6 @@ def compare(
     op_names = _ops_list(ops, "--ops")
     for o, v in (variants or {}).items():
         _ops.check_variant(o, v)
-    variants = {o: _ops.check_variant(o, (variants or {}).get(o)) for o in op_names}
     grid = _sizes(sizes)
     tb = _testbed(testbed, cluster)
     resolve_timing(method, stat, tb is not None)
@@ -597,6 +596,8 @@ def compare(
         lay = _job_layout(layout, launch.np, None, prof)
         if lay is None:
             raise InputError("--layout is required (the profile records no layout for this many ranks)")
+        # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing
+        variants = {o: _ops.check_variant(o, (variants or {}).get(o), prof) for o in op_names}
         built = build_trees(trees, launch.np, root=root, layout=lay, profile=prof, variants=variants)
         rest = {k: v for k, v in built.items() if not (k == NATIVE and interleaved)}
         m = (

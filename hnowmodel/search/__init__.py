@@ -16,11 +16,11 @@ from typing import Any
 from .. import trees as _trees
 from ..errors import InputError, TreeError
 from ..ops import OPERATIONS as OPS
-from ..ops import predictor
+from ..ops import check_variant, predictor
 from ..params import Profile
 from ..trees import Tree
 from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
-from .heuristics import ecef, fnf, improve
+from .heuristics import ecef, fnf, improve, improve_under
 from .orders import best_sequential, best_sequential_order
 from .plan import PlanChoice, plan
 from .rank_order import RankOrder, rank_order
@@ -34,6 +34,7 @@ __all__ = [
     "fnf",
     "ecef",
     "improve",
+    "improve_under",
     "best_sequential",
     "best_sequential_order",
     "rank_order",
@@ -103,6 +104,8 @@ def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root
 
 
 METHODS = ("auto", "exact", "fnf", "ecef")
+#: Trees up to this many ranks are improved locally under a variant other than the paper's (O(n²) neighbours).
+LOCAL_SEARCH_MAX_RANKS = 64
 
 
 def best_tree(
@@ -123,7 +126,11 @@ def best_tree(
     the binomial and hierarchical trees and the FNF/ECEF shapes (``auto``: both; ``fnf``/``ecef``: that one) are
     compared under the op's own model (:mod:`hnowmodel.predict`: subtree data per edge off the sequential tree)
     and the fastest is returned; ``exact`` is then False (not a proof over all trees). ``variant`` is the
-    operation's model variant (:mod:`hnowmodel.ops`; None: its default, the one ``hnow compare`` compares under).
+    operation's model variant (:mod:`hnowmodel.ops`; None: its default for ``profile``, the one ``hnow compare``
+    compares under). The candidates are built under the paper's equations; under a variant they do not follow
+    (the flow-sharing ones, the default on a network profile) the best of them is improved by a local search under
+    that variant (:func:`improve_under`, up to :data:`LOCAL_SEARCH_MAX_RANKS` ranks), ``method`` says so and
+    ``exact`` is False.
 
     Every parameter is evaluated at ``size`` (profile regimes): the searches work on ``profile.at(size)``, and
     candidates are scored with :mod:`hnowmodel.predict` on the full profile, where an edge carrying k blocks
@@ -136,6 +143,7 @@ def best_tree(
     n = len(layout)
     if not 0 <= root < n:
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
+    variant = check_variant(op, variant, profile)
     fn = predictor(op, variant)
     if op == "bcast":
         cands = _bcast_candidates(profile, layout, size, root, method)
@@ -151,11 +159,17 @@ def best_tree(
         cands += [(f"{name} (bcast shape)", t) for name, t in _bcast_candidates(profile, layout, size, root, method)]
     scored = [(float(fn(profile, layout, t, [size])[0]), name, t) for name, t in cands]
     time_us, name, tree = min(scored, key=lambda x: x[0])
+    exact = op == "bcast" and name == "exact" and variant == "paper"
+    if variant not in ("paper", "link") and n <= LOCAL_SEARCH_MAX_RANKS:
+        # the candidates are built under the paper's equations; another variant (flow sharing) has no exact search
+        # here, so the best candidate is improved locally under the variant itself
+        tree, time_us, _ = improve_under(lambda t: float(fn(profile, layout, t, [size])[0]), tree, name=tree.name)
+        name = f"{name} + local search ({variant})"
     compared = {}
     for spec in compare:
         t = _trees.make_tree(spec, n, root=root, layout=layout, profile=profile)
         compared[spec] = float(fn(profile, layout, t, [size])[0])
-    return BestTree(tree, time_us, name, op, int(size), op == "bcast" and name == "exact", compared)
+    return BestTree(tree, time_us, name, op, int(size), exact, compared)
 
 
 def chosen_tree_factory(method: str):

@@ -17,7 +17,7 @@ evaluations. See experiments/perf_search.py for timings at 10**5 ranks.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from ..params import Profile
 from ..trees import Tree, from_children, type_speed_order
 from .exact import _edge_costs
 
-__all__ = ["fnf", "ecef", "improve"]
+__all__ = ["fnf", "ecef", "improve", "improve_under"]
 
 
 def _setup(profile: Profile, layout: Sequence[str], size: float):
@@ -234,3 +234,62 @@ def _subtree_mask(tree: Tree, r: int) -> np.ndarray:
         at = np.flatnonzero(tree.depth == d)
         inside[at] = inside[tree.parent[at]]
     return inside
+
+
+def improve_under(
+    cost: Callable[[Tree], float], tree: Tree, *, max_evals: int = 3000, name: str | None = None
+) -> tuple[Tree, float, int]:
+    """Local improvement of ``tree`` under any model: ``cost(tree)`` is its predicted completion (µs).
+
+    For models without an exact search (the flow-sharing variants, where a root's sends share its link), first
+    improvement over two neighbourhoods until neither improves or ``max_evals`` evaluations are spent:
+
+    1. *re-order siblings*: swap two children of one parent in the send order;
+    2. *move*: a non-root rank (with its subtree) becomes the child of another rank outside its subtree, at any
+       position in that rank's send order.
+
+    Returns (tree, cost µs, evaluations). Never returns a slower tree.
+
+    >>> from hnowmodel.trees import chain
+    >>> t, c, _ = improve_under(lambda t: float(t.depth.max()), chain(5))  # shallowest tree: a star
+    >>> c, sorted(t.children[0])
+    (1.0, [1, 2, 3, 4])
+    """
+    evals = 1
+    best, best_cost = tree, float(cost(tree))
+    label = tree.name if name is None else name
+    improved = True
+    while improved and evals < max_evals:
+        improved = False
+        for cand in _neighbours(best, label):
+            if evals >= max_evals:
+                break
+            evals += 1
+            c = float(cost(cand))
+            if c < best_cost * (1 - 1e-9):
+                best, best_cost, improved = cand, c, True
+                break
+    return best, best_cost, evals
+
+
+def _neighbours(t: Tree, name: str):
+    """Trees one sibling swap or one subtree move away from ``t`` (see :func:`improve_under`)."""
+    children = [list(c) for c in t.children]
+    for kids in children:
+        for i in range(len(kids)):
+            for j in range(i + 1, len(kids)):
+                new = [list(c) for c in children]
+                p = t.parent[kids[i]]
+                new[p][i], new[p][j] = new[p][j], new[p][i]
+                yield from_children(new, name)
+    for v in np.flatnonzero(t.parent >= 0).tolist():
+        inside = _subtree_mask(t, v)
+        old = int(t.parent[v])
+        for p in np.flatnonzero(~inside).tolist():
+            base = [[c for c in kids if c != v] for kids in children]
+            for pos in range(len(base[p]) + 1):
+                if p == old and pos == children[old].index(v):
+                    continue  # the tree itself
+                new = [list(c) for c in base]
+                new[p].insert(pos, v)
+                yield from_children(new, name)

@@ -81,7 +81,7 @@ def rank_order(
         tree = make_tree(tree, n, layout=layout, profile=profile)
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
-    fn = predictor(op)
+    fn = predictor(op, profile=profile)
     # bcast: every edge carries ``size`` bytes, so the lines in force at ``size`` are exact (and one pass is fast);
     # scatter/gather edges carry subtrees' data, each at its own regime: the predictor handles the full profile
     model = profile.at(size) if op == "bcast" else profile

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import hnowmodel as hm
 from hnowmodel import flow as F
 from hnowmodel import ops
 from hnowmodel import predict as P
@@ -287,3 +288,54 @@ def test_monotone_in_the_size(case, m, dm):
     for op in ("bcast", "scatter", "gather"):
         a, b = ops.predict(op, prof, layout, tree, [m, m + dm], variant="flow")
         assert b >= a - 1e-6 * (1 + a)
+
+
+# ---- the flow variant by default on a network profile, and the search under it -----------------------------------
+def _network_profile() -> Profile:
+    prof = _profile({"fast": 20.0, "mid": 6.0, "slow": 2.5}, S=2.0, R=2.0, Xc=50.0, burst=1000.0)
+    return prof
+
+
+def test_a_network_profile_defaults_to_the_flow_variant_everywhere():
+    net, plain = _network_profile(), paper_profile()
+    assert ops.is_network_profile(net) and not ops.is_network_profile(plain)
+    for op in ops.names():
+        assert ops.default_variant(op, net) == ops.NETWORK_VARIANT
+        assert ops.default_variant(op, plain) == ops.get(op).default_variant
+        assert ops.check_variant(op, "paper", net) == "paper"  # an explicit choice wins
+    layout = ["fast", "slow", "mid", "mid", "fast", "slow"]
+    tree = hm.trees.binomial(6)
+    got = ops.predict("bcast", net, layout, tree, [65536])
+    assert got == pytest.approx(ops.predictor("bcast", "flow")(net, layout, tree, [65536]))
+    assert not got == pytest.approx(ops.predictor("bcast", "paper")(net, layout, tree, [65536]))
+
+
+@pytest.mark.parametrize("op", ["bcast", "scatter", "gather"])
+def test_the_search_under_flow_improves_locally_and_says_so(op):
+    """Under the flow variant there is no exact search: the best candidate is improved under flow itself; the
+    result is predicted no slower than every standard tree under the same variant, and not called exact."""
+    net = _network_profile()
+    layout = ["fast", "slow", "mid", "mid", "fast", "slow"]
+    best = hm.search.best_tree(net, layout, op=op, size=65536)
+    fn = ops.predictor(op, "flow")
+    assert best.time_us == pytest.approx(fn(net, layout, best.tree, [65536])[0])
+    assert "local search (flow)" in best.method and not best.exact
+    for name in ("binomial", "sequential", "hierarchical", "kary:3"):
+        t = hm.trees.make_tree(name, 6, layout=layout, profile=net)
+        assert best.time_us <= fn(net, layout, t, [65536])[0] + 1e-6, name
+    paper = hm.search.best_tree(net, layout, op="bcast", size=65536, variant="paper")
+    assert paper.exact and "local" not in paper.method
+
+
+def test_local_improvement_never_returns_a_slower_tree():
+    from hnowmodel.search import improve_under
+
+    net = _network_profile()
+    layout = ["slow", "fast", "mid", "fast", "slow"]
+
+    def cost(t):
+        return float(ops.predictor("bcast", "flow")(net, layout, t, [32768])[0])
+
+    for start in (hm.trees.chain(5), hm.trees.binomial(5), hm.trees.sequential(5)):
+        tree, c, evals = improve_under(cost, start)
+        assert c <= cost(start) + 1e-9 and c == pytest.approx(cost(tree)) and evals >= 1
