@@ -296,7 +296,9 @@ def main() -> None:
         "",
         f"Sizes: {', '.join(format_size(m) for m in sizes)} per rank. Rows: `cluster_accuracy.csv`.",
     ]
-    write_markdown(out / "cluster_accuracy.md", "Model accuracy on a virtual heterogeneous cluster", body)
+    write_markdown(
+        out / "cluster_accuracy.md", "Model accuracy on a virtual heterogeneous cluster", ["\n".join(body) + "\n"]
+    )
     print((out / "cluster_accuracy.md").read_text())
 
 
