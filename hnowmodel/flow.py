@@ -431,8 +431,11 @@ def _receive_orders(tree: Tree, recv_order: str) -> list[list[int]] | None:
     return [sorted(k, key=lambda c: (int(size[c]), -int(pos[c]))) for k in kids]
 
 
-def _upward(sim: _Sim, cost: _Costs, tree: Tree, m: float, root_copy: bool, recv_order: str) -> np.ndarray:
-    """gather: a rank sends its subtree's data to its parent once it has received all of its children's."""
+def _upward(
+    sim: _Sim, cost: _Costs, tree: Tree, m: float, root_copy: bool, recv_order: str, relay_waits: bool = False
+) -> np.ndarray:
+    """gather: a rank sends its subtree's data to its parent once it has received all of its children's;
+    ``relay_waits``: a rank with children sends as a rendezvous (waits for the parent's posted receive)."""
     n, root = tree.n, tree.root
     ready = np.zeros(n)
     children = tree.children
@@ -451,7 +454,7 @@ def _upward(sim: _Sim, cost: _Costs, tree: Tree, m: float, root_copy: bool, recv
     def send_up(j: int, t: float) -> None:
         p, b = int(tree.parent[j]), float(nbytes[j])
         t_post = t + cost.send(j, b)
-        if _rendezvous(cost.profile, b):  # waits for the parent's posted receive
+        if _rendezvous(cost.profile, b) or (relay_waits and children[j]):  # waits for the parent's posted receive
             sim.at(t_post, lambda: offer(p, j, "rdv", t_post))
         else:
 
@@ -530,12 +533,17 @@ def simulate(
     root_copy: bool = False,
     recv_order: str = "arrival",
     sharing: str = "maxmin",
+    relay_waits: bool = False,
 ) -> FlowRun:
     """Simulate ``op`` (bcast, scatter or gather) of ``size`` bytes (per rank for scatter/gather) over ``tree``.
 
     Returns a :class:`FlowRun` (times in µs from the root's start; gather: from the common start). ``root_copy``
     adds the root's local copy of its own block (scatter: after posting its sends; gather: before its first
-    receive), ``recv_order`` is how a gather's parents post their receives (:data:`RECV_ORDERS`).
+    receive), ``recv_order`` is how a gather's parents post their receives (:data:`RECV_ORDERS`). ``relay_waits``
+    (gather): a rank that forwards its children's data sends it only once its parent has posted the receive, at
+    any size. MPICH's binomial gather does that: a relay sends its own block and the received ones as one struct
+    datatype, which MPICH over UCX/TCP moves only into a posted receive (measured on the virtual cluster: the root's
+    later children wait for its earlier receives), while a leaf's contiguous block flows when ready.
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
@@ -562,7 +570,7 @@ def simulate(
     sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
     cost = _Costs(profile, layout)
     if op == "gather":
-        done = _upward(sim, cost, tree, m, root_copy, recv_order)
+        done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits)
         completion = float(done[tree.root])
     else:
         done = _downward(sim, cost, tree, per_edge, m, root_copy)
@@ -631,10 +639,12 @@ def gather(
     root_copy: bool = False,
     recv_order: str = "arrival",
     sharing: str = "maxmin",
+    relay_waits: bool = False,
 ) -> np.ndarray:
     """Gather completion time (µs per size) under the flow model; ``per_rank=True`` gives when each rank holds its
     whole subtree's data (leaves 0). ``root_copy``: the root copies its own block before its first receive
-    (MPICH); ``recv_order``: :data:`RECV_ORDERS` (MPICH's binomial gather is ``smallest_first``)."""
+    (MPICH); ``recv_order``: :data:`RECV_ORDERS` (MPICH's binomial gather is ``smallest_first``); ``relay_waits``:
+    see :func:`simulate`."""
     return _predict(
         "gather",
         profile,
@@ -646,4 +656,5 @@ def gather(
         root_copy=root_copy,
         recv_order=recv_order,
         sharing=sharing,
+        relay_waits=relay_waits,
     )

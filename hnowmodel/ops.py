@@ -55,12 +55,15 @@ class NativeAlgorithm:
     ``env`` is set before ``MPI_Init`` (MPICH control variables, Open MPI MCA parameters as ``OMPI_MCA_*``);
     ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs; ``root_copy`` says
     whether the root copies its own block locally (MPICH's binomial scatter/gather do), a cost the model adds.
+    ``flow_kw``: what the flow variants (:mod:`hnowmodel.flow`) are told about how the algorithm moves its messages
+    (MPICH's binomial gather: receives posted in a fixed order, relays wait for them).
     """
 
     algorithm: str
     env: Mapping[str, str]
     model_tree: str = "binomial"
     root_copy: bool = False
+    flow_kw: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,8 @@ class Operation:
 _MPICH_COMMON = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
 
 
-def _mpich(cvar: str, root_copy: bool) -> NativeAlgorithm:
-    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy)
+def _mpich(cvar: str, root_copy: bool, **flow_kw: Any) -> NativeAlgorithm:
+    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy, flow_kw)
 
 
 def native_predict(
@@ -110,8 +113,11 @@ def native_predict(
     if nat is None:
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
-    kw = {"root_copy": True} if nat.root_copy else {}
-    return predictor(op, variant, profile)(profile, layout, tree, sizes, **kw)
+    kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
+    variant = check_variant(op, variant, profile)
+    if variant.startswith("flow"):
+        kw.update(nat.flow_kw)
+    return predictor(op, variant)(profile, layout, tree, sizes, **kw)
 
 
 OPERATIONS: Mapping[str, Operation] = MappingProxyType(
@@ -155,7 +161,13 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             default_variant="link",
             edge_data="subtree",
             kernel="gather",
-            native={"MPICH": _mpich("MPIR_CVAR_GATHER_INTRA_ALGORITHM", root_copy=True)},
+            # MPIR_Gather_intra_binomial: blocking receives from rank+1, +2, +4, …; a relay sends its block and the
+            # received ones as one struct datatype, which moves only into a posted receive (docs/native-algorithms.md)
+            native={
+                "MPICH": _mpich(
+                    "MPIR_CVAR_GATHER_INTRA_ALGORITHM", root_copy=True, recv_order="smallest_first", relay_waits=True
+                )
+            },
         ),
     }
 )

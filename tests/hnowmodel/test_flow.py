@@ -122,6 +122,26 @@ def test_rendezvous_gather_waits_for_the_posted_receive():
     assert not any(r.rendezvous for r in eager.flows)
 
 
+def test_a_relay_waits_for_the_posted_receive_at_any_size():
+    """MPICH's binomial gather: a leaf's block flows when ready, a relay's (its own block and its children's, one
+    struct datatype) only into the parent's posted receive, eager sizes included."""
+    tree = T.from_children([[1, 2], [], [3], []])
+    prof = _profile({"f": 100.0, "s": 10.0})
+    layout = ["f", "s", "f", "f"]
+    # without: 1 -> 0 takes 100 µs (slow egress); 3 -> 2 (0..10), then 2 -> 0 shares the root's ingress and is in
+    # before 1's, so the root's second receive completes at once
+    free = F.simulate("gather", prof, layout, tree, 1000, recv_order="smallest_first")
+    assert free.completion_us == pytest.approx(100.0)
+    waits = F.simulate("gather", prof, layout, tree, 1000, recv_order="smallest_first", relay_waits=True)
+    relay = next(r for r in waits.flows if r.src == 2)
+    assert relay.rendezvous and relay.start_us == pytest.approx(100.0)
+    assert waits.completion_us == pytest.approx(120.0)
+    assert not next(r for r in waits.flows if r.src == 1).rendezvous
+    # the registry tells the native MPICH gather so under the flow variants only
+    nat = ops.get("gather").native["MPICH"]
+    assert nat.flow_kw == {"recv_order": "smallest_first", "relay_waits": True}
+
+
 def test_gather_receive_orders():
     # root 0 with children 1 (a leaf) and 2 (parent of 3): rank 2 is ready late
     tree = T.from_children([[2, 1], [], [3], []])
