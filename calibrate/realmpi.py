@@ -1313,29 +1313,38 @@ def fit_network_profile(
         return r["c_us"] + corr
 
     capped: list[str] = []
+
+    def cap(key: str, t: str, i: int, room: list[float]) -> None:
+        """Lower type t's constant term ``key`` (S or R) of regime i to the least room its pairs leave."""
+        cur = lines_t[t][key][i][0]
+        if room and cur > min(room):
+            new = max(0.0, min(room))
+            capped.append(f"{key}_{t} {cur:.3g} -> {new:.3g} µs" + (f" (regime {i + 1})" if nreg > 1 else ""))
+            lines_t[t][key][i][0] = new
+
     for i in range(nreg):  # R first (as on shared memory), then S
         for tb in roles:
-            room = [
-                budget(fits[f"{a}-{b}"], layout[a], tb, i) - lines_t[layout[a]]["S"][i][0]
-                for a, b in pairs
-                if layout[b] == tb
-            ]
-            rc = lines_t[tb]["R"][i][0]
-            if room and rc > min(room):
-                new_rc = max(0.0, min(room))
-                capped.append(f"R_{tb} {rc:.3g} -> {new_rc:.3g} µs" + (f" (regime {i + 1})" if nreg > 1 else ""))
-                lines_t[tb]["R"][i][0] = new_rc
+            cap(
+                "R",
+                tb,
+                i,
+                [
+                    budget(fits[f"{a}-{b}"], layout[a], tb, i) - lines_t[layout[a]]["S"][i][0]
+                    for a, b in pairs
+                    if layout[b] == tb
+                ],
+            )
         for ta in roles:
-            room = [
-                budget(fits[f"{a}-{b}"], ta, layout[b], i) - lines_t[layout[b]]["R"][i][0]
-                for a, b in pairs
-                if layout[a] == ta
-            ]
-            sc = lines_t[ta]["S"][i][0]
-            if room and sc > min(room):
-                new_sc = max(0.0, min(room))
-                capped.append(f"S_{ta} {sc:.3g} -> {new_sc:.3g} µs" + (f" (regime {i + 1})" if nreg > 1 else ""))
-                lines_t[ta]["S"][i][0] = new_sc
+            cap(
+                "S",
+                ta,
+                i,
+                [
+                    budget(fits[f"{a}-{b}"], ta, layout[b], i) - lines_t[layout[b]]["R"][i][0]
+                    for a, b in pairs
+                    if layout[a] == ta
+                ],
+            )
     if capped:
         warnings.append(
             "Sc + Rc, each timed alone, exceed a link's one-way constant (inside a one-way time they overlap the "

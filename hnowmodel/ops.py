@@ -41,6 +41,7 @@ __all__ = [
     "default_variant",
     "is_network_profile",
     "NETWORK_VARIANT",
+    "FLOW_VARIANTS",
     "predict",
     "native_predict",
 ]
@@ -115,7 +116,7 @@ def native_predict(
     tree = make_tree(nat.model_tree, len(layout), root=root)
     kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
     variant = check_variant(op, variant, profile)
-    if variant.startswith("flow"):
+    if variant in FLOW_VARIANTS:
         kw.update(nat.flow_kw)
     return predictor(op, variant)(profile, layout, tree, sizes, **kw)
 
@@ -186,6 +187,8 @@ def get(op: str) -> Operation:
         raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPERATIONS)})") from None
 
 
+#: The variants simulated by the flow-level network model (:mod:`hnowmodel.flow`) rather than closed-form equations.
+FLOW_VARIANTS = frozenset({"flow", "flow-weighted"})
 #: The variant that measured best on a real network (``experiments/cluster_accuracy.py``): the root's sends share
 #: its egress link, flows into one host share its ingress. Used by default for profiles calibrated on a network.
 NETWORK_VARIANT = "flow"

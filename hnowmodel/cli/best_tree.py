@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    variant = ops.check_variant(args.op, args.variant)
+    ops.check_variant(args.op, args.variant)  # an unknown name is refused before the profile is read
     if args.method not in search.METHODS:
         raise InputError(f"unknown method (--method) {args.method!r} (choose from: {', '.join(search.METHODS)})")
     if args.output:

@@ -15,8 +15,8 @@ from typing import Any
 
 from .. import trees as _trees
 from ..errors import InputError, TreeError
+from ..ops import FLOW_VARIANTS, check_variant, predictor
 from ..ops import OPERATIONS as OPS
-from ..ops import check_variant, predictor
 from ..params import Profile
 from ..trees import Tree
 from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
@@ -104,7 +104,7 @@ def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root
 
 
 METHODS = ("auto", "exact", "fnf", "ecef")
-#: Trees up to this many ranks are improved locally under a variant other than the paper's (O(n²) neighbours).
+#: Trees up to this many ranks are improved locally under a flow variant (O(n²) neighbours).
 LOCAL_SEARCH_MAX_RANKS = 64
 
 
@@ -160,10 +160,10 @@ def best_tree(
     scored = [(float(fn(profile, layout, t, [size])[0]), name, t) for name, t in cands]
     time_us, name, tree = min(scored, key=lambda x: x[0])
     exact = op == "bcast" and name == "exact" and variant == "paper"
-    if variant not in ("paper", "link") and n <= LOCAL_SEARCH_MAX_RANKS:
+    if variant in FLOW_VARIANTS and n <= LOCAL_SEARCH_MAX_RANKS:
         # the candidates are built under the paper's equations; another variant (flow sharing) has no exact search
         # here, so the best candidate is improved locally under the variant itself
-        tree, time_us, _ = improve_under(lambda t: float(fn(profile, layout, t, [size])[0]), tree, name=tree.name)
+        tree, time_us, _ = improve_under(lambda t: float(fn(profile, layout, t, [size])[0]), tree)
         name = f"{name} + local search ({variant})"
     compared = {}
     for spec in compare:

@@ -275,11 +275,10 @@ def improve_under(
 def _neighbours(t: Tree, name: str):
     """Trees one sibling swap or one subtree move away from ``t`` (see :func:`improve_under`)."""
     children = [list(c) for c in t.children]
-    for kids in children:
+    for p, kids in enumerate(children):
         for i in range(len(kids)):
             for j in range(i + 1, len(kids)):
                 new = [list(c) for c in children]
-                p = t.parent[kids[i]]
                 new[p][i], new[p][j] = new[p][j], new[p][i]
                 yield from_children(new, name)
     for v in np.flatnonzero(t.parent >= 0).tolist():
