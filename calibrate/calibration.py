@@ -332,7 +332,14 @@ def _transport(hosts: list[str]) -> str:
         return "shared memory (all ranks on one host)"
     env = {
         k: os.environ[k]
-        for k in ("UCX_TLS", "UCX_NET_DEVICES", "MPIR_CVAR_CH4_NETMOD", "FI_PROVIDER")
+        for k in (
+            "UCX_TLS",
+            "UCX_NET_DEVICES",
+            "MPIR_CVAR_CH4_NETMOD",
+            "FI_PROVIDER",
+            "MPIR_CVAR_CH4_PROGRESS_THROTTLE",
+            "MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT",
+        )
         if k in os.environ
     }
     return f"network between {n} hosts" + (f" ({', '.join(f'{k}={v}' for k, v in env.items())})" if env else "")

@@ -231,9 +231,15 @@ def main() -> None:
     axes[0].set_ylabel("error % (predicted - measured)/measured")
     save_png(fig, out / "cluster_accuracy.png")
     plt.close(fig)
+
     # --- markdown
-    best_native = min((s for s in summ if s["kind"] == "native"), key=lambda s: s["median_abs_error_pct"])
-    best_tree = min((s for s in summ if s["kind"] == "tree"), key=lambda s: s["median_abs_error_pct"])
+    def best(kind: str) -> dict:
+        # among the variants that predict every row of this kind (``link`` is gather's alone)
+        cands = [s for s in summ if s["kind"] == kind]
+        most = max(s["rows"] for s in cands)
+        return min((s for s in cands if s["rows"] == most), key=lambda s: s["median_abs_error_pct"])
+
+    best_native, best_tree = best("native"), best("tree")
     link_ok = all(abs(lk["one_way_error_pct"]) <= 5 for lk in links)
     gain_rows = [g for g in gains if g["difference_points"] is not None]
     body = [
@@ -249,13 +255,13 @@ def main() -> None:
             f"worst {max(abs(lk['one_way_error_pct']) for lk in links):.2f} %",
         ),
         claim(
-            "native bcast/scatter/gather: median |error| <= 3 %, max <= 10 % (best variant)",
+            "native bcast/scatter/gather: median |error| <= 3 %, max <= 10 % (best variant covering all)",
             best_native["median_abs_error_pct"] <= 3 and best_native["max_abs_error_pct"] <= 10,
             f"{best_native['variant']}: {best_native['median_abs_error_pct']:.1f} % / "
             f"{best_native['max_abs_error_pct']:.1f} %",
         ),
         claim(
-            "tree executor: median |error| <= 5 %, max <= 15 % (best variant)",
+            "tree executor: median |error| <= 5 %, max <= 15 % (best variant covering all)",
             best_tree["median_abs_error_pct"] <= 5 and best_tree["max_abs_error_pct"] <= 15,
             f"{best_tree['variant']}: {best_tree['median_abs_error_pct']:.1f} % / "
             f"{best_tree['max_abs_error_pct']:.1f} %",

@@ -32,6 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="model variants, OP=VARIANT,… (default: flow on a profile calibrated on a network, else each "
         "operation's own: " + "; ".join(f"{o.name}: {', '.join(o.variants)}" for o in ops.OPERATIONS.values()) + ")",
     )
+    p.add_argument(
+        "--all-variants",
+        action="store_true",
+        help="also print every model variant's error side by side (the JSON rows always carry them)",
+    )
     p.add_argument("--calibrate-sizes", default=None, help="sizes for the calibration (default: its own)")
     add_output(p, None, "report folder: comparison.csv, compare.png, summary.md (and profile.json if calibrated)")
 
@@ -70,6 +75,23 @@ def run(args: argparse.Namespace) -> int:
     cols = ["op", "tree", "size", "predicted_us", "measured_us", "min_us", "max_us", "error_pct"]
     table = [{**{c: r.to_dict()[c] for c in cols}, "size": format_size(r.size)} for r in cmp.rows]
     print_table(table, cols, title=f"predicted vs measured ({cmp.context['where']}; {cmp.run['method']} timing)")
+    if args.all_variants:
+        names = list(dict.fromkeys(v for r in cmp.rows for v in r.extra.get("error_pct_by_variant", {})))
+        side = [
+            {
+                "op": r.op,
+                "tree": r.tree,
+                "size": format_size(r.size),
+                "measured_us": r.measured_us,
+                **{f"{v}_error_pct": r.extra.get("error_pct_by_variant", {}).get(v) for v in names},
+            }
+            for r in cmp.rows
+        ]
+        print_table(
+            side,
+            ["op", "tree", "size", "measured_us", *(f"{v}_error_pct" for v in names)],
+            title="error % of every model variant (blank: the variant does not model that operation)",
+        )
     for r in cmp.rows:
         if r.note:
             print(f"note: {r.op}/{r.tree} at {format_size(r.size)}: {r.note}")

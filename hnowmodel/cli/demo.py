@@ -1,5 +1,6 @@
-"""``hnow demo``: the whole loop (:func:`hnowmodel.demo.run_demo`) on the built-in emulated ``paper`` testbed, or
-with ``--cluster SPEC`` on a virtual cluster of real TCP hosts (root, network namespaces, ``tc``); it says which."""
+"""``hnow demo``: the whole loop (:func:`hnowmodel.demo.run_demo`) on a virtual cluster of real TCP hosts (the
+built-in spec, or ``--cluster SPEC``) where the machine allows it (root, network namespaces, ``tc``), else on the
+built-in emulated ``paper`` testbed (``--testbed`` asks for it); it says which and why."""
 
 from __future__ import annotations
 
@@ -11,20 +12,24 @@ from .common import add_output, emit_json, positive_int, print_table
 __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = (
-    "calibrate, predict, measure and compare on the built-in emulated 'paper' testbed (or, with --cluster, on a "
-    "virtual cluster); writes a report folder"
+    "calibrate, predict, measure and compare on a virtual cluster where the machine allows it (root, network "
+    "namespaces), else on the built-in emulated 'paper' testbed; writes a report folder"
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output(p, None, "report folder (default: ./hnow-demo-<date>-<time>)")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--testbed", default=None, help="run on this emulated testbed ('paper', the default, or a file)")
+    where.add_argument(
+        "--testbed",
+        default=None,
+        help="run on this emulated testbed ('paper' or a file) instead of a virtual cluster",
+    )
     where.add_argument(
         "--cluster",
         default=None,
-        help=f"run on this virtual cluster spec instead (e.g. the built-in '{CLUSTER_SPEC}'; needs root and network "
-        "namespaces; not yet validated to finish in about two minutes)",
+        help=f"run on this virtual cluster spec (default: the built-in '{CLUSTER_SPEC}' where the machine allows; "
+        "needs root and network namespaces)",
     )
     p.add_argument(
         "--sizes", default=None, help="message sizes in bytes (default 0,1K,4K on a testbed, 16K,64K on a cluster)"
@@ -45,8 +50,11 @@ def run(args: argparse.Namespace) -> int:
     testbed_only = any(v is not None for v in (args.configs, args.method, args.stat)) or (
         args.launcher != "mpiexec" or bool(args.launcher_args)
     )  # options only the emulated demo has (a cluster is started by hydra's mpiexec)
-    # the virtual-cluster demo is opt-in until it is shown to finish in about two minutes here (issue 12)
-    where = "cluster" if args.cluster and not testbed_only else "testbed"
+    # a virtual cluster where the machine allows one (about 90 s here), else the emulated testbed: "auto" says which
+    if args.testbed or testbed_only:
+        where = "testbed"
+    else:
+        where = "cluster" if args.cluster else "auto"
     res = run_demo(
         output=args.output,
         force=args.force,

@@ -222,7 +222,7 @@ def load_spec(spec: str | os.PathLike | Mapping | ClusterSpec) -> ClusterSpec:
         raise InputError(f"cluster spec: expected a name, a file or a dict, got {type(spec).__name__}")
     text = os.fspath(spec)
     builtins = builtin_specs()
-    if text in builtins and not Path(text).exists():
+    if text in builtins and not Path(text).is_file():  # a folder named like a built-in (./demo) does not shadow it
         return builtins[text]
     if not Path(text).exists() and not text.endswith(".json") and os.sep not in text:
         raise InputError(f"cluster spec {text!r}: no such file or built-in spec (built-in: {', '.join(builtins)})")

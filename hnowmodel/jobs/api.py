@@ -32,7 +32,7 @@ from ..sizes import parse_sizes
 from ..testbed import Testbed, load_testbed
 from ..trees import Tree, make_tree
 from .launcher import Launch, run_task
-from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement
+from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct
 from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
 from .wire import task_argv
 
@@ -716,23 +716,32 @@ def _compare_rows(
     root: int,
     library: str,
 ) -> list[ComparisonRow]:
-    """Measured rows + predictions of the same tree (``native``: the library's pinned algorithm's model)."""
-    cache: dict[tuple[str, str], dict[int, float] | None] = {}
-    out = []
-    for r in m.rows:
-        key = (r.op, r.tree)
+    """Measured rows + predictions of the same tree (``native``: the library's pinned algorithm's model).
+
+    Every row also carries, in ``extra``, the prediction and error of **every** model variant of its operation
+    (``predicted_us_by_variant``, ``error_pct_by_variant``), so that the variants can be read side by side."""
+    cache: dict[tuple[str, str, str], dict[int, float] | None] = {}
+
+    def predicted_by(r: Any, variant: str) -> float | None:
+        key = (r.op, r.tree, variant)
         if key not in cache:
-            sizes = sorted({x.size for x in m.rows if (x.op, x.tree) == key})
+            sizes = sorted({x.size for x in m.rows if (x.op, x.tree) == (r.op, r.tree)})
             tree = built.get(r.tree)
             if tree is None:
-                t = _ops.native_predict(r.op, library, prof, list(lay), sizes, root=root, variant=variants[r.op])
+                t = _ops.native_predict(r.op, library, prof, list(lay), sizes, root=root, variant=variant)
             else:
-                t = _ops.predict(r.op, prof, list(lay), tree, sizes, variant=variants[r.op])
+                t = _ops.predict(r.op, prof, list(lay), tree, sizes, variant=variant)
             cache[key] = None if t is None else dict(zip(sizes, (float(v) for v in t), strict=True))
-        predicted = None if cache[key] is None else cache[key][r.size]
+        got = None if cache[key] is None else cache[key][r.size]
+        if got is not None and race:  # the timing style, modelled as used: the receive posted with the send
+            got += float(_predict.common_start_us(prof, [r.size])[0])
+        return got
+
+    out = []
+    for r in m.rows:
         race = r.method == "c-common-start" and "common_start" in prof.extensions
-        if race and predicted is not None:  # the timing style, modelled as used: the receive posted with the send
-            predicted += float(_predict.common_start_us(prof, [r.size])[0])
+        by_variant = {v: predicted_by(r, v) for v in _ops.get(r.op).variants}
+        predicted = by_variant[variants[r.op]]
         note, model_tree = "", ""
         if built.get(r.tree) is None:
             nat = _native_model(r.op, library)
@@ -740,6 +749,7 @@ def _compare_rows(
                 note = f"{library or 'this MPI library'}'s {r.op} algorithm is not pinned by hnow: nothing to predict"
             elif r.size == 0 and library == "MPICH":
                 predicted = None
+                by_variant = dict.fromkeys(by_variant)
                 note = "MPICH returns at once from an empty collective: the model has nothing to predict"
             else:
                 model_tree = nat.model_tree + (" + root copy" if nat.root_copy else "")
@@ -760,7 +770,11 @@ def _compare_rows(
                 model_tree=model_tree,
                 chosen_for_bytes=_chosen_for(r.tree),
                 note=note,
-                extra={k: r.extra[k] for k in ("fig2_median_us", "sync_median_us") if k in r.extra},
+                extra={
+                    **{k: r.extra[k] for k in ("fig2_median_us", "sync_median_us") if k in r.extra},
+                    "predicted_us_by_variant": by_variant,
+                    "error_pct_by_variant": {v: error_pct(p, r.measured_us) for v, p in by_variant.items()},
+                },
             )
         )
     return out

@@ -381,6 +381,7 @@ def run_task(
     line naming the failing rank and step, or the timeout, or the launcher's own last words. Holds the machine's
     MPI lock (``$HNOW_MPI_LOCK``, :func:`hnowmodel.jobs.lock.mpi_lock`) while the job runs.
     """
+    find_launcher(shlex.split(launch.launcher)[0])  # a missing launcher is said at once, not after waiting for the lock
     with mpi_lock(say=progress):
         if launch.cluster is not None:
             from ..cluster import using

@@ -154,6 +154,11 @@ def test_compare_emulated_with_true_profile_is_close(tmp_path):
     assert doc["run"]["emulated"]
     errs = [abs(r["error_pct"]) for r in doc["rows"]]
     assert max(errs) < 10.0, doc["rows"]
+    from hnowmodel import ops
+
+    for r in doc["rows"]:  # every variant side by side; the row's own is the one its error_pct uses
+        assert set(r["error_pct_by_variant"]) == set(ops.get(r["op"]).variants)
+        assert r["error_pct_by_variant"][r["variant"]] == pytest.approx(r["error_pct"])
 
 
 @pytest.mark.mpi

@@ -165,6 +165,16 @@ def test_launch_settings_list_used_hosts_and_force_tcp():
     assert [h.address for h in st.hosts] == ["10.213.7.2", "10.213.7.3", "10.213.7.4"]
 
 
+def test_ranks_beyond_the_cores_poll_with_naps(monkeypatch):
+    st = hc._plan(hc.from_dict(_spec_doc()), __import__("ipaddress").ip_network("10.213.7.0/24"), "/x/w.sh")
+    monkeypatch.delenv("MPIR_CVAR_CH4_PROGRESS_THROTTLE", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert hc.launch_settings(st, 3).env["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] == "1"
+    assert "MPIR_CVAR_CH4_PROGRESS_THROTTLE" not in hc.launch_settings(st, 2).env
+    monkeypatch.setenv("MPIR_CVAR_CH4_PROGRESS_THROTTLE", "0")  # the user's own setting is left alone
+    assert "MPIR_CVAR_CH4_PROGRESS_THROTTLE" not in hc.launch_settings(st, 3).env
+
+
 def test_without_root_up_says_so(monkeypatch):
     monkeypatch.setattr(netns, "_checked", False)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
