@@ -70,10 +70,11 @@ OPS = ("bcast", "scatter", "gather")
 #: message or rendezvous request came first: the tree executor's ``MPI_ANY_SOURCE``), ``tree`` (the tree's send
 #: order), ``smallest_first`` (ascending subtree size, ties in reverse send order: MPICH's binomial gather).
 RECV_ORDERS = ("arrival", "tree", "smallest_first")
-#: How concurrent flows share a link: ``maxmin`` (every flow the same share, SimGrid's flow model) or ``weighted``
-#: (weighted max-min, each flow's share proportional to its own lone rate ``1/Xm``: what one FIFO queue in front of
-#: a shaped link gives TCP flows bound for receivers of different speeds).
-SHARINGS = ("maxmin", "weighted")
+#: How concurrent flows share a link: ``maxmin`` (every flow the same share, SimGrid's flow model), ``weighted``
+#: (weighted max-min, each flow's share proportional to its own lone rate ``1/Xm``) or ``fifo`` (bcast and scatter:
+#: a sender's messages leave its egress one after another in send order, each at the egress rate, and each
+#: receiver's ingress drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has; see :func:`_downward_fifo`).
+SHARINGS = ("maxmin", "weighted", "fifo")
 
 _INF = math.inf
 
@@ -421,6 +422,61 @@ def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: fl
     return done
 
 
+class _Bucket:
+    """One shaped link as a FIFO server with a token bucket (``tbf``): rate ``c`` bytes/µs, ``burst`` bytes of
+    tokens, full at the start."""
+
+    __slots__ = ("c", "burst", "tokens", "t", "free")
+
+    def __init__(self, c: float, burst: float) -> None:
+        self.c, self.burst, self.tokens, self.t, self.free = c, burst, burst, 0.0, 0.0
+
+    def serve(self, arrive: float, b: float) -> tuple[float, float]:
+        """A message of ``b`` bytes queued whole at ``arrive``: (when it starts leaving, when its last byte left).
+        The tokens it finds pass at once; the rest at ``c``."""
+        start = max(arrive, self.free)
+        tokens = min(self.burst, self.tokens + (start - self.t) * self.c)
+        if not math.isfinite(self.c) or tokens >= b:
+            end, self.tokens = start, tokens - (0.0 if not math.isfinite(self.c) else b)
+        else:
+            end, self.tokens = start + (b - tokens) / self.c, 0.0
+        self.t = self.free = end
+        return start, end
+
+
+def _downward_fifo(
+    cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool, egress: np.ndarray, burst: float
+) -> tuple[np.ndarray, list[FlowRecord]]:
+    """bcast/scatter with ``sharing="fifo"``: a rank that holds its data queues its messages whole in its egress
+    queue in send order (the k-th after the first k send overheads ``S``); the queue sends them one after another
+    at the egress rate (its token bucket's burst at once); a receiver's ingress, shaped at the pair's rate
+    ``1/Xm``, passes its bucket's burst as it arrives and the rest at that rate. Every rank receives one message,
+    so an ingress never mixes flows and its output has a closed form: the last byte leaves at
+    ``max(end at the egress, start at the egress + (b - burst)·Xm)``. Times from the root's start (µs)."""
+    n = tree.n
+    done = np.full(n, np.nan)
+    done[tree.root] = 0.0
+    records: list[FlowRecord] = []
+    order = [tree.root]
+    for p in order:  # parents before children: a rank's hold time is known when its turn comes
+        out = _Bucket(float(egress[p]), burst)
+        acc = float(done[p])
+        for c in tree.children[p]:
+            b = float(edge_bytes[c])
+            acc += cost.send(p, b)
+            start, end = out.serve(acc, b)
+            rate = cost.pair_rate(p, c, b)
+            last = max(end, start + max(0.0, b - burst) / rate) if math.isfinite(rate) else end
+            delivered = last + cost.latency(p, c, b)
+            records.append(FlowRecord(p, int(c), b, start, last, delivered, False))
+            done[c] = delivered + cost.recv(c, b)
+            order.append(int(c))
+        if p == tree.root and root_copy:
+            done[p] = acc + cost.copy(p, m)
+    records.sort(key=lambda r: r.end_us)
+    return done, records
+
+
 def _receive_orders(tree: Tree, recv_order: str) -> list[list[int]] | None:
     if recv_order == "arrival":
         return None
@@ -567,8 +623,16 @@ def simulate(
     per_edge = np.full(tree.n, m) if op == "bcast" else tree.subtree_size.astype(float) * m
     biggest = float(per_edge[tree.parent >= 0].max()) if tree.n > 1 else m
     egress, ingress = capacities(profile, layout, biggest)
-    sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
     cost = _Costs(profile, layout)
+    if sharing == "fifo":
+        if op == "gather":
+            raise InputError(
+                "fifo sharing models bcast and scatter (one message into each rank); use maxmin for gather"
+            )
+        done, records = _downward_fifo(cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile))
+        done.flags.writeable = False
+        return FlowRun(op, m, done, float(np.max(done)), tuple(records))
+    sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
     if op == "gather":
         done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits)
         completion = float(done[tree.root])

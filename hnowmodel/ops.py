@@ -72,10 +72,11 @@ class Operation:
     """One collective operation.
 
     ``variants`` maps a model variant name to its predictor ``f(profile, layout, tree, sizes, *, per_rank=False,
-    root=0) -> µs``; ``default_variant`` is used to choose trees and to compare them. ``edge_data`` is ``"one"``
-    (every edge carries the m-byte message: bcast) or ``"subtree"`` (the edge into a rank carries its subtree's
-    blocks: scatter, gather). ``kernel`` is the executors' method name. ``native`` maps an MPI library name
-    (``MPICH``, ``Open MPI``) to its pinned algorithm.
+    root=0) -> µs``; ``default_variant`` is used to choose trees and to compare them, ``network_variant`` instead for
+    a profile calibrated on a network (the variant that measured best there: ``experiments/cluster_accuracy.py``).
+    ``edge_data`` is ``"one"`` (every edge carries the m-byte message: bcast) or ``"subtree"`` (the edge into a rank
+    carries its subtree's blocks: scatter, gather). ``kernel`` is the executors' method name. ``native`` maps an MPI
+    library name (``MPICH``, ``Open MPI``) to its pinned algorithm.
     """
 
     name: str
@@ -85,12 +86,14 @@ class Operation:
     edge_data: str
     kernel: str
     native: Mapping[str, NativeAlgorithm] = field(default_factory=dict)
+    network_variant: str = "flow"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variants", MappingProxyType(dict(self.variants)))
         object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
-        if self.default_variant not in self.variants:
-            raise ValueError(f"operation {self.name}: default variant {self.default_variant!r} is not a variant")
+        for v in (self.default_variant, self.network_variant):
+            if v not in self.variants:
+                raise ValueError(f"operation {self.name}: default variant {v!r} is not a variant")
 
 
 # MPICH 5.0.x control variables (checked with the wheel's ``mpivars``): binomial for all three, the ch4 device's
@@ -130,8 +133,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "paper": _predict.bcast,
                 "flow": _flow.bcast,
                 "flow-weighted": partial(_flow.bcast, sharing="weighted"),
+                "flow-fifo": partial(_flow.bcast, sharing="fifo"),
             },
             default_variant="paper",
+            network_variant="flow-fifo",
             edge_data="one",
             kernel="bcast",
             native={"MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False)},
@@ -143,8 +148,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "paper": _predict.scatter,
                 "flow": _flow.scatter,
                 "flow-weighted": partial(_flow.scatter, sharing="weighted"),
+                "flow-fifo": partial(_flow.scatter, sharing="fifo"),
             },
             default_variant="paper",
+            network_variant="flow-fifo",
             edge_data="subtree",
             kernel="scatter",
             native={"MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True)},
@@ -188,9 +195,9 @@ def get(op: str) -> Operation:
 
 
 #: The variants simulated by the flow-level network model (:mod:`hnowmodel.flow`) rather than closed-form equations.
-FLOW_VARIANTS = frozenset({"flow", "flow-weighted"})
-#: The variant that measured best on a real network (``experiments/cluster_accuracy.py``): the root's sends share
-#: its egress link, flows into one host share its ingress. Used by default for profiles calibrated on a network.
+FLOW_VARIANTS = frozenset({"flow", "flow-weighted", "flow-fifo"})
+#: The flow-level variant every operation has (:mod:`hnowmodel.flow`, max-min sharing); each operation's
+#: ``network_variant`` (the one that measured best on a network) is what a network profile uses by default.
 NETWORK_VARIANT = "flow"
 
 
@@ -201,15 +208,17 @@ def is_network_profile(profile: Any) -> bool:
 
 
 def default_variant(op: str, profile: Any = None) -> str:
-    """The variant ``op`` is chosen and compared under by default: :data:`NETWORK_VARIANT` for a network profile
-    (:func:`is_network_profile`), else the operation's own ``default_variant``.
+    """The variant ``op`` is chosen and compared under by default: the operation's ``network_variant`` for a
+    network profile (:func:`is_network_profile`), else its ``default_variant``.
 
     >>> default_variant("gather"), default_variant("bcast")
     ('link', 'paper')
+    >>> get("bcast").network_variant, get("gather").network_variant
+    ('flow-fifo', 'flow')
     """
     o = get(op)
-    if profile is not None and is_network_profile(profile) and NETWORK_VARIANT in o.variants:
-        return NETWORK_VARIANT
+    if profile is not None and is_network_profile(profile):
+        return o.network_variant
     return o.default_variant
 
 
