@@ -44,6 +44,8 @@ __all__ = [
     "FLOW_VARIANTS",
     "predict",
     "native_predict",
+    "native_choices",
+    "MPICH_TREE_KS",
 ]
 
 Predictor = Callable[..., np.ndarray]
@@ -57,7 +59,9 @@ class NativeAlgorithm:
     ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs; ``root_copy`` says
     whether the root copies its own block locally (MPICH's binomial scatter/gather do), a cost the model adds.
     ``flow_kw``: what the flow variants (:mod:`hnowmodel.flow`) are told about how the algorithm moves its messages
-    (MPICH's binomial gather: receives posted in a fixed order, relays wait for them).
+    (MPICH's binomial gather: receives posted in a fixed order, relays wait for them). ``selection`` is the leaf
+    of MPICH's collective selection JSON that runs it (``{"algorithm=NAME": {"param=value": {}, ...}}``, every
+    parameter the algorithm reads: MPICH does not default the missing ones), empty where there is none.
     """
 
     algorithm: str
@@ -65,6 +69,7 @@ class NativeAlgorithm:
     model_tree: str = "binomial"
     root_copy: bool = False
     flow_kw: Mapping[str, Any] = field(default_factory=dict)
+    selection: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,7 +81,9 @@ class Operation:
     a profile calibrated on a network (the variant that measured best there: ``experiments/cluster_accuracy.py``).
     ``edge_data`` is ``"one"`` (every edge carries the m-byte message: bcast) or ``"subtree"`` (the edge into a rank
     carries its subtree's blocks: scatter, gather). ``kernel`` is the executors' method name. ``native`` maps an MPI
-    library name (``MPICH``, ``Open MPI``) to its pinned algorithm.
+    library name (``MPICH``, ``Open MPI``) to its pinned algorithm (what ``--tree native`` runs); ``alternatives``
+    maps it to the other algorithms that library can be told to run for the operation (what ``hnow export`` chooses
+    among, with ``native``: :func:`native_choices`).
     """
 
     name: str
@@ -86,11 +93,13 @@ class Operation:
     edge_data: str
     kernel: str
     native: Mapping[str, NativeAlgorithm] = field(default_factory=dict)
+    alternatives: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
     network_variant: str = "flow"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "variants", MappingProxyType(dict(self.variants)))
         object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
+        object.__setattr__(self, "alternatives", MappingProxyType({k: tuple(v) for k, v in self.alternatives.items()}))
         for v in (self.default_variant, self.network_variant):
             if v not in self.variants:
                 raise ValueError(f"operation {self.name}: default variant {v!r} is not a variant")
@@ -102,18 +111,71 @@ _MPICH_COMMON = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_COLLECTIVE_F
 
 
 def _mpich(cvar: str, root_copy: bool, **flow_kw: Any) -> NativeAlgorithm:
-    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy, flow_kw)
+    name = cvar.split("_")[2].capitalize()  # MPIR_CVAR_BCAST_INTRA_ALGORITHM -> Bcast
+    leaf = {f"algorithm=MPIR_{name}_intra_binomial": {}}
+    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy, flow_kw, leaf)
+
+
+#: The branching factors offered for MPICH's tree bcast (``kary`` from 2, ``knomial_1`` from 2, ``knomial_2`` from
+#: 3: its k = 2 is the binomial tree).
+MPICH_TREE_KS = range(2, 9)
+
+
+def _mpich_tree_bcast(tree_type: str, k: int) -> NativeAlgorithm:
+    """``MPIR_Bcast_intra_tree`` with ``tree_type``, branching ``k`` and blocking sends (``is_non_blocking=0``, as
+    the binomial bcast sends): by control variables or by a selection-JSON leaf; its model tree sends in MPICH's
+    child order (:mod:`hnowmodel.trees`: ``kary`` = ``MPII_Treeutil_tree_kary_init``, ``mpich_knomial1``/``2``)."""
+    model = {"kary": "kary", "knomial_1": "mpich_knomial1", "knomial_2": "mpich_knomial2"}[tree_type]
+    env = {
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "tree",
+        "MPIR_CVAR_BCAST_TREE_TYPE": tree_type,
+        "MPIR_CVAR_BCAST_TREE_KVAL": str(k),
+        "MPIR_CVAR_BCAST_IS_NON_BLOCKING": "0",
+        **_MPICH_COMMON,
+    }
+    leaf = {"algorithm=MPIR_Bcast_intra_tree": {f"tree_type={tree_type}": {}, f"k={k}": {}, "is_non_blocking=0": {}}}
+    return NativeAlgorithm(f"tree:{tree_type}:{k}", env, f"{model}:{k}", selection=leaf)
+
+
+_MPICH_BCAST_TREES = (
+    *(_mpich_tree_bcast("kary", k) for k in MPICH_TREE_KS),
+    *(_mpich_tree_bcast("knomial_1", k) for k in MPICH_TREE_KS),
+    *(_mpich_tree_bcast("knomial_2", k) for k in MPICH_TREE_KS if k > 2),
+)
+
+
+def native_choices(op: str, library: str) -> tuple[NativeAlgorithm, ...]:
+    """Every algorithm ``library`` can be told to run for ``op`` that hnow models: the pinned one
+    (``Operation.native``) first, then ``Operation.alternatives``; empty when hnow pins none.
+
+    >>> [a.algorithm for a in native_choices("bcast", "MPICH")][:3]
+    ['binomial', 'tree:kary:2', 'tree:kary:3']
+    >>> [a.algorithm for a in native_choices("scatter", "MPICH")]
+    ['binomial']
+    """
+    o = get(op)
+    first = o.native.get(library)
+    return ((first,) if first else ()) + tuple(o.alternatives.get(library, ()))
 
 
 def native_predict(
-    op: str, library: str, profile: Any, layout: Any, sizes: Any, *, root: int = 0, variant: str | None = None
+    op: str,
+    library: str,
+    profile: Any,
+    layout: Any,
+    sizes: Any,
+    *,
+    root: int = 0,
+    variant: str | None = None,
+    algorithm: NativeAlgorithm | None = None,
 ) -> np.ndarray | None:
-    """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it: its model tree,
-    under ``variant``, with the root's local copy where the algorithm makes one; None when hnow does not pin that
-    library's algorithm for ``op`` (nothing to predict)."""
+    """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it (or of
+    ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, with the root's local copy
+    where the algorithm makes one; None when hnow does not pin that library's algorithm for ``op`` (nothing to
+    predict)."""
     from .trees import make_tree
 
-    nat = get(op).native.get(library)
+    nat = get(op).native.get(library) if algorithm is None else algorithm
     if nat is None:
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
@@ -140,6 +202,8 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             edge_data="one",
             kernel="bcast",
             native={"MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False)},
+            # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
+            alternatives={"MPICH": _MPICH_BCAST_TREES},
         ),
         "scatter": Operation(
             name="scatter",

@@ -1,4 +1,6 @@
-"""``hnow export``: the rank order under which a native collective is fastest, as the files launchers read."""
+"""``hnow export``: put a choice to work as the files MPI libraries and launchers read: the rank order under which
+a native collective is fastest (hydra hostfile, Open MPI rankfile, split keys) and MPICH's algorithm per operation
+and size range (its collective selection JSON)."""
 
 from __future__ import annotations
 
@@ -6,38 +8,85 @@ import argparse
 
 from .. import ops
 from ..errors import InputError
-from ..export import FORMATS, export_order, write_export
+from ..export import FORMATS, ORDER_FORMATS, export, write_export
+from ..io import check_output
+from ..layout import parse_layout
 from ..params import Profile
-from ..sizes import parse_size
+from ..sizes import parse_size, parse_sizes
 from .common import emit_json
 
 __all__ = ["HELP", "add_arguments", "run"]
 
-HELP = "write the rank order that makes a native collective fastest: hydra hostfile, Open MPI rankfile, split keys"
+HELP = (
+    "write what makes native collectives fastest: MPICH's selection JSON (algorithm per op and size), the rank "
+    "order as a hydra hostfile, Open MPI rankfile or split keys"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--profile", required=True, help="a profile calibrated on the hosts (it records rank, host, type)")
-    p.add_argument("--op", default="bcast", help="bcast, scatter or gather (default bcast)")
-    p.add_argument("--size", default="0", help="message size in bytes to optimise for (default 0)")
-    p.add_argument("--tree", default="binomial", help="the native algorithm's tree shape (default binomial)")
-    p.add_argument("--format", default=None, help=f"print one file: {', '.join(FORMATS)} (default: all into -o)")
-    p.add_argument("-o", "--output", default=None, help="folder for hostfile, rankfile, keys.json and USAGE.txt")
+    p.add_argument("--profile", required=True, help="profile JSON file (the rank order needs its nodes: rank, host)")
+    p.add_argument(
+        "--format",
+        default=None,
+        help=f"comma list of {', '.join(FORMATS)} (default: {','.join(ORDER_FORMATS)}); "
+        "one format without -o prints its file",
+    )
+    p.add_argument("--layout", default=None, help="mpich-json: node type of each rank (default: the profile's nodes)")
+    p.add_argument("--ops", default=None, help="mpich-json: comma list of operations (default bcast,scatter,gather)")
+    p.add_argument("--sizes", default=None, help="mpich-json: message sizes in bytes per rank, e.g. 16K,64K,256K")
+    p.add_argument("--libmpi", default=None, help="mpich-json: the MPICH libmpi.so whose default table to start from")
+    p.add_argument("--op", default="bcast", help="rank order: bcast, scatter or gather (default bcast)")
+    p.add_argument("--size", default="0", help="rank order: message size in bytes to optimise for (default 0)")
+    p.add_argument("--tree", default="binomial", help="rank order: the native algorithm's tree (default binomial)")
+    p.add_argument("-o", "--output", default=None, help="folder for the files, mpich-env.txt and USAGE.txt")
     p.add_argument("--force", action="store_true", help="write into a folder that is not empty")
 
 
 def run(args: argparse.Namespace) -> int:
     ops.get(args.op)
-    if args.format is not None and args.format not in FORMATS:
-        raise InputError(f"unknown --format {args.format!r} (choose from: {', '.join(FORMATS)})")
-    if args.format is None and args.output is None and not args.json:
+    formats = list(ORDER_FORMATS) if args.format is None else [f.strip() for f in args.format.split(",") if f.strip()]
+    for f in formats:
+        if f not in FORMATS:
+            raise InputError(f"unknown --format {f!r} (choose from: {', '.join(FORMATS)})")
+    if not formats:
+        raise InputError(f"--format: give at least one of {', '.join(FORMATS)}")
+    if args.output is None and not args.json and (args.format is None or len(formats) > 1):
         raise InputError("give -o FOLDER (all files), --format NAME (one file on stdout) or --json")
-    ex = export_order(Profile.load(args.profile), op=args.op, size=int(parse_size(args.size)), tree=args.tree)
+    mpich_only = ("--layout", "--ops", "--sizes", "--libmpi")
+    for flag in mpich_only:
+        if getattr(args, flag[2:]) is not None and "mpich-json" not in formats:
+            raise InputError(f"{flag} applies to --format mpich-json only")
+    op_list = None
+    if args.ops is not None:
+        op_list = [o.strip() for o in args.ops.split(",") if o.strip()]
+        for o in op_list:
+            ops.get(o)
+    if "mpich-json" in formats and args.sizes is None:
+        raise InputError("--sizes is required with --format mpich-json (message sizes per rank, e.g. 16K,64K,256K)")
+    sizes = None if args.sizes is None else parse_sizes(args.sizes, "--sizes")
+    size = int(parse_size(args.size, "--size"))
+    if args.output:
+        check_output(args.output, force=args.force, folder=True)
+    profile = Profile.load(args.profile)
+    layout = None if args.layout is None else parse_layout(args.layout, profile.type_names)
+    ex = export(
+        profile,
+        formats,
+        layout=layout,
+        op=args.op,
+        size=size,
+        tree=args.tree,
+        ops=op_list,
+        sizes=sizes,
+        libmpi=args.libmpi,
+    )
     paths = write_export(ex, args.output, force=args.force) if args.output else {}
+    if args.output:
+        ex = ex.placed(args.output)
     if args.json:
         emit_json({**ex.to_dict(), "paths": paths})
-    elif args.format is not None:
-        print(ex.files[args.format], end="")
+    elif not args.output:
+        print(ex.files[formats[0]], end="")
     else:
         print(ex.usage, end="")
         print(f"wrote {', '.join(paths.values())}")

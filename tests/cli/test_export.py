@@ -44,7 +44,7 @@ def test_files_say_the_same_order(tmp_path):
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--format", "mpich"], "unknown --format 'mpich' (choose from: hostfile, rankfile, keys)"),
+        (["--format", "mpich"], "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json)"),
         (["--op", "allreduce", "--format", "keys"], "unknown operation 'allreduce'"),
         (["--size", "-4", "--format", "keys"], "size"),
         ([], "give -o FOLDER"),
@@ -65,3 +65,66 @@ def test_refuses_a_profile_without_hosts_and_a_full_folder(tmp_path):
     (full / "x").write_text("mine")
     res = run_hnow("export", "--profile", _profile(tmp_path), "-o", str(full))
     assert res.returncode == 2 and "not empty" in res.stderr and (full / "x").read_text() == "mine"
+
+
+def _needs_mpich() -> None:
+    from hnowmodel import mpich
+    from hnowmodel.errors import InputError
+
+    try:
+        mpich.find_libmpi()
+    except InputError as e:
+        pytest.skip(f"no MPICH library here: {e}")
+
+
+def test_mpich_json_with_its_settings_and_the_choice_per_size_range(tmp_path):
+    _needs_mpich()
+    out = tmp_path / "ex"
+    args = ["export", "--profile", "paper", "--layout", "FFSF", "--format", "mpich-json", "--ops", "bcast,gather"]
+    res = run_hnow(*args, "--sizes", "16K,256K", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["USAGE.txt", "mpich-coll.json", "mpich-env.txt"]
+    assert "bcast" in res.stdout and "gain_%" in res.stdout and "mpich-coll.json" in res.stdout
+    env = (out / "mpich-env.txt").read_text()
+    assert f"MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={out.resolve()}/mpich-coll.json" in env
+    table = json.loads((out / "mpich-coll.json").read_text())
+    assert "collective=allreduce" in table  # the whole default table, not only what changed
+    res = run_hnow(*args, "--sizes", "16K,256K", "--json")
+    doc = json.loads(res.stdout)["mpich"]
+    assert doc["comm_size"] == 4 and {r["op"] for r in doc["rows"]} == {"bcast", "gather"}
+    bcast = [r for r in doc["rows"] if r["op"] == "bcast"]
+    assert all(r["default"] == "binomial" and r["chosen"] != "binomial" and r["gain_pct"] > 0 for r in bcast)
+    assert doc["entries"]["bcast"] and doc["entries"]["gather"] == []
+
+
+def test_mpich_json_in_the_exported_rank_order(tmp_path):
+    _needs_mpich()
+    prof = _profile(tmp_path)
+    res = run_hnow("export", "--profile", prof, "--format", "hostfile,mpich-json", "--sizes", "64K", "--json")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    types = ["fast", "fast", "slow", "slow"]
+    assert doc["mpich"]["layout"] == [types[p] for p in doc["perm"]] and set(doc["files"]) == {
+        "hostfile",
+        "mpich-json",
+        "mpich-env",
+    }
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--format", "mpich-json"], "--sizes is required with --format mpich-json"),
+        (["--format", "hostfile,mpich-json", "--sizes", "4K", "--layout", "FFSS"], "use the profile's nodes"),
+        (["--format", "hostfile", "--sizes", "4K"], "--sizes applies to --format mpich-json only"),
+        (["--format", "mpich-json", "--sizes", "4K", "--libmpi", "/no/libmpi.so"], "no such file"),
+        (["--format", "mpich-json", "--sizes", "4K", "--ops", "bcast,allreduce"], "unknown operation 'allreduce'"),
+        (["--format", "mpich-json,rankfile", "--sizes", "4K"], "give -o FOLDER"),
+    ],
+)
+def test_mpich_json_bad_input_is_one_line_and_writes_nothing(tmp_path, args, says):
+    out = tmp_path / "never"
+    extra = [] if "give -o FOLDER" in says else ["-o", str(out)]
+    res = run_hnow("export", "--profile", _profile(tmp_path), *args, *extra)
+    assert res.returncode == 2 and one_error_line(res.stderr) and says in res.stderr, res.stderr
+    assert not out.exists()

@@ -1,0 +1,150 @@
+"""MPICH really runs what ``hnow export --format mpich-json`` chose, with no silent fallback.
+
+On a 4-host virtual cluster, every rank reads its host's interface byte counter
+(``/sys/class/net/eth0/statistics/tx_bytes`` inside the host's network namespace) around one ``MPI_Bcast``: a rank
+sends the message once per child, so the bytes each host sent, in units of the message, are the number of children
+of that rank in the tree that ran. With the exported file and the settings of its ``mpich-env.txt`` the counts are
+those of the chosen tree (not binomial); above the exported sizes and without the file they are binomial's. And a
+bad key in the file makes ``MPI_Init`` fail loudly, so the file is really read. Behaviour only, never timing.
+
+Skipped, with the reason, where there is no root or no network namespaces (or no MPI launcher: marker ``mpi``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import hnowmodel.cluster as hc
+from hnowmodel import ops
+from hnowmodel.jobs import mpi_lock
+from hnowmodel.trees import binomial, make_tree
+from tests.conftest import run_hnow
+
+from . import needs_netns
+
+pytestmark = pytest.mark.mpi
+
+#: One bcast per size; each rank prints nothing, rank 0 prints ``tx SIZE host:bytes_sent:payload_ok ...``.
+_COUNTERS = """
+import socket, sys
+import numpy as np
+from mpi4py import MPI
+
+c = MPI.COMM_WORLD
+def tx():
+    with open("/sys/class/net/eth0/statistics/tx_bytes") as f:
+        return int(f.read())
+for m in map(int, sys.argv[1:]):
+    buf = np.full(m, 7 if c.rank == 0 else 0, dtype="u1")
+    c.Barrier()
+    t0 = tx()
+    c.Barrier()
+    c.Bcast(buf, root=0)
+    c.Barrier()
+    rows = c.gather((socket.gethostname(), tx() - t0, bool((buf == 7).all())), root=0)
+    if c.rank == 0:
+        print("tx", m, " ".join(f"{h}:{d}:{int(ok)}" for h, d, ok in rows), flush=True)
+"""
+
+_M = 262144  # the exported size (bytes)
+_ABOVE = 1 << 20  # above every exported size: MPICH's default runs
+
+
+def _mpich_env(folder) -> dict[str, str]:
+    """The environment ``mpich-env.txt`` sets up (its ``export`` and ``unset`` lines), on top of this one."""
+    env = dict(os.environ)
+    for line in (folder / "mpich-env.txt").read_text().splitlines():
+        if line.startswith("export "):
+            k, _, v = line[len("export ") :].partition("=")
+            env[k] = v
+        elif line.startswith("unset "):
+            for k in line.split()[1:]:
+                env.pop(k, None)
+    return env
+
+
+def _export(tmp_path, layout: str) -> tuple[dict, object]:
+    out = tmp_path / "ex"
+    res = run_hnow(
+        "export", "--profile", "paper", "--layout", layout, "--format", "mpich-json", "--ops", "bcast",
+        "--sizes", str(_M), "-o", str(out), "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)["mpich"], out
+
+
+def _sent_per_child(stdout: str, m: int) -> tuple[list[int], list[bool]]:
+    line = next(ln for ln in stdout.splitlines() if ln.startswith(f"tx {m} "))
+    cells = [c.split(":") for c in line.split()[2:]]
+    return [round(int(b) / m) for _, b, _ in cells], [ok == "1" for _, _, ok in cells]
+
+
+@needs_netns
+def test_the_exported_file_runs_the_chosen_tree_and_the_default_elsewhere(tmp_path, cleanup):
+    name = f"xj{os.getpid() % 100000}"
+    cleanup.append(name)
+    sel, out = _export(tmp_path, "FFSF")
+    chosen = sel["rows"][0]["chosen"]
+    assert chosen != "binomial" and sel["entries"]["bcast"] == [{"upto_bytes": _M, "algorithm": chosen}]
+    model = next(a.model_tree for a in ops.native_choices("bcast", "MPICH") if a.algorithm == chosen)
+    want, default = make_tree(model, 4).nchildren.tolist(), binomial(4).nchildren.tolist()
+    assert want != default
+
+    spec = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
+    }
+    ls = hc.launch_settings(hc.up(spec), 4)
+    script = tmp_path / "counters.py"
+    script.write_text(_COUNTERS)
+    cmd = ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), str(_M), str(_ABOVE)]
+    runs = {}
+    with_file = {**_mpich_env(out), **ls.env, "MPIR_CVAR_DEBUG_SUMMARY": "1"}
+    without = {k: v for k, v in {**with_file, "MPIR_CVAR_DEBUG_SUMMARY": "0"}.items() if "TUNING_JSON" not in k}
+    for what, env in (("file", with_file), ("default", without)):
+        with mpi_lock():
+            runs[what] = subprocess.run(
+                cmd, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+            )
+        assert runs[what].returncode == 0, runs[what].stderr[-2000:]
+    got = runs["file"].stdout
+    assert f"MPIR: {out.resolve()}/mpich-coll.json" in got + runs["file"].stderr  # MPICH says it loaded the file
+    sent, ok = _sent_per_child(got, _M)
+    assert all(ok) and sent == want, (chosen, sent, want)
+    assert _sent_per_child(got, _ABOVE)[0] == default  # above the exported sizes: MPICH's default (binomial)
+    assert _sent_per_child(runs["default"].stdout, _M)[0] == default
+
+
+def test_a_bad_key_in_the_file_fails_mpi_init_loudly(tmp_path):
+    pytest.importorskip("mpi4py")
+    from hnowmodel import mpich
+    from hnowmodel.errors import InputError
+
+    try:
+        mpich.find_libmpi()
+    except InputError as e:
+        pytest.skip(f"no MPICH library here: {e}")
+    _, out = _export(tmp_path, "FFSF")
+    good = json.loads((out / "mpich-coll.json").read_text())
+    intra = good["collective=bcast"]["comm_type=intra"]
+    bad = dict(good)
+    bad["collective=bcast"] = {
+        "comm_type=intra": {k.replace("comm_size<=4", "comm_sise<=4"): v for k, v in intra.items()}
+    }
+    with pytest.raises(InputError, match="comm_sise<=4"):  # hnow refuses what MPICH would assert on
+        mpich.check_table(bad)
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    code = "from mpi4py import MPI; import numpy as np; b = np.zeros(8); MPI.COMM_WORLD.Bcast(b); print('ran')"
+    cmd = ["mpiexec", "-n", "2", sys.executable, "-c", code]
+    env = _mpich_env(out)
+    with mpi_lock():
+        ok = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+        env["MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE"] = str(tmp_path / "bad.json")
+        no = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert ok.returncode == 0 and ok.stdout.count("ran") == 2, ok.stderr[-2000:]
+    assert no.returncode != 0 and "ran" not in no.stdout and "unknown key comm_sise<=4" in no.stderr, no.stderr[-2000:]
