@@ -212,6 +212,10 @@ def main() -> None:
         for v in variants:
             st = _stats([r for r in rows if r["kind"] == kind and r["variant"] == v])
             summ.append({"kind": kind, "variant": v, **st})
+        # what hnow uses unless told otherwise: each operation's default variant for this profile
+        mine = [r for r in rows if r["kind"] == kind and r["variant"] == ops.default_variant(r["op"], prof)]
+        label = "default (" + ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()) + ")"
+        summ.append({"kind": kind, "variant": label, **_stats(mine)})
     # --- plot: error vs size per variant, native and trees
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for ax, kind in zip(axes, ("native", "tree"), strict=True):
@@ -234,10 +238,8 @@ def main() -> None:
 
     # --- markdown
     def best(kind: str) -> dict:
-        # among the variants that predict every row of this kind (``link`` is gather's alone)
-        cands = [s for s in summ if s["kind"] == kind]
-        most = max(s["rows"] for s in cands)
-        return min((s for s in cands if s["rows"] == most), key=lambda s: s["median_abs_error_pct"])
+        # hnow's default (each operation's variant for this profile: the one that measures best)
+        return next(s for s in summ if s["kind"] == kind and s["variant"].startswith("default"))
 
     best_native, best_tree = best("native"), best("tree")
     link_ok = all(abs(lk["one_way_error_pct"]) <= 5 for lk in links)
@@ -255,13 +257,13 @@ def main() -> None:
             f"worst {max(abs(lk['one_way_error_pct']) for lk in links):.2f} %",
         ),
         claim(
-            "native bcast/scatter/gather: median |error| <= 3 %, max <= 10 % (best variant covering all)",
+            "native bcast/scatter/gather: median |error| <= 3 %, max <= 10 % (hnow's default variants)",
             best_native["median_abs_error_pct"] <= 3 and best_native["max_abs_error_pct"] <= 10,
             f"{best_native['variant']}: {best_native['median_abs_error_pct']:.1f} % / "
             f"{best_native['max_abs_error_pct']:.1f} %",
         ),
         claim(
-            "tree executor: median |error| <= 5 %, max <= 15 % (best variant covering all)",
+            "tree executor: median |error| <= 5 %, max <= 15 % (hnow's default variants)",
             best_tree["median_abs_error_pct"] <= 5 and best_tree["max_abs_error_pct"] <= 15,
             f"{best_tree['variant']}: {best_tree['median_abs_error_pct']:.1f} % / "
             f"{best_tree['max_abs_error_pct']:.1f} %",
