@@ -132,7 +132,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         from .collectives import native_env
 
         native_ops = check_ops(",".join(native_ops), "--native-ops")
-        for k, v in native_env("MPICH", native_ops).items():  # read by MPICH in MPI_Init: set it now
+        for k, v in native_env(None, native_ops).items():  # read by the library in MPI_Init: set it now
             os.environ.setdefault(k, v)
     if args.rounds is not None and args.rounds < 1:
         raise InputError(f"--rounds must be >= 1, got {args.rounds}")
@@ -325,6 +325,13 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     return doc
 
 
+def _pinning() -> dict[str, Any]:
+    """How the running library's own collectives were pinned (:func:`calibrate.collectives.native_pinning`)."""
+    from .collectives import library_info, native_pinning
+
+    return native_pinning(library_info()["library"])
+
+
 def _transport(hosts: list[str]) -> str:
     """What carries the messages: shared memory on one host, else the network (and the settings that choose it)."""
     n = len(set(hosts))
@@ -388,6 +395,7 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
                 "gap_us": gap,
                 "rounds": rounds,
                 "pinning": {o: "binomial" for o in prepared["native_ops"]},
+                "native": _pinning(),
             }
     return doc
 
@@ -459,6 +467,7 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
                 "gap_us": raw["native_lead_us"],
                 "rounds": rounds,
                 "pinning": {o: "binomial" for o in prepared["native_ops"]},
+                "native": _pinning(),
             }
     return doc
 

@@ -392,8 +392,11 @@ def _rendezvous(profile: Profile, b: float) -> bool:
 
 
 # ---- the collectives ---------------------------------------------------------------------------------------
-def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool) -> np.ndarray:
-    """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order."""
+def _downward(
+    sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool, copy_first: bool = False
+) -> np.ndarray:
+    """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order; the root's
+    copy of its own block (``root_copy``) comes after its sends, or before them with ``copy_first`` (Open MPI)."""
     done = np.full(tree.n, np.nan)
     done[tree.root] = 0.0
     children = tree.children
@@ -405,7 +408,7 @@ def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: fl
             acc += cost.send(p, b)
             sim.flow(acc, p, c, b, cost.pair_rate(p, c, b), _rendezvous(cost.profile, b), arrived(p, c, b))
         if p == tree.root and root_copy:
-            done[p] = acc + cost.copy(p, m)
+            done[p] = acc if copy_first else acc + cost.copy(p, m)
 
     def arrived(p: int, c: int, b: float) -> Callable:
         def on_done(t_end: float, f: _Flow) -> None:
@@ -416,7 +419,8 @@ def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: fl
 
         return on_done
 
-    sim.at(0.0, lambda: holds(tree.root, 0.0))
+    start = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
+    sim.at(start, lambda: holds(tree.root, start))
     sim.run()
     return done
 
@@ -534,16 +538,18 @@ def simulate(
     recv_order: str = "arrival",
     sharing: str = "maxmin",
     relay_waits: bool = False,
+    copy_first: bool = False,
 ) -> FlowRun:
     """Simulate ``op`` (bcast, scatter or gather) of ``size`` bytes (per rank for scatter/gather) over ``tree``.
 
     Returns a :class:`FlowRun` (times in µs from the root's start; gather: from the common start). ``root_copy``
-    adds the root's local copy of its own block (scatter: after posting its sends; gather: before its first
-    receive), ``recv_order`` is how a gather's parents post their receives (:data:`RECV_ORDERS`). ``relay_waits``
-    (gather): a rank that forwards its children's data sends it only once its parent has posted the receive, at
-    any size. MPICH's binomial gather does that: a relay sends its own block and the received ones as one struct
-    datatype, which MPICH over UCX/TCP moves only into a posted receive (measured on the virtual cluster: the root's
-    later children wait for its earlier receives), while a leaf's contiguous block flows when ready.
+    adds the root's local copy of its own block (scatter: after posting its sends, or before them with
+    ``copy_first`` as Open MPI does; gather: before its first receive), ``recv_order`` is how a gather's parents
+    post their receives (:data:`RECV_ORDERS`). ``relay_waits`` (gather): a rank that forwards its children's data
+    sends it only once its parent has posted the receive, at any size. MPICH's binomial gather does that: a relay
+    sends its own block and the received ones as one struct datatype, which MPICH over UCX/TCP moves only into a
+    posted receive (measured on the virtual cluster: the root's later children wait for its earlier receives), while
+    a leaf's contiguous block flows when ready.
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
@@ -573,7 +579,7 @@ def simulate(
         done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits)
         completion = float(done[tree.root])
     else:
-        done = _downward(sim, cost, tree, per_edge, m, root_copy)
+        done = _downward(sim, cost, tree, per_edge, m, root_copy, copy_first)
         completion = float(np.max(done))
     done.flags.writeable = False
     return FlowRun(op, m, done, completion, tuple(sim.records))
@@ -622,10 +628,23 @@ def scatter(
     root: int = 0,
     root_copy: bool = False,
     sharing: str = "maxmin",
+    copy_first: bool = False,
 ) -> np.ndarray:
     """Scatter completion time (µs per size) under the flow model: the edge into a rank carries its subtree's
-    blocks; ``root_copy`` adds the root's copy of its own block after it posted its sends (MPICH)."""
-    return _predict("scatter", profile, layout, tree, sizes, per_rank, root, root_copy=root_copy, sharing=sharing)
+    blocks; ``root_copy`` adds the root's copy of its own block after it posted its sends (MPICH), or before its
+    first send with ``copy_first`` (Open MPI)."""
+    return _predict(
+        "scatter",
+        profile,
+        layout,
+        tree,
+        sizes,
+        per_rank,
+        root,
+        root_copy=root_copy,
+        sharing=sharing,
+        copy_first=copy_first,
+    )
 
 
 def gather(

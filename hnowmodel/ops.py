@@ -57,7 +57,10 @@ class NativeAlgorithm:
     ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs; ``root_copy`` says
     whether the root copies its own block locally (MPICH's binomial scatter/gather do), a cost the model adds.
     ``flow_kw``: what the flow variants (:mod:`hnowmodel.flow`) are told about how the algorithm moves its messages
-    (MPICH's binomial gather: receives posted in a fixed order, relays wait for them).
+    (MPICH's binomial gather: receives posted in a fixed order, relays wait for them). ``copy_first``: a scatter's
+    root copies its own block before its first send (Open MPI) rather than after its last (MPICH).
+    ``empty_is_noop``: the library returns at once from a 0-byte call (MPICH and Open MPI both do), so a 0-byte
+    native row measures only the call and has nothing to predict.
     """
 
     algorithm: str
@@ -65,6 +68,8 @@ class NativeAlgorithm:
     model_tree: str = "binomial"
     root_copy: bool = False
     flow_kw: Mapping[str, Any] = field(default_factory=dict)
+    copy_first: bool = False
+    empty_is_noop: bool = True
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,19 @@ def _mpich(cvar: str, root_copy: bool, **flow_kw: Any) -> NativeAlgorithm:
     return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy, flow_kw)
 
 
+# Open MPI 5.0.x coll/tuned MCA parameters (checked with the wheel's ``ompi_info --param coll tuned --level 9``):
+# forced algorithms are read only with dynamic rules on; coll/han (priority 35, above tuned's 30) is excluded so
+# that tuned runs the collective on any number of nodes; no segmentation. Algorithm numbers: docs/open-mpi.md.
+_OMPI_COMMON = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll": "^han"}
+
+
+def _ompi(op: str, number: int, model_tree: str, **kw: Any) -> NativeAlgorithm:
+    env = {f"OMPI_MCA_coll_tuned_{op}_algorithm": str(number), **_OMPI_COMMON}
+    if op == "bcast":
+        env["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] = "0"
+    return NativeAlgorithm("binomial", env, model_tree, **kw)
+
+
 def native_predict(
     op: str, library: str, profile: Any, layout: Any, sizes: Any, *, root: int = 0, variant: str | None = None
 ) -> np.ndarray | None:
@@ -115,6 +133,8 @@ def native_predict(
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
     kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
+    if nat.copy_first:
+        kw["copy_first"] = True
     variant = check_variant(op, variant, profile)
     if variant in FLOW_VARIANTS:
         kw.update(nat.flow_kw)
@@ -134,7 +154,11 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             default_variant="paper",
             edge_data="one",
             kernel="bcast",
-            native={"MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False)},
+            native={
+                "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False),
+                # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
+                "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
+            },
         ),
         "scatter": Operation(
             name="scatter",
@@ -147,7 +171,12 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             default_variant="paper",
             edge_data="subtree",
             kernel="scatter",
-            native={"MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True)},
+            native={
+                "MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True),
+                # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
+                # the root copies its own block first, then sends each child its subtree's blocks
+                "Open MPI": _ompi("scatter", 2, "binomial", root_copy=True, copy_first=True),
+            },
         ),
         "gather": Operation(
             name="gather",
@@ -167,7 +196,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             native={
                 "MPICH": _mpich(
                     "MPIR_CVAR_GATHER_INTRA_ALGORITHM", root_copy=True, recv_order="smallest_first", relay_waits=True
-                )
+                ),
+                # ompi_coll_base_gather_intra_binomial: the root copies its block, then blocking receives from the
+                # in-order bmtree's children nearest first (rank+1, +2, +4: the smallest subtree first)
+                "Open MPI": _ompi("gather", 2, "binomial", root_copy=True, flow_kw={"recv_order": "smallest_first"}),
             },
         ),
     }
