@@ -12,6 +12,9 @@ kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
 ('bcast', 'scatter', 'gather')
 >>> get("gather").default_variant
 'link'
+>>> nat = get("bcast").native["Open MPI"]
+>>> nat.env["OMPI_MCA_coll_tuned_bcast_algorithm"], nat.model_tree
+('6', 'ompi-binomial')
 >>> float(predictor("bcast")(__import__("hnowmodel").paper_profile(), ["fast", "fast"], "binomial", [0])[0])
 170.0
 """

