@@ -41,6 +41,7 @@ from hnowmodel.params import PROFILE_SCHEMA
 from hnowmodel.sizes import parse_sizes
 
 from .fit import LineFit, find_breakpoint, fit_line
+from .info import version_text
 from .microbenchmarks import measure
 from .runtime import node_name
 from .stats import median_ci, summary
@@ -315,7 +316,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     with rt.step("fit"):
         recs = [r for part in everything for r in part]
         doc = _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
-    doc["provenance"]["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+    doc["provenance"]["mpi_library"] = version_text(MPI).splitlines()[0].strip()
     doc["provenance"]["kernels"] = (
         {"kind": "Python", "why": prepared.get("kernel_note", "asked for (--kernels)")}
         if prepared["mode"] == "plain"
@@ -383,7 +384,7 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
         prov["self_check"] = realmpi.self_check(doc, raw, pairs, layout, prof)
         prov["reference_pingpong"] = realmpi.reference_rows(raw, pairs, layout, prof)
         prov["kernels"] = {"kind": "C", **k.info()}
-        lib = MPI.Get_library_version().strip()
+        lib = version_text(MPI)
         prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
         prov["transport"] = _transport(hosts)
         prov["mode"] = "plain"
@@ -454,7 +455,7 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
         prov["reference_pingpong"] = []
         prov["reference_note"] = "no plain ping-pong reference on the network (it is for shared memory)"
         prov["kernels"] = {"kind": "C", **pk.world.info()}
-        lib = MPI.Get_library_version().strip()
+        lib = version_text(MPI)
         prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
         prov["transport"] = _transport(hosts)
         prov["mode"] = "network"

@@ -511,7 +511,9 @@ def library_info() -> dict[str, Any]:
     """The running MPI library: ``library`` (``MPICH``, ``Open MPI``, …), ``library_version``, ``mpi_standard``."""
     from mpi4py import MPI
 
-    text = MPI.Get_library_version().strip()
+    from .info import version_text
+
+    text = version_text(MPI)
     first = text.splitlines()[0] if text else ""
     if "MPICH" in text:
         name = "MPICH"
