@@ -41,6 +41,7 @@ from hnowmodel.params import PROFILE_SCHEMA
 from hnowmodel.sizes import parse_sizes
 
 from .fit import LineFit, find_breakpoint, fit_line
+from .info import version_text
 from .microbenchmarks import measure
 from .runtime import node_name
 from .stats import median_ci, summary
@@ -132,7 +133,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         from .collectives import native_env
 
         native_ops = check_ops(",".join(native_ops), "--native-ops")
-        for k, v in native_env("MPICH", native_ops).items():  # read by MPICH in MPI_Init: set it now
+        for k, v in native_env(None, native_ops).items():  # read by the library in MPI_Init: set it now
             os.environ.setdefault(k, v)
     if args.rounds is not None and args.rounds < 1:
         raise InputError(f"--rounds must be >= 1, got {args.rounds}")
@@ -315,7 +316,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     with rt.step("fit"):
         recs = [r for part in everything for r in part]
         doc = _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
-    doc["provenance"]["mpi_library"] = MPI.Get_library_version().splitlines()[0].strip()
+    doc["provenance"]["mpi_library"] = version_text(MPI).splitlines()[0].strip()
     doc["provenance"]["kernels"] = (
         {"kind": "Python", "why": prepared.get("kernel_note", "asked for (--kernels)")}
         if prepared["mode"] == "plain"
@@ -323,6 +324,13 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     )
     doc["provenance"]["wall_s"] = round(time.monotonic() - t_start, 2)
     return doc
+
+
+def _pinning() -> dict[str, Any]:
+    """How the running library's own collectives were pinned (:func:`calibrate.collectives.native_pinning`)."""
+    from .collectives import library_info, native_pinning
+
+    return native_pinning(library_info()["library"])
 
 
 def _transport(hosts: list[str]) -> str:
@@ -383,7 +391,7 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
         prov["self_check"] = realmpi.self_check(doc, raw, pairs, layout, prof)
         prov["reference_pingpong"] = realmpi.reference_rows(raw, pairs, layout, prof)
         prov["kernels"] = {"kind": "C", **k.info()}
-        lib = MPI.Get_library_version().strip()
+        lib = version_text(MPI)
         prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
         prov["transport"] = _transport(hosts)
         prov["mode"] = "plain"
@@ -395,6 +403,7 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
                 "gap_us": gap,
                 "rounds": rounds,
                 "pinning": {o: "binomial" for o in prepared["native_ops"]},
+                "native": _pinning(),
             }
     return doc
 
@@ -453,7 +462,7 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
         prov["reference_pingpong"] = []
         prov["reference_note"] = "no plain ping-pong reference on the network (it is for shared memory)"
         prov["kernels"] = {"kind": "C", **pk.world.info()}
-        lib = MPI.Get_library_version().strip()
+        lib = version_text(MPI)
         prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
         prov["transport"] = _transport(hosts)
         prov["mode"] = "network"
@@ -466,6 +475,7 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
                 "gap_us": raw["native_lead_us"],
                 "rounds": rounds,
                 "pinning": {o: "binomial" for o in prepared["native_ops"]},
+                "native": _pinning(),
             }
     return doc
 

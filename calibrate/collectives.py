@@ -27,8 +27,10 @@ Two kinds of collective:
   is an error (``MPIR_CVAR_COLLECTIVE_FALLBACK=error``), so ``native`` is modelled by the binomial tree
   (MPICH's bcast/scatter send the largest subtree first, as :func:`hnowmodel.trees.binomial`; its gather
   receives the smallest subtree first with blocking receives, where the model assumes arrival order - the same
-  order unless a small subtree is much slower). MPICH skips empty messages entirely, so a native size-0 row
-  measures only the call overhead. Open MPI is detected but not pinned (reported as ``pinned: false``). Native
+  order unless a small subtree is much slower). With Open MPI, coll/tuned is pinned by MCA parameters
+  (:data:`OMPI_PIN`: dynamic rules on, coll/han off, bcast algorithm 6 over Open MPI's own binomial tree,
+  scatter and gather algorithm 2 over MPICH's binomial shape; docs/open-mpi.md). Both libraries skip empty
+  messages entirely, so a native size-0 row measures only the call overhead. Native
   collectives cannot run on the emulated testbed: the library does its own sends, which the emulation cannot
   slow down.
 
@@ -85,6 +87,10 @@ __all__ = [
     "prepare",
     "main",
     "MPICH_PIN",
+    "OMPI_PIN",
+    "native_env",
+    "native_pinning",
+    "library_info",
     "TreeExecutor",
     "OPS",
     "METHODS",
@@ -97,22 +103,28 @@ METHODS = TIMING_METHODS
 TAG = 4242
 
 
-def native_env(library: str, ops: Sequence[str]) -> dict[str, str]:
+def native_env(library: str | None, ops: Sequence[str]) -> dict[str, str]:
     """The environment that pins ``library``'s own algorithm for each of ``ops`` (the operation registry's
-    :class:`hnowmodel.ops.NativeAlgorithm`); it must be set before ``MPI_Init``."""
+    :class:`hnowmodel.ops.NativeAlgorithm`); it must be set before ``MPI_Init``. ``library`` None: every library's
+    settings at once - what a rank sets before it knows which library mpi4py loads (MPICH ignores ``OMPI_MCA_*``,
+    Open MPI ignores ``MPIR_CVAR_*``)."""
     from hnowmodel import ops as registry
 
     env: dict[str, str] = {}
     for op in ops:
-        nat = registry.get(op).native.get(library)
-        if nat is not None:
-            env.update(nat.env)
+        natives = registry.get(op).native
+        for lib in natives if library is None else [library]:
+            nat = natives.get(lib)
+            if nat is not None:
+                env.update(nat.env)
     return env
 
 
 #: MPICH control variables that pin MPI_Bcast/Scatter/Gather to the binomial algorithm (verified with
 #: ``mpivars`` of MPICH 5.0.2), from the operation registry.
 MPICH_PIN: dict[str, str] = native_env("MPICH", ("bcast", "scatter", "gather"))
+#: Open MPI MCA parameters that pin them to coll/tuned's binomial algorithms (bcast 6, scatter 2, gather 2).
+OMPI_PIN: dict[str, str] = native_env("Open MPI", ("bcast", "scatter", "gather"))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -131,7 +143,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
-    """Validate everything that can be checked before MPI starts; pin MPICH's algorithms in the environment."""
+    """Validate everything that can be checked before MPI starts; pin the libraries' algorithms in the
+    environment."""
     from hnowmodel.errors import InputError
     from hnowmodel.params import Profile
     from hnowmodel.sizes import parse_sizes
@@ -180,8 +193,8 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         from calibrate.testbed import load_testbed
 
         testbed = load_testbed(args.testbed)
-    # MPICH reads its control variables in MPI_Init: they must be in this process's environment now.
-    for k, v in MPICH_PIN.items():
+    # MPICH reads its control variables and Open MPI its MCA parameters in MPI_Init: set them now.
+    for k, v in native_env(None, OPS).items():
         os.environ.setdefault(k, v)
     return {
         "ops": ops,
@@ -494,10 +507,13 @@ def time_fig2(tr: Any, ctl: Any, run: Callable[[], None], reps: int, iters: int)
 
 
 # ---- the task ------------------------------------------------------------------------------------------------
-def _library() -> dict[str, Any]:
+def library_info() -> dict[str, Any]:
+    """The running MPI library: ``library`` (``MPICH``, ``Open MPI``, …), ``library_version``, ``mpi_standard``."""
     from mpi4py import MPI
 
-    text = MPI.Get_library_version().strip()
+    from .info import version_text
+
+    text = version_text(MPI)
     first = text.splitlines()[0] if text else ""
     if "MPICH" in text:
         name = "MPICH"
@@ -509,21 +525,33 @@ def _library() -> dict[str, Any]:
 
 
 def native_pinning(library: str) -> dict[str, Any]:
-    """What the native collectives run as, for the result document."""
-    if library == "MPICH":
-        env = {k: os.environ.get(k, "") for k in MPICH_PIN}
-        pinned = all(env[k] == v for k, v in MPICH_PIN.items())
+    """What the native collectives run as, for the result document: whether this process's environment pins
+    ``library``'s algorithms as the operation registry says (``cvars``: MPICH's control variables or Open MPI's
+    MCA parameters, as set), and the tree that models each (``model_trees``; ``model_tree`` when they agree)."""
+    from hnowmodel import ops as registry
+
+    known = {op: registry.get(op).native.get(library) for op in OPS}
+    known = {op: nat for op, nat in known.items() if nat is not None}
+    if not known:
         return {
-            "pinned": pinned,
-            "algorithm": "binomial" if pinned else "library default",
-            "cvars": env,
-            "model_tree": "binomial" if pinned else None,
+            "pinned": False,
+            "algorithm": f"library default (hnow pins no algorithm of {library or 'this library'})",
+            "cvars": {},
+            "model_tree": None,
+            "model_trees": None,
         }
+    wanted = {k: v for nat in known.values() for k, v in nat.env.items()}
+    env = {k: os.environ.get(k, "") for k in wanted}
+    pinned = all(env[k] == v for k, v in wanted.items())
+    trees = {op: nat.model_tree for op, nat in known.items()}
     return {
-        "pinned": False,
-        "algorithm": "library default (not pinned: only MPICH's CVARs are set by hnow)",
-        "cvars": {},
-        "model_tree": None,
+        "pinned": pinned,
+        "algorithm": ", ".join(sorted({nat.algorithm for nat in known.values()})) if pinned else "library default",
+        "cvars": env,
+        "model_tree": (next(iter(trees.values())) if len(set(trees.values())) == 1 else "per operation")
+        if pinned
+        else None,
+        "model_trees": trees if pinned else None,
     }
 
 
@@ -580,7 +608,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
             raise LayoutError(f"layout has {len(layout)} ranks but the job has {n}")
         ctl = comm.Dup()  # timing control messages never mix with the collectives' own
         clock = Clock(tr, ctl)
-    lib = _library()
+    lib = library_info()
     out_rows: list[dict[str, Any]] = []
     ops, methods = prepared["ops"], prepared["methods"]
     ckern = _c_kernels(comm) if testbed is None and NATIVE in prepared["specs"] and "sync" in methods else None

@@ -11,7 +11,7 @@ from typing import Any
 
 from .runtime import node_name
 
-__all__ = ["HELP", "add_arguments", "main", "library"]
+__all__ = ["HELP", "add_arguments", "main", "library", "version_text"]
 
 HELP = "report the MPI library, the ranks and their hosts"
 
@@ -20,9 +20,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--testbed", default=None, help="also report the emulated testbed's layout (FILE or 'paper')")
 
 
+def version_text(MPI: Any) -> str:
+    """``MPI_Get_library_version`` without its padding (Open MPI's ends in a NUL byte, MPICH's in blanks)."""
+    return MPI.Get_library_version().replace("\x00", "").strip()
+
+
 def library(MPI: Any) -> dict[str, Any]:
     """The MPI library mpi4py is bound to: first line of MPI_Get_library_version, vendor and standard version."""
-    text = MPI.Get_library_version().strip()
+    text = version_text(MPI)
     vendor, version = MPI.get_vendor()
     return {
         "library": text.splitlines()[0].strip() if text else "unknown",

@@ -28,7 +28,19 @@ from . import (
     trees,
 )
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
-from .jobs import Comparison, ComparisonRow, Launch, MeasuredRow, Measurement, bench, calibrate, compare, info, measure
+from .jobs import (
+    Comparison,
+    ComparisonRow,
+    Launch,
+    MeasuredRow,
+    Measurement,
+    bench,
+    calibrate,
+    compare,
+    info,
+    measure,
+    setup_openmpi,
+)
 from .layout import parse_layout
 from .params import Link, NodeType, Profile, paper_profile
 from .sizes import parse_sizes
@@ -41,6 +53,7 @@ __all__ = [
     "compare",
     "bench",
     "info",
+    "setup_openmpi",
     "Comparison",
     "ComparisonRow",
     "Launch",

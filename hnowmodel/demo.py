@@ -142,6 +142,7 @@ def run_demo(
     launcher_args: Any = (),
     hostfile: str | None = None,
     timeout: float | None = None,
+    mpi: str | None = None,
     progress: Progress = None,
 ) -> DemoResult:
     """Run the demo (module docstring) and write its report folder (default ``./hnow-demo-<date>-<time>``).
@@ -182,7 +183,13 @@ def run_demo(
     out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
     check_output(out, force=force, folder=True)
     say = _progress(progress)
-    launch = {"launcher": launcher, "launcher_args": launcher_args, "hostfile": hostfile, "timeout": timeout}
+    launch = {
+        "launcher": launcher,
+        "launcher_args": launcher_args,
+        "hostfile": hostfile,
+        "timeout": timeout,
+        "mpi": mpi,
+    }
 
     def note(msg: str) -> None:
         if say is not None:

@@ -393,8 +393,11 @@ def _rendezvous(profile: Profile, b: float) -> bool:
 
 
 # ---- the collectives ---------------------------------------------------------------------------------------
-def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool) -> np.ndarray:
-    """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order."""
+def _downward(
+    sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool, copy_first: bool = False
+) -> np.ndarray:
+    """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order; the root's
+    copy of its own block (``root_copy``) comes after its sends, or before them with ``copy_first`` (Open MPI)."""
     done = np.full(tree.n, np.nan)
     done[tree.root] = 0.0
     children = tree.children
@@ -406,7 +409,7 @@ def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: fl
             acc += cost.send(p, b)
             sim.flow(acc, p, c, b, cost.pair_rate(p, c, b), _rendezvous(cost.profile, b), arrived(p, c, b))
         if p == tree.root and root_copy:
-            done[p] = acc + cost.copy(p, m)
+            done[p] = acc if copy_first else acc + cost.copy(p, m)
 
     def arrived(p: int, c: int, b: float) -> Callable:
         def on_done(t_end: float, f: _Flow) -> None:
@@ -417,7 +420,8 @@ def _downward(sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: fl
 
         return on_done
 
-    sim.at(0.0, lambda: holds(tree.root, 0.0))
+    start = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
+    sim.at(start, lambda: holds(tree.root, start))
     sim.run()
     return done
 
@@ -445,17 +449,25 @@ class _Bucket:
 
 
 def _downward_fifo(
-    cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool, egress: np.ndarray, burst: float
+    cost: _Costs,
+    tree: Tree,
+    edge_bytes: np.ndarray,
+    m: float,
+    root_copy: bool,
+    egress: np.ndarray,
+    burst: float,
+    copy_first: bool = False,
 ) -> tuple[np.ndarray, list[FlowRecord]]:
     """bcast/scatter with ``sharing="fifo"``: a rank that holds its data queues its messages whole in its egress
     queue in send order (the k-th after the first k send overheads ``S``); the queue sends them one after another
     at the egress rate (its token bucket's burst at once); a receiver's ingress, shaped at the pair's rate
     ``1/Xm``, passes its bucket's burst as it arrives and the rest at that rate. Every rank receives one message,
     so an ingress never mixes flows and its output has a closed form: the last byte leaves at
-    ``max(end at the egress, start at the egress + (b - burst)·Xm)``. Times from the root's start (µs)."""
+    ``max(end at the egress, start at the egress + (b - burst)·Xm)``. Times from the root's start (µs); the root's
+    copy of its own block (``root_copy``) comes after its sends, or before them with ``copy_first``."""
     n = tree.n
     done = np.full(n, np.nan)
-    done[tree.root] = 0.0
+    done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
     records: list[FlowRecord] = []
     order = [tree.root]
     for p in order:  # parents before children: a rank's hold time is known when its turn comes
@@ -472,7 +484,7 @@ def _downward_fifo(
             done[c] = delivered + cost.recv(c, b)
             order.append(int(c))
         if p == tree.root and root_copy:
-            done[p] = acc + cost.copy(p, m)
+            done[p] = acc if copy_first else acc + cost.copy(p, m)
     records.sort(key=lambda r: r.end_us)
     return done, records
 
@@ -590,16 +602,18 @@ def simulate(
     recv_order: str = "arrival",
     sharing: str = "maxmin",
     relay_waits: bool = False,
+    copy_first: bool = False,
 ) -> FlowRun:
     """Simulate ``op`` (bcast, scatter or gather) of ``size`` bytes (per rank for scatter/gather) over ``tree``.
 
     Returns a :class:`FlowRun` (times in µs from the root's start; gather: from the common start). ``root_copy``
-    adds the root's local copy of its own block (scatter: after posting its sends; gather: before its first
-    receive), ``recv_order`` is how a gather's parents post their receives (:data:`RECV_ORDERS`). ``relay_waits``
-    (gather): a rank that forwards its children's data sends it only once its parent has posted the receive, at
-    any size. MPICH's binomial gather does that: a relay sends its own block and the received ones as one struct
-    datatype, which MPICH over UCX/TCP moves only into a posted receive (measured on the virtual cluster: the root's
-    later children wait for its earlier receives), while a leaf's contiguous block flows when ready.
+    adds the root's local copy of its own block (scatter: after posting its sends, or before them with
+    ``copy_first`` as Open MPI does; gather: before its first receive), ``recv_order`` is how a gather's parents
+    post their receives (:data:`RECV_ORDERS`). ``relay_waits`` (gather): a rank that forwards its children's data
+    sends it only once its parent has posted the receive, at any size. MPICH's binomial gather does that: a relay
+    sends its own block and the received ones as one struct datatype, which MPICH over UCX/TCP moves only into a
+    posted receive (measured on the virtual cluster: the root's later children wait for its earlier receives), while
+    a leaf's contiguous block flows when ready.
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
@@ -629,7 +643,7 @@ def simulate(
             raise InputError(
                 "fifo sharing models bcast and scatter (one message into each rank); use maxmin for gather"
             )
-        done, records = _downward_fifo(cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile))
+        done, records = _downward_fifo(cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile), copy_first)
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
     sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
@@ -637,7 +651,7 @@ def simulate(
         done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits)
         completion = float(done[tree.root])
     else:
-        done = _downward(sim, cost, tree, per_edge, m, root_copy)
+        done = _downward(sim, cost, tree, per_edge, m, root_copy, copy_first)
         completion = float(np.max(done))
     done.flags.writeable = False
     return FlowRun(op, m, done, completion, tuple(sim.records))
@@ -686,10 +700,23 @@ def scatter(
     root: int = 0,
     root_copy: bool = False,
     sharing: str = "maxmin",
+    copy_first: bool = False,
 ) -> np.ndarray:
     """Scatter completion time (µs per size) under the flow model: the edge into a rank carries its subtree's
-    blocks; ``root_copy`` adds the root's copy of its own block after it posted its sends (MPICH)."""
-    return _predict("scatter", profile, layout, tree, sizes, per_rank, root, root_copy=root_copy, sharing=sharing)
+    blocks; ``root_copy`` adds the root's copy of its own block after it posted its sends (MPICH), or before its
+    first send with ``copy_first`` (Open MPI)."""
+    return _predict(
+        "scatter",
+        profile,
+        layout,
+        tree,
+        sizes,
+        per_rank,
+        root,
+        root_copy=root_copy,
+        sharing=sharing,
+        copy_first=copy_first,
+    )
 
 
 def gather(

@@ -12,6 +12,9 @@ kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
 ('bcast', 'scatter', 'gather')
 >>> get("gather").default_variant
 'link'
+>>> nat = get("bcast").native["Open MPI"]
+>>> nat.env["OMPI_MCA_coll_tuned_bcast_algorithm"], nat.model_tree
+('6', 'ompi-binomial')
 >>> float(predictor("bcast")(__import__("hnowmodel").paper_profile(), ["fast", "fast"], "binomial", [0])[0])
 170.0
 """
@@ -62,6 +65,9 @@ class NativeAlgorithm:
     (MPICH's binomial gather: receives posted in a fixed order, relays wait for them). ``selection`` is the leaf
     of MPICH's collective selection JSON that runs it (``{"algorithm=NAME": {"param=value": {}, ...}}``, every
     parameter the algorithm reads: MPICH does not default the missing ones), empty where there is none.
+    ``copy_first``: a scatter's root copies its own block before its first send (Open MPI) rather than after its
+    last (MPICH). ``empty_is_noop``: the library returns at once from a 0-byte call (MPICH and Open MPI both do),
+    so a 0-byte native row measures only the call and has nothing to predict.
     """
 
     algorithm: str
@@ -70,6 +76,8 @@ class NativeAlgorithm:
     root_copy: bool = False
     flow_kw: Mapping[str, Any] = field(default_factory=dict)
     selection: Mapping[str, Any] = field(default_factory=dict)
+    copy_first: bool = False
+    empty_is_noop: bool = True
 
 
 @dataclass(frozen=True)
@@ -124,8 +132,8 @@ MPICH_TREE_KS = range(2, 9)
 def _mpich_tree_bcast(tree_type: str, k: int) -> NativeAlgorithm:
     """``MPIR_Bcast_intra_tree`` with ``tree_type``, branching ``k`` and blocking sends (``is_non_blocking=0``, as
     the binomial bcast sends): by control variables or by a selection-JSON leaf; its model tree sends in MPICH's
-    child order (:mod:`hnowmodel.trees`: ``kary`` = ``MPII_Treeutil_tree_kary_init``, ``mpich_knomial1``/``2``)."""
-    model = {"kary": "kary", "knomial_1": "mpich_knomial1", "knomial_2": "mpich_knomial2"}[tree_type]
+    child order (:mod:`hnowmodel.trees`: ``kary`` = ``MPII_Treeutil_tree_kary_init``, ``mpich-knomial1``/``2``)."""
+    model = {"kary": "kary", "knomial_1": "mpich-knomial1", "knomial_2": "mpich-knomial2"}[tree_type]
     env = {
         "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "tree",
         "MPIR_CVAR_BCAST_TREE_TYPE": tree_type,
@@ -158,6 +166,19 @@ def native_choices(op: str, library: str) -> tuple[NativeAlgorithm, ...]:
     return ((first,) if first else ()) + tuple(o.alternatives.get(library, ()))
 
 
+# Open MPI 5.0.x coll/tuned MCA parameters (checked with the wheel's ``ompi_info --param coll tuned --level 9``):
+# forced algorithms are read only with dynamic rules on; coll/han (priority 35, above tuned's 30) is excluded so
+# that tuned runs the collective on any number of nodes; no segmentation. Algorithm numbers: docs/open-mpi.md.
+_OMPI_COMMON = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll": "^han"}
+
+
+def _ompi(op: str, number: int, model_tree: str, **kw: Any) -> NativeAlgorithm:
+    env = {f"OMPI_MCA_coll_tuned_{op}_algorithm": str(number), **_OMPI_COMMON}
+    if op == "bcast":
+        env["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] = "0"
+    return NativeAlgorithm("binomial", env, model_tree, **kw)
+
+
 def native_predict(
     op: str,
     library: str,
@@ -180,6 +201,8 @@ def native_predict(
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
     kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
+    if nat.copy_first:
+        kw["copy_first"] = True
     variant = check_variant(op, variant, profile)
     if variant in FLOW_VARIANTS:
         kw.update(nat.flow_kw)
@@ -201,7 +224,11 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             network_variant="flow-fifo",
             edge_data="one",
             kernel="bcast",
-            native={"MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False)},
+            native={
+                "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False),
+                # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
+                "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
+            },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
             alternatives={"MPICH": _MPICH_BCAST_TREES},
         ),
@@ -218,7 +245,12 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             network_variant="flow-fifo",
             edge_data="subtree",
             kernel="scatter",
-            native={"MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True)},
+            native={
+                "MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True),
+                # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
+                # the root copies its own block first, then sends each child its subtree's blocks
+                "Open MPI": _ompi("scatter", 2, "binomial", root_copy=True, copy_first=True),
+            },
         ),
         "gather": Operation(
             name="gather",
@@ -238,7 +270,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             native={
                 "MPICH": _mpich(
                     "MPIR_CVAR_GATHER_INTRA_ALGORITHM", root_copy=True, recv_order="smallest_first", relay_waits=True
-                )
+                ),
+                # ompi_coll_base_gather_intra_binomial: the root copies its block, then blocking receives from the
+                # in-order bmtree's children nearest first (rank+1, +2, +4: the smallest subtree first)
+                "Open MPI": _ompi("gather", 2, "binomial", root_copy=True, flow_kw={"recv_order": "smallest_first"}),
             },
         ),
     }

@@ -280,7 +280,14 @@ def _path_sum(tree: Tree, w: np.ndarray) -> np.ndarray:
 
 
 def _affine_push_down(
-    tree: Tree, costs: _Costs, blocks: Any, before: np.ndarray, m: np.ndarray, per_rank: bool, root_copy: bool = False
+    tree: Tree,
+    costs: _Costs,
+    blocks: Any,
+    before: np.ndarray,
+    m: np.ndarray,
+    per_rank: bool,
+    root_copy: bool = False,
+    copy_first: bool = False,
 ) -> np.ndarray:
     """Store-and-forward receive times when the edge into rank c carries ``blocks[c] * m`` bytes.
 
@@ -291,7 +298,8 @@ def _affine_push_down(
     ``k*Sc_p + Sm_p*(sum of earlier and own blocks)*m + Xc + Xm*blocks_c*m + Rc_c + Rm_c*blocks_c*m`` - affine in
     m within a group of sizes (:class:`_Costs`), so every rank's time is ``A + B*m`` with A and B two path sums over
     the tree (independent of len(m)). ``root_copy``: the root's entry is when it has finished its sends and then
-    its local copy of its own block ``C(m)`` (MPICH's scatter order), else 0.
+    its local copy of its own block ``C(m)`` (MPICH's scatter order), else 0; with ``copy_first`` the root copies
+    before its first send (Open MPI's binomial scatter), which delays every other rank by ``C(m)``.
     """
     if costs.uniform:
         a = tree.childrank * costs.Sc + costs.Xc + costs.Rc
@@ -307,6 +315,10 @@ def _affine_push_down(
         nb = blocks[kids] if np.ndim(blocks) else blocks
         A[root] = costs.Sc[kids].sum() + costs.Cc
         B[root] = (costs.Sm[kids] * nb).sum() + costs.Cm
+        if copy_first:
+            others = tree.parent >= 0
+            A[others] += costs.Cc
+            B[others] += costs.Cm
     if per_rank:
         return A[None, :] + m[:, None] * B[None, :]
     # max over ranks of A + B*m, size by size, without materialising (len(m), n) at once
@@ -346,6 +358,7 @@ def scatter(
     per_rank: bool = False,
     root: int = 0,
     root_copy: bool = False,
+    copy_first: bool = False,
 ) -> np.ndarray:
     """Scatter completion time in µs; every rank receives its own ``m``-byte block (eq. 8-9 on a sequential tree).
 
@@ -353,6 +366,8 @@ def scatter(
     evaluated at the edge's own byte count (its regime). ``per_rank=True`` gives each rank's receive time,
     ``(len(sizes), n)``. ``root_copy=True`` adds the root's local copy of its own block after its sends (MPICH's
     binomial scatter; the profile's ``Cc_us``/``Cm_us_per_byte``): the root's entry is then when it is done.
+    ``copy_first=True`` (with ``root_copy``) puts that copy before the root's first send, as Open MPI's binomial
+    scatter does: every other rank then receives ``C(m)`` later.
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
@@ -365,7 +380,7 @@ def scatter(
     before = _sibling_prefix(tree, tree.subtree_size, "subtree-prefix")
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
-        return _affine_push_down(tree, costs, blocks, before, mm, per_rank, root_copy)
+        return _affine_push_down(tree, costs, blocks, before, mm, per_rank, root_copy, copy_first)
 
     return _each_group(profile, ti, tree, m, blocks, False, run)
 

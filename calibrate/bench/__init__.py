@@ -17,6 +17,7 @@ from typing import Any
 from hnowmodel.benchmarks import BENCHMARKS as REGISTRY
 from hnowmodel.benchmarks import OPTIONS, check_names, check_options
 
+from ..info import version_text
 from .common import Ctx
 from .hotspot import fanin_extension
 from .queues import queue_extension
@@ -133,5 +134,5 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         "testbed": getattr(tb, "name", None) if tb is not None else None,
         "time_scale": float(tr.time_scale),
         "layout": list(getattr(tr, "layout", ()) or ()) or None,
-        "library_version": MPI.Get_library_version().strip().splitlines()[0],
+        "library_version": version_text(MPI).splitlines()[0],
     }

@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "hnowmodel.cli.cluster",
     "slurm-script": "hnowmodel.cli.slurm_script",
     "export": "hnowmodel.cli.export",
+    "setup-openmpi": "hnowmodel.cli.setup_openmpi",
 }
 
 

@@ -14,6 +14,7 @@ __all__ = [
     "print_table",
     "table_text",
     "add_mpi_arguments",
+    "add_mpi_choice",
     "add_output",
     "launch_kwargs",
     "positive_int",
@@ -72,6 +73,17 @@ def add_mpi_arguments(p: argparse.ArgumentParser, np_required: bool = True, test
         "unless it is up",
     )
     p.add_argument("--timeout", type=float, default=None, help="seconds before a hung MPI run is killed")
+    add_mpi_choice(p)
+
+
+def add_mpi_choice(p: argparse.ArgumentParser) -> None:
+    """``--mpi auto|mpich|openmpi``: which MPI library runs the ranks."""
+    p.add_argument(
+        "--mpi",
+        default=None,
+        help="MPI library: mpich, openmpi (its own environment, made by 'hnow setup-openmpi') or auto "
+        "(default: whatever mpiexec is found)",
+    )
 
 
 def launch_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -82,6 +94,7 @@ def launch_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "hostfile": args.hostfile,
         "cluster": args.cluster,
         "timeout": args.timeout,
+        "mpi": args.mpi,
         "progress": progress(args),
     }
 

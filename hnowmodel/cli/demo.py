@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from ..demo import CLUSTER_SPEC, CONFIGS, group_table, run_demo
-from .common import add_output, emit_json, positive_int, print_table
+from .common import add_mpi_choice, add_output, emit_json, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -44,11 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launcher", default="mpiexec", help="MPI launcher (default mpiexec)")
     p.add_argument("--launcher-args", default="", help="extra launcher arguments")
     p.add_argument("--timeout", type=float, default=None, help="seconds before a hung MPI run is killed")
+    add_mpi_choice(p)
 
 
 def run(args: argparse.Namespace) -> int:
     testbed_only = any(v is not None for v in (args.configs, args.method, args.stat)) or (
-        args.launcher != "mpiexec" or bool(args.launcher_args)
+        args.launcher != "mpiexec" or bool(args.launcher_args) or args.mpi not in (None, "auto", "mpich")
     )  # options only the emulated demo has (a cluster is started by hydra's mpiexec)
     # a virtual cluster where the machine allows one (about 90 s here), else the emulated testbed: "auto" says which
     if args.testbed or testbed_only:
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         launcher=args.launcher,
         launcher_args=args.launcher_args,
         timeout=args.timeout,
+        mpi=args.mpi,
         progress=not args.json,
     )
     if args.json:

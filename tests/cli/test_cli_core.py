@@ -22,6 +22,7 @@ CONTRACT = {
     "info",
     "slurm-script",
     "export",
+    "setup-openmpi",
 }
 
 

@@ -104,7 +104,7 @@ def test_knomial_2_has_knomials_parents_but_mpichs_order():
     assert T.mpich_knomial2(9, 3).children[0] == (6, 3, 2, 1) and T.knomial(9, 3).children[0] == (3, 6, 1, 2)
     assert (T.mpich_knomial2(9, 3).parent == T.knomial(9, 3).parent).all()
     assert T.mpich_knomial2(13, 2, root=5) == T.binomial(13, root=5)
-    assert T.make_tree("mpich_knomial1:3", 10) == T.mpich_knomial1(10, 3)
+    assert T.make_tree("mpich-knomial1:3", 10) == T.mpich_knomial1(10, 3)
 
 
 # ---- the registry ------------------------------------------------------------------------------------------------

@@ -199,7 +199,8 @@ def test_open_mpi_gets_its_own_hostfile_flag(tmp_path):
     hosts = tmp_path / "hosts"
     hosts.write_text("n1:2\n")
     argv = task_command(Launch(np=2, launcher=ompi, hostfile=str(hosts)), "info", [], hostfile="/x/hf")
-    assert argv[:5] == [ompi, "-n", "2", "--hostfile", "/x/hf"]
+    assert argv[:6] == [ompi, "-n", "2", "--oversubscribe", "--hostfile", "/x/hf"]  # Open MPI's settings too
+    assert argv[argv.index("PYTHONUNBUFFERED") - 1] == "-x"  # passed on to the other hosts
     hydra = _launcher(tmp_path, "mpiexec", 'if [ "$1" = "--version" ]; then echo "HYDRA build details:"; fi\n')
     argv = task_command(Launch(np=2, launcher=hydra, hostfile=str(hosts)), "info", [], hostfile="/x/hf")
     assert argv[:5] == [hydra, "-n", "2", "-f", "/x/hf"]
