@@ -30,7 +30,9 @@ Two kinds of collective:
   order unless a small subtree is much slower). With Open MPI, coll/tuned is pinned by MCA parameters
   (:data:`OMPI_PIN`: dynamic rules on, coll/han off, bcast algorithm 6 over Open MPI's own binomial tree,
   scatter and gather algorithm 2 over MPICH's binomial shape; docs/open-mpi.md). Both libraries skip empty
-  messages entirely, so a native size-0 row measures only the call overhead. Native
+  messages entirely, so a native size-0 row measures only the call overhead. ``native:ALGO`` runs another of the
+  library's algorithms by name (one of :func:`hnowmodel.ops.native_choices`, e.g. ``native:tree:kary:3``), pinned
+  the same way by its own settings, and only for the operations that have it. Native
   collectives cannot run on the emulated testbed: the library does its own sends, which the emulation cannot
   slow down.
 
@@ -69,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.ops import check_native, native_for, native_name, native_spec_env
 from hnowmodel.options import (
     MEASURE_OPS,
     NATIVE,
@@ -90,6 +93,7 @@ __all__ = [
     "OMPI_PIN",
     "native_env",
     "native_pinning",
+    "spec_pinning",
     "library_info",
     "TreeExecutor",
     "OPS",
@@ -129,7 +133,9 @@ OMPI_PIN: dict[str, str] = native_env("Open MPI", ("bcast", "scatter", "gather")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op", default="bcast", help="comma list of bcast, scatter, gather")
-    p.add_argument("--tree", default="binomial", help="comma list of tree names (hnowmodel.trees) or 'native'")
+    p.add_argument(
+        "--tree", default="binomial", help="comma list of tree names (hnowmodel.trees), 'native' or 'native:ALGO'"
+    )
     p.add_argument("--trees-packed", default=None, help="pre-built trees (hnowmodel.jobs.wire.pack of [{spec, tree}])")
     p.add_argument("--sizes", default="0,1K,4K", help="message sizes in bytes (per rank for scatter/gather)")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
@@ -175,7 +181,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
             if not spec:
                 raise InputError("--trees-packed: every tree entry needs a 'spec' name")
             specs.append(spec)
-            if spec != NATIVE:
+            if native_name(spec) is None:
                 prebuilt[spec] = from_dict(e.get("tree"))
     else:
         specs = check_trees(args.tree, args.testbed)
@@ -186,14 +192,31 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
             keys = [int(k) for k in split_list(args.keys)]
         except ValueError:
             raise InputError(f"--keys: expected a comma list of integers, got {args.keys!r}") from None
-    if NATIVE in specs and args.testbed:  # also for pre-built tree files
+    natives = [s for s in specs if native_name(s) is not None]
+    if natives and args.testbed:  # also for pre-built tree files
         raise InputError(NATIVE_ON_TESTBED)
+    # native:ALGO asks for one algorithm: it must be one that some library runs for one of the operations, and the
+    # algorithms of one job must not need one variable set two ways (MPI reads them once, in MPI_Init)
+    pinned: dict[str, str] = {}
+    for spec in natives:
+        check_native(spec, ops)
+        for k, v in native_spec_env(spec, ops).items():
+            if pinned.get(k, v) != v:
+                raise InputError(
+                    f"--tree {','.join(natives)}: these native algorithms need {k} set two ways; measure them in "
+                    "separate jobs"
+                )
+            pinned[k] = v
     testbed = None
     if args.testbed:
         from calibrate.testbed import load_testbed
 
         testbed = load_testbed(args.testbed)
-    # MPICH reads its control variables and Open MPI its MCA parameters in MPI_Init: set them now.
+    # MPICH reads its control variables and Open MPI its MCA parameters in MPI_Init: set them now. An algorithm
+    # asked for by name (native:ALGO) is set as asked; the pinned defaults only where nothing is set yet.
+    for spec in natives:
+        if spec != NATIVE:
+            os.environ.update(native_spec_env(spec, ops))
     for k, v in native_env(None, OPS).items():
         os.environ.setdefault(k, v)
     return {
@@ -555,8 +578,33 @@ def native_pinning(library: str) -> dict[str, Any]:
     }
 
 
-def spec_runs_op(spec: str, op: str) -> bool:
-    """A tree chosen for one operation (``optimal:scatter``, ``optimal:gather:4096``) runs only that operation."""
+def spec_pinning(library: str, spec: str, ops: Sequence[str]) -> dict[str, Any]:
+    """What the native spec ``spec`` runs as under ``library``, for the result document: for ``native`` as
+    :func:`native_pinning`; for ``native:ALGO`` the algorithm, whether this process's environment pins it for each
+    of ``ops`` it runs (``cvars``: the variables as set), and its model tree per operation."""
+    if spec == NATIVE:
+        return native_pinning(library)
+    nats = {op: nat for op in ops if (nat := native_for(spec, op, library)) is not None}
+    wanted = {k: v for nat in nats.values() for k, v in nat.env.items()}
+    env = {k: os.environ.get(k, "") for k in wanted}
+    trees = {op: nat.model_tree for op, nat in nats.items()}
+    pinned = bool(nats) and all(env[k] == v for k, v in wanted.items())
+    return {
+        "pinned": pinned,
+        "algorithm": native_name(spec),
+        "cvars": env,
+        "model_tree": (next(iter(trees.values())) if len(set(trees.values())) == 1 else "per operation")
+        if pinned
+        else None,
+        "model_trees": trees if pinned else None,
+    }
+
+
+def spec_runs_op(spec: str, op: str, library: str | None = None) -> bool:
+    """A tree chosen for one operation (``optimal:scatter``, ``optimal:gather:4096``) runs only that operation; a
+    native algorithm asked for by name (``native:tree:kary:3``) only the operations ``library`` offers it for."""
+    if native_name(spec) and library is not None:
+        return native_for(spec, op, library) is not None
     name, _, arg = spec.partition(":")
     chosen_for = arg.partition(":")[0]
     return not (name == "optimal" and chosen_for in OPS and chosen_for != op)
@@ -565,6 +613,7 @@ def spec_runs_op(spec: str, op: str) -> bool:
 def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any]:
     from mpi4py import MPI
 
+    from hnowmodel import ops as registry
     from hnowmodel.errors import InputError, LayoutError
     from hnowmodel.trees import make_tree
 
@@ -611,12 +660,20 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     lib = library_info()
     out_rows: list[dict[str, Any]] = []
     ops, methods = prepared["ops"], prepared["methods"]
-    ckern = _c_kernels(comm) if testbed is None and NATIVE in prepared["specs"] and "sync" in methods else None
+    natives = [s for s in prepared["specs"] if native_name(s) is not None]
+    for spec in natives:
+        if spec != NATIVE and not any(spec_runs_op(spec, op, lib["library"]) for op in ops):
+            offered = sorted({a.algorithm for op in ops for a in registry.native_choices(op, lib["library"])})
+            raise InputError(
+                f"--tree {spec}: {lib['library']} has no native algorithm {native_name(spec)!r} for "
+                f"{', '.join(ops)} that hnow pins (choose from: {', '.join(offered) or 'none'})"
+            )
+    ckern = _c_kernels(comm) if testbed is None and natives and "sync" in methods else None
     # the common start must reach every rank before it comes: a few round trips ahead (10 µs on shared memory)
     lead_us = max(10.0, 4.0 * float(np.max(clock.rtt_us[np.isfinite(clock.rtt_us)], initial=0.0)))
     for spec in prepared["specs"]:
         with rt.step(f"tree {spec}"):
-            if spec == NATIVE:
+            if native_name(spec) is not None:
                 tree = None
             elif spec in prepared["prebuilt"]:
                 tree = prepared["prebuilt"][spec]
@@ -627,7 +684,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
             else:
                 tree = make_tree(spec, n, root=root, layout=layout, profile=prepared["profile"])
         for op in ops:
-            if not spec_runs_op(spec, op):
+            if not spec_runs_op(spec, op, lib["library"]):
                 continue
             for m in prepared["sizes"]:
                 with rt.step(f"{op} {spec} {m} B"):
@@ -671,6 +728,9 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
 def _document(args, prepared, tr, clock, lib, layout, n, out_rows) -> dict[str, Any]:
     methods = prepared["methods"]
     primary = methods[0]
+    natives = {
+        s: spec_pinning(lib["library"], s, prepared["ops"]) for s in prepared["specs"] if native_name(s) is not None
+    }
     for row in out_rows:
         row["measured_us"] = row[f"{primary}_median_us"]
         row["min_us"], row["median_us"], row["max_us"] = (
@@ -681,7 +741,9 @@ def _document(args, prepared, tr, clock, lib, layout, n, out_rows) -> dict[str, 
     return {
         "np": n,
         **lib,
-        "native": native_pinning(lib["library"]) if NATIVE in prepared["specs"] else None,
+        # ``native``: the plain native spec's pinning (else the first native spec's); ``natives``: every one's
+        "native": natives.get(NATIVE, next(iter(natives.values()), None)),
+        "natives": natives,
         "mpi_thread_level": "single",
         "testbed": args.testbed,
         "emulated": bool(getattr(tr, "emulated", False)),

@@ -209,16 +209,21 @@ class Export:
         )
 
 
-def export_order(profile: Profile, *, op: str = "bcast", size: int = 0, tree: str = "binomial") -> Export:
+def export_order(
+    profile: Profile, *, op: str = "bcast", size: int = 0, tree: str = "binomial", library: str = "MPICH"
+) -> Export:
     """The rank order for ``op`` of ``size`` bytes over ``tree`` (a native algorithm's shape), from the ranks, hosts
-    and types the profile's ``nodes`` record, as launcher files (:data:`FORMATS`)."""
+    and types the profile's ``nodes`` record, as launcher files (:data:`FORMATS`). When ``tree`` is the model tree
+    of one of ``library``'s algorithms for ``op`` (:func:`hnowmodel.ops.native_choices`), the order is chosen for
+    that algorithm as it runs (:func:`hnowmodel.ops.native_predict`: the root's copy, the order of its messages)."""
     nodes = sorted(profile.nodes, key=lambda n: n.get("rank", 0))
     if not nodes or any("host" not in n for n in nodes):
         raise InputError("the profile records no hosts (its 'nodes'): calibrate on the machines to export for")
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InputError(f"--size must be a whole number of bytes >= 0, got {size!r}")
     hosts = tuple(str(n["host"]) for n in nodes)
-    order = rank_order(profile, [n["type"] for n in nodes], tree, op, size)
+    nat = next((a for a in _ops.native_choices(op, library) if a.model_tree == tree), None)
+    order = rank_order(profile, [n["type"] for n in nodes], tree, op, size, native=nat)
     new_hosts = [hosts[r] for r in order.perm]
     slot: dict[str, int] = {}
     rankfile = []

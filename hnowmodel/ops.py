@@ -48,7 +48,14 @@ __all__ = [
     "predict",
     "native_predict",
     "native_choices",
+    "native_kwargs",
     "MPICH_TREE_KS",
+    "NATIVE",
+    "native_name",
+    "native_libraries",
+    "native_for",
+    "check_native",
+    "native_spec_env",
 ]
 
 Predictor = Callable[..., np.ndarray]
@@ -179,6 +186,19 @@ def _ompi(op: str, number: int, model_tree: str, **kw: Any) -> NativeAlgorithm:
     return NativeAlgorithm("binomial", env, model_tree, **kw)
 
 
+def native_kwargs(op: str, nat: NativeAlgorithm, variant: str) -> dict[str, Any]:
+    """What the predictors of ``op`` under ``variant`` are told about the native algorithm ``nat`` beyond its
+    model tree: the root's local copy where it makes one (before its first send with ``copy_first``), and under
+    the flow variants how it moves its messages (``nat.flow_kw``). :func:`native_predict` and the rank-order search
+    use the same."""
+    kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
+    if nat.copy_first:
+        kw["copy_first"] = True
+    if variant in FLOW_VARIANTS:
+        kw.update(nat.flow_kw)
+    return kw
+
+
 def native_predict(
     op: str,
     library: str,
@@ -200,13 +220,95 @@ def native_predict(
     if nat is None:
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
-    kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
-    if nat.copy_first:
-        kw["copy_first"] = True
     variant = check_variant(op, variant, profile)
-    if variant in FLOW_VARIANTS:
-        kw.update(nat.flow_kw)
-    return predictor(op, variant)(profile, layout, tree, sizes, **kw)
+    return predictor(op, variant)(profile, layout, tree, sizes, **native_kwargs(op, nat, variant))
+
+
+# ---- native tree specs: ``native`` (each library's pinned default) and ``native:ALGO`` -----------------------------
+#: The tree spec of the MPI library's own collective, as :data:`OPERATIONS` pins it (``native:ALGO``: one of
+#: :func:`native_choices` by its ``algorithm`` name, e.g. ``native:tree:kary:3``).
+NATIVE = "native"
+
+
+def native_name(spec: Any) -> str | None:
+    """The algorithm a tree spec names as the library's own: ``""`` for ``native`` (the pinned default), ``ALGO`` for
+    ``native:ALGO``, None for a spec that is not a native one.
+
+    >>> native_name("native"), native_name("native:tree:kary:3"), native_name("kary:3")
+    ('', 'tree:kary:3', None)
+    """
+    if not isinstance(spec, str):
+        return None
+    if spec == NATIVE:
+        return ""
+    head, sep, algo = spec.partition(":")
+    return algo if head == NATIVE and sep else None
+
+
+def native_libraries(op: str | None = None) -> tuple[str, ...]:
+    """The MPI libraries whose algorithms hnow pins (for ``op``, or for any operation), in registry order."""
+    entries = [get(op)] if op is not None else list(OPERATIONS.values())
+    return tuple(dict.fromkeys(lib for o in entries for lib in (*o.native, *o.alternatives)))
+
+
+def native_for(spec: str, op: str, library: str) -> NativeAlgorithm | None:
+    """The algorithm the native tree spec ``spec`` runs for ``op`` under ``library``: for ``native`` the pinned one
+    (None when hnow pins none), for ``native:ALGO`` the choice of that name (None when ``library`` offers no such
+    algorithm for ``op``: the spec does not run that operation).
+
+    >>> native_for("native:tree:kary:3", "bcast", "MPICH").model_tree
+    'kary:3'
+    >>> native_for("native:tree:kary:3", "gather", "MPICH") is None
+    True
+    """
+    name = native_name(spec)
+    if name is None:
+        raise ValueError(f"{spec!r} is not a native tree spec")
+    if name == "":
+        return get(op).native.get(library)
+    return next((a for a in native_choices(op, library) if a.algorithm == name), None)
+
+
+def check_native(spec: str, ops: Any = None, flag: str = "--tree") -> str:
+    """``spec`` when it is ``native`` or ``native:ALGO`` with ALGO an algorithm some MPI library can be told to run
+    for at least one of ``ops`` (default: any operation); else :class:`InputError` naming the valid ones."""
+    name = native_name(spec)
+    op_list = list(names() if ops is None else ops)
+    if name == "" or name is None:
+        if spec == NATIVE:
+            return spec
+        raise InputError(f"{flag}: {spec!r} is not 'native' or 'native:ALGO'")
+    valid: dict[str, list[str]] = {}
+    for op in op_list:
+        for lib in native_libraries(op):
+            for a in native_choices(op, lib):
+                valid.setdefault(a.algorithm, [])
+                if lib not in valid[a.algorithm]:
+                    valid[a.algorithm].append(lib)
+    if name not in valid:
+        shown = ", ".join(f"native:{a}" for a in valid) or "none"
+        raise InputError(
+            f"{flag}: unknown native algorithm {name!r} for {', '.join(op_list)} (choose from: native, {shown})"
+        )
+    return spec
+
+
+def native_spec_env(spec: str, ops: Any) -> dict[str, str]:
+    """The environment that makes ``spec`` (``native`` or ``native:ALGO``) run its algorithm for each of ``ops``
+    that it runs, for every library that offers it at once (MPICH reads ``MPIR_CVAR_*``, Open MPI
+    ``OMPI_MCA_*``): what a rank sets before ``MPI_Init``, when it does not know yet which library it runs.
+    Two specs whose environments give one variable two values cannot run in one job.
+
+    >>> native_spec_env("native:tree:kary:3", ["bcast"])["MPIR_CVAR_BCAST_TREE_KVAL"]
+    '3'
+    """
+    env: dict[str, str] = {}
+    for op in ops:
+        for lib in native_libraries(op):
+            nat = native_for(spec, op, lib)
+            if nat is not None:
+                env.update(nat.env)
+    return env
 
 
 OPERATIONS: Mapping[str, Operation] = MappingProxyType(

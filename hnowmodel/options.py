@@ -17,6 +17,7 @@ from typing import Any
 
 from .errors import InputError
 from .jobs.specs import TIMING_METHODS
+from .ops import NATIVE, check_native, native_name
 from .ops import names as _op_names
 from .trees import TREES, tree_names
 
@@ -33,7 +34,6 @@ __all__ = [
 ]
 
 MEASURE_OPS = _op_names()
-NATIVE = "native"
 NATIVE_ON_TESTBED = (
     "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the emulation "
     "cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
@@ -66,17 +66,22 @@ def check_methods(text: Any, flag: str = "--methods") -> list[str]:
 
 
 def check_trees(text: Any, testbed: Any = None, flag: str = "--tree") -> list[str]:
-    """Tree specs of a comma list (registered names, ``kary:4``-style arguments, or ``native``).
+    """Tree specs of a comma list (registered names, ``kary:4``-style arguments, ``native`` or ``native:ALGO``).
 
-    ``native`` is refused on an emulated testbed (``testbed`` set): the library's own sends are not emulated.
+    ``native`` (and ``native:ALGO``) is refused on an emulated testbed (``testbed`` set): the library's own sends
+    are not emulated.
     """
     specs = split_list(text)
     if not specs:
         raise InputError(f"{flag}: give at least one tree name or '{NATIVE}'")
     for s in specs:
-        if s != NATIVE and s.partition(":")[0] not in TREES:
-            raise InputError(f"{flag}: unknown tree {s!r} (choose from: {', '.join([*tree_names(), NATIVE])})")
-    if NATIVE in specs and testbed:
+        if native_name(s) is not None:
+            check_native(s, flag=flag)
+        elif s.partition(":")[0] not in TREES:
+            raise InputError(
+                f"{flag}: unknown tree {s!r} (choose from: {', '.join([*tree_names(), NATIVE, 'native:ALGO'])})"
+            )
+    if any(native_name(s) is not None for s in specs) and testbed:
         raise InputError(NATIVE_ON_TESTBED)
     return specs
 

@@ -49,7 +49,7 @@ __all__ = [
     "STATS",
 ]
 
-NATIVE = "native"
+NATIVE = _ops.NATIVE
 STATS = ("median", "min")
 #: ``method="auto"``: barrier-free synchronised timing everywhere - every rank starts at one instant of the shared
 #: clock and the latest finish counts (in C for the library's own collectives); barrier-then-call and back-to-back
@@ -313,10 +313,14 @@ def build_trees(
     layout: Sequence[str] | None = None,
     profile: Profile | None = None,
     variants: Mapping[str, str] | None = None,
+    ops: Sequence[str] | None = None,
 ) -> dict[str, Tree | None]:
-    """Tree specs -> ``{name: Tree}`` (``native`` -> None). Specs: registered names (``binomial``, ``kary:3``),
-    ``@file.json`` (as ``best-tree -o`` writes), ``optimal[:OP][:SIZE]`` / ``fnf[:SIZE]`` (chosen from the
-    profile and layout, under the operation's model variant), or :class:`Tree` objects."""
+    """Tree specs -> ``{name: Tree}`` (``native`` and ``native:ALGO`` -> None). Specs: registered names
+    (``binomial``, ``kary:3``), ``@file.json`` (as ``best-tree -o`` writes), ``optimal[:OP][:SIZE]`` /
+    ``fnf[:SIZE]`` (chosen from the profile and layout, under the operation's model variant), ``native`` (the MPI
+    library's own collective as :mod:`hnowmodel.ops` pins it), ``native:ALGO`` (the library's algorithm ALGO, one
+    of :func:`hnowmodel.ops.native_choices` for one of ``ops``, default any operation), or :class:`Tree`
+    objects."""
     if isinstance(trees, (str, Tree)):
         trees = [trees]
     if isinstance(trees, Mapping):
@@ -334,8 +338,9 @@ def build_trees(
     for name, given in items:
         if given is not None:
             tree = given
-        elif name == NATIVE:
+        elif _ops.native_name(name) is not None:
             out[name] = None
+            _ops.check_native(name, ops)
             continue
         else:
             op = _chosen_op(name)
@@ -464,10 +469,11 @@ def measure(
         raise InputError(f"--root {root!r} is not a rank in 0..{launch.np - 1}")
     method, stat = resolve_timing(method, stat, tb is not None)
     lay = _job_layout(layout, launch.np, tb, prof)
-    built = build_trees(tree, launch.np, root=root, layout=lay, profile=prof)
-    if NATIVE in built and tb is not None:
+    built = build_trees(tree, launch.np, root=root, layout=lay, profile=prof, ops=ops)
+    natives = [k for k, v in built.items() if v is None]
+    if natives and tb is not None:
         raise InputError(
-            "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the "
+            f"--tree {natives[0]} cannot run on the emulated testbed: the MPI library does its own sends, which the "
             "emulation cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
         )
     if keys is not None:
@@ -477,15 +483,42 @@ def measure(
     if reorder and (prof is None or lay is None):
         raise InputError("--reorder needs --profile and --layout (the rank order is chosen from the model)")
     methods = (method, *[m for m in TIMING_METHODS if m != method and both])
-    job = MeasureJob(ops, built, grid, testbed, lay if tb is not None else None, root, reps, iters, methods, keys)
-    doc = run_job(launch, job, progress)
-    run = {k: v for k, v in doc.items() if k != "rows"}
+    rows: tuple[MeasuredRow, ...] = ()
+    run: dict[str, Any] = {}
+    # native algorithms that need one MPI variable set two ways (native and native:tree:kary:3 both set the bcast
+    # algorithm, which MPI reads once in MPI_Init) run in jobs of their own, one after the other
+    for trees in _job_groups(built, ops):
+        job = MeasureJob(ops, trees, grid, testbed, lay if tb is not None else None, root, reps, iters, methods, keys)
+        doc = run_job(launch, job, progress)
+        got = _measured_rows(doc, method, stat)
+        if reorder:
+            library = str(doc.get("library") or "MPICH")
+            got = tuple(_reordered(r, built, prof, lay, launch, job, method, stat, progress, library) for r in got)
+        rows += got
+        natives_run = {**run.get("natives", {}), **(doc.get("natives") or {})}
+        if not run:
+            run = {k: v for k, v in doc.items() if k != "rows"}
+        run["natives"] = natives_run
+        run["native"] = natives_run.get(NATIVE, next(iter(natives_run.values()), None))
     run.update({"method": method, "stat": stat})
-    rows = _measured_rows(doc, method, stat)
-    if reorder:
-        library = str(run.get("library", ""))
-        rows = tuple(_reordered(r, built, prof, lay, launch, job, method, stat, progress, library) for r in rows)
     return Measurement(rows, run)
+
+
+def _job_groups(built: Mapping[str, Tree | None], ops: Sequence[str]) -> list[dict[str, Tree | None]]:
+    """The trees of a measurement split into as few jobs as the native algorithms allow: every tree in the first
+    job, except native specs whose MPI settings (:func:`hnowmodel.ops.native_spec_env`) clash with those of an
+    earlier one, which go to the first later job they fit."""
+    groups: list[tuple[dict[str, Tree | None], dict[str, str]]] = []
+    for name, tree in built.items():
+        env = _ops.native_spec_env(name, ops) if tree is None else {}
+        for trees, genv in groups:
+            if all(genv.get(k, v) == v for k, v in env.items()):
+                trees[name] = tree
+                genv.update(env)
+                break
+        else:
+            groups.append(({name: tree}, dict(env)))
+    return [trees for trees, _ in groups]
 
 
 def _reordered(
@@ -501,15 +534,15 @@ def _reordered(
     library: str = "MPICH",
 ) -> MeasuredRow:
     """``row`` measured again with the ranks in the order :func:`~hnowmodel.search.rank_order` picks for it. The
-    tree shape is fixed by rank number (``native``: the library's model tree); new rank p is the node that was rank
-    ``perm[p]``, and keeps its node type."""
+    tree shape is fixed by rank number (``native``: the library's model tree, and the order is chosen for the
+    algorithm as it runs); new rank p is the node that was rank ``perm[p]``, and keeps its node type."""
     from ..search import rank_order
 
-    tree = built[row.tree]
+    tree, nat = built[row.tree], None
     if tree is None:
-        nat = _native_model(row.op, library)
+        nat = _ops.native_for(row.tree, row.op, library)
         tree = make_tree(nat.model_tree if nat else "binomial", len(lay), root=job.root)
-    ro = rank_order(prof, list(lay), tree, row.op, row.size)
+    ro = rank_order(prof, list(lay), tree, row.op, row.size, native=nat)
     again = replace(job, ops=(row.op,), trees={row.tree: built[row.tree]}, sizes=(row.size,), keys=tuple(ro.keys))
     doc = run_job(launch, again, progress)
     got = _measured_rows(doc, method, stat)[0]
@@ -528,10 +561,6 @@ def _reordered(
 
 
 # ---- compare -----------------------------------------------------------------------------------------------------
-def _native_model(op: str, library: str) -> _ops.NativeAlgorithm | None:
-    return _ops.get(op).native.get(library)
-
-
 def compare(
     profile: Profile | str | None = None,
     *,
@@ -576,6 +605,12 @@ def compare(
     grid = _sizes(sizes)
     tb = _testbed(testbed, cluster)
     resolve_timing(method, stat, tb is not None)
+    names = [trees] if isinstance(trees, (str, Tree)) else list(trees)
+    for name in (s.strip() for t in names if isinstance(t, str) for s in t.split(",")):
+        if _ops.native_name(name) is not None:  # before a calibration starts
+            _ops.check_native(name, op_names)
+            if tb is not None:
+                raise InputError(f"--trees {name}: the MPI library's own collective cannot run on the emulated testbed")
     if output is not None:
         check_output(output, force=force, folder=True)
     prof = _profile(profile)
@@ -616,7 +651,7 @@ def compare(
             raise InputError("--layout is required (the profile records no layout for this many ranks)")
         # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing
         variants = {o: _ops.check_variant(o, (variants or {}).get(o), prof) for o in op_names}
-        built = build_trees(trees, launch.np, root=root, layout=lay, profile=prof, variants=variants)
+        built = build_trees(trees, launch.np, root=root, layout=lay, profile=prof, variants=variants, ops=op_names)
         rest = {k: v for k, v in built.items() if not (k == NATIVE and interleaved)}
         m = (
             Measurement((), {})
@@ -666,9 +701,12 @@ def compare(
         }
         if config:
             context["configuration"] = config
-        if run.get("native"):
-            nat = run["native"]
-            context["native"] = f"{nat['algorithm']} (pinned: {nat['pinned']}), predicted with its model tree"
+        natives_run = run.get("natives") or ({NATIVE: run["native"]} if run.get("native") else {})
+        if natives_run:
+            context["native"] = (
+                "; ".join(f"{spec}: {nat['algorithm']} (pinned: {nat['pinned']})" for spec, nat in natives_run.items())
+                + ", each predicted with its model tree"
+            )
         cmp = Comparison(tuple(rows), prof, run, context)
         if output is not None:
             from ..report import write_report
@@ -759,7 +797,14 @@ def _compare_rows(
             sizes = sorted({x.size for x in m.rows if (x.op, x.tree) == (r.op, r.tree)})
             tree = built.get(r.tree)
             if tree is None:
-                t = _ops.native_predict(r.op, library, prof, list(lay), sizes, root=root, variant=variant)
+                nat = _ops.native_for(r.tree, r.op, library)
+                t = (
+                    None
+                    if nat is None
+                    else _ops.native_predict(
+                        r.op, library, prof, list(lay), sizes, root=root, variant=variant, algorithm=nat
+                    )
+                )
             else:
                 t = _ops.predict(r.op, prof, list(lay), tree, sizes, variant=variant)
             cache[key] = None if t is None else dict(zip(sizes, (float(v) for v in t), strict=True))
@@ -777,7 +822,7 @@ def _compare_rows(
         }
         note, model_tree = "", ""
         if built.get(r.tree) is None:
-            nat = _native_model(r.op, library)
+            nat = _ops.native_for(r.tree, r.op, library)
             if nat is None:
                 note = f"{library or 'this MPI library'}'s {r.op} algorithm is not pinned by hnow: nothing to predict"
             elif r.size == 0 and nat.empty_is_noop:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InputError, LayoutError
 from ..ops import OPERATIONS as OPS
-from ..ops import predictor
+from ..ops import NativeAlgorithm, check_variant, native_kwargs, predictor
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
 
@@ -66,8 +66,11 @@ def rank_order(
     op: str = "bcast",
     size: float = 0.0,
     max_rounds: int = 20,
+    native: NativeAlgorithm | None = None,
 ) -> RankOrder:
-    """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape.
+    """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape, under the operation's
+    default variant for ``profile``. ``native``: the tree is that MPI library algorithm's, and it is predicted as
+    :func:`hnowmodel.ops.native_predict` predicts it (the root's copy, the order its messages move in).
 
     >>> from hnowmodel.params import paper_profile
     >>> ro = rank_order(paper_profile(), ["slow", "slow", "fast", "fast"], "binomial", "bcast", 0)
@@ -81,13 +84,15 @@ def rank_order(
         tree = make_tree(tree, n, layout=layout, profile=profile)
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
-    fn = predictor(op, profile=profile)
+    variant = check_variant(op, None, profile)
+    fn = predictor(op, variant)
+    kw = {} if native is None else native_kwargs(op, native, variant)
     # bcast: every edge carries ``size`` bytes, so the lines in force at ``size`` are exact (and one pass is fast);
     # scatter/gather edges carry subtrees' data, each at its own regime: the predictor handles the full profile
     model = profile.at(size) if op == "bcast" else profile
 
     def cost(pos_types: Sequence[str]) -> float:
-        return float(fn(model, list(pos_types), tree, [size])[0])
+        return float(fn(model, list(pos_types), tree, [size], **kw)[0])
 
     baseline = cost(layout)
     # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed

@@ -148,3 +148,29 @@ def test_a_bad_key_in_the_file_fails_mpi_init_loudly(tmp_path):
         no = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
     assert ok.returncode == 0 and ok.stdout.count("ran") == 2, ok.stderr[-2000:]
     assert no.returncode != 0 and "ran" not in no.stdout and "unknown key comm_sise<=4" in no.stderr, no.stderr[-2000:]
+
+
+@needs_netns
+def test_native_algorithm_settings_run_the_named_tree(tmp_path, cleanup):
+    """``--tree native:ALGO`` pins ALGO by its control variables (``ops.native_spec_env``, set by every rank before
+    ``MPI_Init``) rather than by a selection file: with them MPICH runs that algorithm's model tree, by the counts."""
+    name = f"xn{os.getpid() % 100000}"
+    cleanup.append(name)
+    spec = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
+    }
+    ls = hc.launch_settings(hc.up(spec), 4)
+    script = tmp_path / "counters.py"
+    script.write_text(_COUNTERS)
+    cmd = ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), str(_M)]
+    for spec_name in ("native:tree:kary:3", "native:tree:knomial_1:2", "native"):
+        want = make_tree(ops.native_for(spec_name, "bcast", "MPICH").model_tree, 4).nchildren.tolist()
+        env = {**os.environ, **ls.env, **ops.native_spec_env(spec_name, ["bcast"])}
+        with mpi_lock():
+            run = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
+        assert run.returncode == 0, run.stderr[-2000:]
+        sent, ok = _sent_per_child(run.stdout, _M)
+        assert all(ok) and sent == want, (spec_name, sent, want)
+    assert make_tree("kary:3", 4).nchildren.tolist() != binomial(4).nchildren.tolist()

@@ -79,3 +79,17 @@ def test_rank_order_says_how_it_was_found():
     big = search.rank_order(prof, ["slow", "fast"] * (n // 2), "binomial", "bcast", 0)
     assert f"no swaps above {SWAP_MAX_RANKS} ranks" in big.method or big.method.startswith("identity")
     assert big.to_dict()["method"] == big.method
+
+
+@pytest.mark.parametrize("op", ["bcast", "scatter", "gather"])
+def test_rank_order_for_a_native_algorithm_is_predicted_as_it_runs(op):
+    """With ``native`` the order is chosen for the library's algorithm as :func:`ops.native_predict` predicts it (the
+    root's copy, the flow variants' message order), so the times it reports are that prediction's."""
+    from hnowmodel import ops
+
+    layout = ["fast", "slow", "slow", "fast", "slow", "fast"]
+    nat = ops.get(op).native["MPICH"]
+    ro = search.rank_order(PROF, layout, nat.model_tree, op, 4096, native=nat)
+    assert ro.baseline_us == pytest.approx(ops.native_predict(op, "MPICH", PROF, layout, [4096])[0])
+    moved = [layout[r] for r in ro.perm]
+    assert ro.time_us == pytest.approx(ops.native_predict(op, "MPICH", PROF, moved, [4096])[0])

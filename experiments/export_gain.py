@@ -1,0 +1,437 @@
+"""Proof on a virtual heterogeneous cluster that the settings ``hnow export`` writes pay what they are predicted to.
+
+On one machine as root: 6 hosts at 3 speeds, mixed in host order (``hnow cluster``: network namespaces and
+``tbf``-shaped links), the MPI library over TCP. Per MPI library (:data:`LIBRARIES`; only MPICH is measured so
+far), with the cluster's hosts as the spec lists them:
+
+1. calibrate once (``hm.calibrate(np=6, cluster=spec, layout="auto")``);
+2. for each operation and size, export from that profile what an application would run
+   (``hm.export.export(profile, ["hostfile", <the library's format>], op=OP, size=SIZE, ops=[OP], sizes=[SIZE])``):
+   the rank order under which the library's default algorithm is predicted fastest, and in that order the
+   library's fastest algorithm (``choose_mpich``);
+3. measure (medians of synchronised single collectives) and predict, each with the profile's default model variant:
+
+   * **default** - the library's own collective as it runs by default (``native``: MPICH's default table picks
+     binomial here, which ``native`` pins) on the ranks in the spec's host order;
+   * **exported** - the exported algorithm (``native:ALGO``; ``native`` where the default was kept), on a cluster
+     whose host order is the exported order (hydra fills hosts in order: the exported hostfile);
+   * **optimal tree** - ``hm.search.best_tree`` under the profile's default variant, run by the tree executor
+     (the send/receive schedule of ``calibrate.treecoll``, the helper an application calls), spec order.
+
+Writes ``export_gain.csv`` (one row per library, operation, size and what: predicted and measured µs, error %,
+predicted and measured gain over the default in %, and their difference in points), ``export_gain.md`` (the issue's
+claims, holds / does not hold, with the numbers), ``export_gain.png``, the calibrated profile and every export's
+files under ``experiments/out/export_gain/``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from common import claim, command_line, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
+
+import hnowmodel as hm  # noqa: E402
+from hnowmodel import ops  # noqa: E402
+from hnowmodel.jobs import mpi_lock  # noqa: E402
+from hnowmodel.sizes import format_size, parse_sizes  # noqa: E402
+
+#: Three speeds (60 / 160 / 25 Mbit/s), mixed in host order; the root (rank 0) is a medium host.
+SPEC = {
+    "schema": "hnowmodel.cluster/1",
+    "name": "xgain",
+    "hosts": [
+        {"name": "m1", "egress_mbit": 60, "ingress_mbit": 60, "slots": 1},
+        {"name": "f1", "egress_mbit": 160, "ingress_mbit": 160, "slots": 1},
+        {"name": "s1", "egress_mbit": 25, "ingress_mbit": 25, "slots": 1},
+        {"name": "m2", "egress_mbit": 60, "ingress_mbit": 60, "slots": 1},
+        {"name": "s2", "egress_mbit": 25, "ingress_mbit": 25, "slots": 1},
+        {"name": "f2", "egress_mbit": 160, "ingress_mbit": 160, "slots": 1},
+    ],
+}
+SIZES = parse_sizes("16K,64K,256K")
+WHATS = ("default", "exported", "optimal tree")
+GAIN_POINTS = 5.0  # the issue's bound on |measured gain - predicted gain| of the exported settings
+TREE_ERROR_PCT = 5.0  # ... and on |error| of the optimal tree through the helper
+
+
+@dataclass(frozen=True)
+class Library:
+    """What the experiment needs to know of one MPI library: its name as it reports itself, the ``hm.export``
+    format that carries its algorithm choice, how to read (default, chosen) algorithm names off an export, and
+    the keywords that make ``hm.calibrate``/``hm.compare`` run under it."""
+
+    name: str
+    export_format: str
+    choice: Callable[[Any], tuple[str, str]]
+    launch: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _mpich_choice(ex: Any) -> tuple[str, str]:
+    (row,) = ex.selection.rows
+    return row.default, row.chosen
+
+
+#: One entry per MPI library; Open MPI is one more entry (its export format and its launch keywords).
+LIBRARIES: dict[str, Library] = {"MPICH": Library("MPICH", "mpich-json", _mpich_choice)}
+
+
+def _gain(base: float | None, new: float | None) -> float | None:
+    return None if base is None or new is None or not base > 0 else 100.0 * (base - new) / base
+
+
+def _spec_in_order(spec: Mapping[str, Any], name: str, hosts: list[str]) -> dict[str, Any]:
+    """The spec with its hosts in the order ``hosts`` (hydra fills hosts in spec order: the exported hostfile)."""
+    by_name = {h["name"]: h for h in spec["hosts"]}
+    return {**spec, "name": name, "hosts": [by_name[h] for h in hosts]}
+
+
+def _native_spec(default: str, chosen: str) -> str:
+    return "native" if chosen == default else f"native:{chosen}"
+
+
+def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock: str | None, out: Path, say) -> dict:
+    """Calibrate, export, measure and predict for one library; returns its rows, exports and timings."""
+    spec_path = out / f"spec-{lib.name}.json"
+    spec_path.write_text(json.dumps(spec_doc, indent=1))
+    spec = hm.cluster.load_spec(str(spec_path))
+    n = sum(h.slots for h in spec.hosts)
+    hosts = hm.cluster.rank_hosts([(h.name, h.slots) for h in spec.hosts], n)
+    t0 = time.monotonic()
+    common = {"progress": True, **lib.launch}
+    with hm.cluster.using(str(spec_path)):
+        say(f"{lib.name}: calibrating on {n} hosts ({', '.join(hosts)}), layout auto")
+        with mpi_lock(lock):
+            prof = hm.calibrate(
+                n, cluster=str(spec_path), layout="auto", output=out / f"profile-{lib.name}.json", force=True, **common
+            )
+        t_cal = time.monotonic() - t0
+        lay = list(prof.layout)
+        say(f"{lib.name}: calibrated in {t_cal:.0f} s; layout {','.join(lay)}")
+        # --- exports: per operation and size, the rank order and in it the library's algorithm
+        exports: dict[tuple[str, int], dict[str, Any]] = {}
+        for op in ops.names():
+            for m in sizes:
+                ex = hm.export.export(prof, ["hostfile", lib.export_format], op=op, size=m, ops=[op], sizes=[m])
+                default, chosen = lib.choice(ex)
+                perm = list(ex.order.perm)
+                hm.export.write_export(ex, out / "exports" / lib.name / f"{op}-{format_size(m)}", force=True)
+                exports[(op, m)] = {
+                    "op": op,
+                    "size": m,
+                    "order": [hosts[r] for r in perm],
+                    "layout": [lay[r] for r in perm],
+                    "library_default": default,
+                    "algorithm": chosen,
+                    "tree": _native_spec(default, chosen),
+                    "order_gain_pct": ex.order.gain_pct,
+                    "algorithm_gain_pct": ex.selection.rows[0].gain_pct,
+                }
+                say(
+                    f"{lib.name}: {op} {format_size(m)}: order {' '.join(exports[(op, m)]['order'])}, "
+                    f"algorithm {chosen} (default {default})"
+                )
+        # --- default and optimal tree, in the spec's order: one job per size
+        rows_cmp: dict[tuple[str, int, str], Any] = {}
+        best: dict[tuple[str, int], Any] = {}
+        for m in sizes:
+            trees: dict[str, Any] = {"native": None}
+            for op in ops.names():
+                v = ops.default_variant(op, prof)
+                best[(op, m)] = hm.search.best_tree(prof, lay, op=op, size=m, variant=v).tree
+                trees[f"optimal:{op}:{m}"] = best[(op, m)]
+            say(f"{lib.name}: measuring default native and the optimal trees at {format_size(m)} (spec order)")
+            with mpi_lock(lock):
+                cmp = hm.compare(
+                    prof,
+                    cluster=str(spec_path),
+                    np=n,
+                    ops=list(ops.names()),
+                    trees=trees,
+                    sizes=[m],
+                    reps=reps,
+                    both=False,
+                    **common,
+                )
+            for r in cmp.rows:
+                rows_cmp[(r.op, r.size, "default" if r.tree == "native" else "optimal tree")] = r
+            library_version = cmp.run.get("library_version")
+    # --- exported: one cluster per distinct order (its hosts in that order), one job per algorithm and operation
+    orders = list(dict.fromkeys(tuple(e["order"]) for e in exports.values()))
+    for i, order in enumerate(orders):
+        name = spec_doc["name"] if list(order) == hosts else f"xgo{i + 1}"
+        o_path = out / f"spec-{lib.name}-{name}.json"
+        o_path.write_text(json.dumps(_spec_in_order(spec_doc, name, list(order)), indent=1))
+        mine = [e for e in exports.values() if tuple(e["order"]) == order]
+        with hm.cluster.using(str(o_path)):
+            for tree, op in dict.fromkeys((e["tree"], e["op"]) for e in mine):
+                szs = [e["size"] for e in mine if (e["tree"], e["op"]) == (tree, op)]
+                say(
+                    f"{lib.name}: measuring exported {tree} {op} at {', '.join(map(format_size, szs))} in order "
+                    f"{' '.join(order)} (cluster {name})"
+                )
+                with mpi_lock(lock):
+                    cmp = hm.compare(
+                        prof,
+                        cluster=str(o_path),
+                        np=n,
+                        layout=mine[0]["layout"],
+                        ops=[op],
+                        trees=[tree],
+                        sizes=szs,
+                        reps=reps,
+                        both=False,
+                        **common,
+                    )
+                for r in cmp.rows:
+                    rows_cmp[(r.op, r.size, "exported")] = r
+    # --- rows
+    rows = []
+    for op in ops.names():
+        for m in sizes:
+            base = rows_cmp[(op, m, "default")]
+            e = exports[(op, m)]
+            for what in WHATS:
+                r = rows_cmp[(op, m, what)]
+                pg = None if what == "default" else _gain(base.predicted_us, r.predicted_us)
+                mg = None if what == "default" else _gain(base.measured_us, r.measured_us)
+                rows.append(
+                    {
+                        "library": lib.name,
+                        "op": op,
+                        "size": m,
+                        "what": what,
+                        "predicted_us": r.predicted_us,
+                        "measured_us": r.measured_us,
+                        "error_pct": r.error_pct,
+                        "predicted_gain_pct": pg,
+                        "measured_gain_pct": mg,
+                        "difference_points": None if pg is None or mg is None else mg - pg,
+                        "setting": {
+                            "default": f"native ({e['library_default']}), order {' '.join(hosts)}",
+                            "exported": f"{r.tree} ({e['algorithm']}), order {' '.join(e['order'])}",
+                            "optimal tree": f"tree executor, parent {best[(op, m)].parent.tolist()}",
+                        }[what],
+                        "model_tree": r.model_tree,
+                        "variant": r.variant,
+                        "min_us": r.min_us,
+                        "max_us": r.max_us,
+                        "error_pct_by_variant": {
+                            v: None if e is None else round(e, 1) for v, e in r.extra["error_pct_by_variant"].items()
+                        },
+                    }
+                )
+    return {
+        "rows": rows,
+        "exports": list(exports.values()),
+        "layout": lay,
+        "hosts": hosts,
+        "calibration_s": t_cal,
+        "library_version": library_version,
+        "variants": {op: ops.default_variant(op, prof) for op in ops.names()},
+    }
+
+
+def _plot(rows: list[dict], path: Path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6))
+    ax = axes[0]
+    marker = {"exported": "o", "optimal tree": "^"}
+    color = {"bcast": "tab:blue", "scatter": "tab:orange", "gather": "tab:green"}
+    pts = [r for r in rows if r["predicted_gain_pct"] is not None and r["measured_gain_pct"] is not None]
+    lo = min([0.0, *[min(r["predicted_gain_pct"], r["measured_gain_pct"]) for r in pts]]) - 5
+    hi = max([10.0, *[max(r["predicted_gain_pct"], r["measured_gain_pct"]) for r in pts]]) + 5
+    ax.fill_between([lo, hi], [lo - GAIN_POINTS, hi - GAIN_POINTS], [lo + GAIN_POINTS, hi + GAIN_POINTS], color="0.9")
+    ax.plot([lo, hi], [lo, hi], color="k", lw=0.7)
+    for r in pts:
+        ax.scatter(r["predicted_gain_pct"], r["measured_gain_pct"], marker=marker[r["what"]], color=color[r["op"]])
+        ax.annotate(format_size(r["size"]), (r["predicted_gain_pct"], r["measured_gain_pct"]), fontsize=7)
+    for op, c in color.items():
+        ax.scatter([], [], color=c, label=op)
+    for what, mk in marker.items():
+        ax.scatter([], [], color="0.4", marker=mk, label=what)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("predicted gain over the default (%)")
+    ax.set_ylabel("measured gain over the default (%)")
+    ax.set_title(f"gain: measured vs predicted (band: ±{GAIN_POINTS:g} points)")
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    labels = [f"{r['op']} {format_size(r['size'])}" for r in rows if r["what"] == "default"]
+    x = range(len(labels))
+    for k, what in enumerate(WHATS):
+        errs = [r["error_pct"] for r in rows if r["what"] == what]
+        ax.bar([i + (k - 1) * 0.27 for i in x], errs, width=0.27, label=what)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.axhspan(-TREE_ERROR_PCT, TREE_ERROR_PCT, color="0.92", zorder=0)
+    ax.set_xticks(list(x), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_ylabel("error % (predicted - measured)/measured")
+    ax.set_title("prediction error of each setting")
+    ax.legend(fontsize=8)
+    save_png(fig, path)
+    plt.close(fig)
+
+
+def main() -> None:
+    p = parser("export_gain", __doc__)
+    p.add_argument("--spec", default=None, help="cluster spec file (default: the 6-host spec in this script)")
+    p.add_argument("--reps", type=int, default=5, help="timing repetitions per row (default 5)")
+    p.add_argument("--sizes", default=None, help="sizes (default 16K,64K,256K)")
+    p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
+    args = p.parse_args()
+    out = outdir(args.out)
+    spec_doc = json.loads(Path(args.spec).read_text()) if args.spec else SPEC
+    sizes = parse_sizes(args.sizes) if args.sizes else SIZES
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        print(f"[export_gain {time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    results = {
+        name: run_library(lib, spec_doc, sizes, args.reps, args.lock, out, say) for name, lib in LIBRARIES.items()
+    }
+    t_all = time.monotonic() - t0
+    rows = [r for res in results.values() for r in res["rows"]]
+    columns = [
+        "library", "op", "size", "what", "predicted_us", "measured_us", "error_pct", "predicted_gain_pct",
+        "measured_gain_pct", "difference_points", "setting", "model_tree", "variant", "min_us", "max_us",
+        "error_pct_by_variant",
+    ]  # fmt: skip
+    as_csv = [{c: json.dumps(r[c]) if isinstance(r[c], dict) else r[c] for c in columns} for r in rows]
+    write_csv(out / "export_gain.csv", as_csv)
+    _plot(rows, out / "export_gain.png")
+
+    body = [
+        f"Reproduce with: `{command_line()}` (as root). Whole run {t_all:.0f} s. Cluster: "
+        + ", ".join(f"{h['name']} {h['egress_mbit']:g} Mbit/s" for h in spec_doc["hosts"])
+        + " (egress = ingress), one rank per host, rank 0 the root, in this host order unless said otherwise.",
+        "",
+        f"**Only {', '.join(LIBRARIES)} was measured**: Open MPI is being added by another change; it will be one "
+        "more entry of `LIBRARIES` in this script (its export format and launch settings).",
+        "",
+    ]
+    for name, res in results.items():
+        lib_rows = [r for r in rows if r["library"] == name]
+        exp = [r for r in lib_rows if r["what"] == "exported"]
+        opt = [r for r in lib_rows if r["what"] == "optimal tree"]
+        worst_gain = max((abs(r["difference_points"]) for r in exp), default=math.nan)
+        worst_tree = max((abs(r["error_pct"]) for r in opt), default=math.nan)
+        errs = {w: [abs(r["error_pct"]) for r in lib_rows if r["what"] == w] for w in WHATS}
+        misses = [
+            {
+                "op": r["op"],
+                "size": format_size(r["size"]),
+                "what": r["what"],
+                "model tree": r["model_tree"] or "(tree executor)",
+                **{f"{v} %": e for v, e in r["error_pct_by_variant"].items()},
+            }
+            for r in lib_rows
+            if r["error_pct"] is not None and abs(r["error_pct"]) > TREE_ERROR_PCT
+        ]
+        body += [
+            f"## {name}",
+            "",
+            f"{res['library_version']}; calibrated once on the cluster ({res['calibration_s']:.0f} s, layout found: "
+            f"{', '.join(f'{h}={t}' for h, t in zip(res['hosts'], res['layout'], strict=True))}); timing: sync "
+            f"(every rank starts at one instant, latest finish), median of {args.reps} repetitions; predictions "
+            f"under the profile's default variants ({', '.join(f'{o} {v}' for o, v in res['variants'].items())}).",
+            "",
+            "### Claims",
+            claim(
+                f"exported native settings measured within {GAIN_POINTS:g} points of their predicted gain over the "
+                "defaults (bcast, scatter, gather at every size)",
+                bool(exp) and worst_gain <= GAIN_POINTS,
+                "worst "
+                + f"{worst_gain:.1f} points; "
+                + ", ".join(
+                    f"{r['op']} {format_size(r['size'])} measured {r['measured_gain_pct']:+.1f} / predicted "
+                    f"{r['predicted_gain_pct']:+.1f}"
+                    for r in exp
+                ),
+            ),
+            claim(
+                f"the optimal tree through the helper within {TREE_ERROR_PCT:g} % of its prediction",
+                bool(opt) and worst_tree <= TREE_ERROR_PCT,
+                "worst "
+                + f"{worst_tree:.1f} %; "
+                + ", ".join(f"{r['op']} {format_size(r['size'])} {r['error_pct']:+.1f} %" for r in opt),
+            ),
+            "",
+            "Median / max |error| per setting: "
+            + "; ".join(f"{w} {statistics.median(v):.1f} / {max(v):.1f} %" for w, v in errs.items() if v),
+            "",
+            "### What was exported (per operation and size: `hnow export --op OP --size SIZE --format "
+            f"hostfile,{LIBRARIES[name].export_format}`)",
+            md_table(
+                [
+                    {
+                        "op": e["op"],
+                        "size": format_size(e["size"]),
+                        "rank order (hostfile)": " ".join(e["order"]),
+                        "library default": e["library_default"],
+                        "exported algorithm": e["algorithm"],
+                        "predicted gain of the order %": e["order_gain_pct"],
+                        "then of the algorithm %": e["algorithm_gain_pct"],
+                    }
+                    for e in res["exports"]
+                ]
+            ),
+            "### Predicted and measured",
+            md_table(
+                [
+                    {**{c: "" if r[c] is None else r[c] for c in columns[1:10]}, "size": format_size(r["size"])}
+                    for r in lib_rows
+                ]
+            ),
+            f"### Where the default variant misses by more than {TREE_ERROR_PCT:g} %, beside the other variants",
+            "Error % of the same measurement under each model variant of its operation (the default one is "
+            "what the rows above use):",
+            "",
+            md_table(misses, list(dict.fromkeys(k for r in misses for k in r))),
+        ]
+    body += [
+        "",
+        "## Notes",
+        "- **default**: `native` (the library's own collective, pinned to the algorithm its default table picks "
+        "here) with the ranks in the spec's host order. **exported**: `native:ALGO` (the exported algorithm pinned "
+        "by its control variables, as the exported selection file selects it) or `native` where the default was "
+        "kept, on a copy of the cluster whose host order is the exported hostfile's. **optimal tree**: "
+        "`hm.search.best_tree` under the default variant, run by the tree executor in the spec's order.",
+        "- Gains are over the default, in % of its time: `gain = 100·(default − setting)/default`, predicted from "
+        "the predictions and measured from the measurements; `difference_points = measured − predicted`.",
+        "- Each operation and size has its own export (the order is chosen for that operation at that size, then "
+        "the algorithm in that order), as `hnow export --op OP --size SIZE` writes it; an application that runs "
+        "several takes one order for all.",
+        "- The tree executor (`calibrate.collectives.TreeExecutor` over `PlainTransport`) moves the same messages "
+        "in the same order as the application helper `calibrate.treecoll`: a rank receives from its parent with "
+        "one blocking receive, then sends to each child in the tree's order with blocking sends (scatter: the "
+        "child's whole subtree's blocks in one message); gather posts one receive per child and completes them in "
+        "arrival order (`Irecv` + `Waitany`), then sends its subtree's blocks to its parent. They differ only in "
+        "local copies: the helper packs the root's scatter blocks into subtree order and unpacks the gathered "
+        "blocks into rank order inside the call (n·m bytes of memcpy at the root: 1.5 MB at 256 KiB × 6, about "
+        "60 µs at the 39 µs per MiB measured here (DESIGN.md), against collectives of tens to hundreds of ms), and "
+        "copies each rank's own block; the executor packs outside the timed region and leaves the root's gathered "
+        "data in subtree order. They use different tags.",
+        "- MPICH's binomial gather under the flow variants: a relay's block and the blocks it received go as one "
+        "struct datatype that moves only into the parent's posted receive (`relay_waits`, "
+        "docs/native-algorithms.md); that page also measured that at 16 KiB per rank the relays' 32 KiB messages "
+        "flow before the receive is posted, which the model does not have.",
+    ]
+    write_markdown(
+        out / "export_gain.md", "Exported MPI settings on a virtual heterogeneous cluster", ["\n".join(body) + "\n"]
+    )
+    print((out / "export_gain.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

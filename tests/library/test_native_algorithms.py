@@ -1,0 +1,108 @@
+"""``native:ALGO``: the MPI library's own collective with one of its algorithms chosen by name (what ``hnow export``
+chooses among), measured and compared like ``native``, which keeps meaning the pinned default."""
+
+from __future__ import annotations
+
+import pytest
+
+import hnowmodel as hm
+from hnowmodel import ops
+from hnowmodel.errors import InputError
+from hnowmodel.jobs.api import _job_groups
+from tests.conftest import one_error_line, run_hnow
+
+
+def test_native_specs_name_their_algorithm():
+    assert ops.native_name("native") == ""
+    assert ops.native_name("native:tree:knomial_1:4") == "tree:knomial_1:4"
+    assert ops.native_name("kary:3") is None and ops.native_name("natives") is None
+    assert ops.native_for("native", "gather", "MPICH") is ops.get("gather").native["MPICH"]
+    assert ops.native_for("native:tree:kary:3", "bcast", "MPICH").model_tree == "kary:3"
+    assert ops.native_for("native:binomial", "scatter", "MPICH").model_tree == "binomial"
+    assert ops.native_for("native:tree:kary:3", "scatter", "MPICH") is None  # scatter has no tree algorithm
+    env = ops.native_spec_env("native:tree:knomial_2:5", ["bcast", "gather"])
+    assert env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "tree" and env["MPIR_CVAR_BCAST_TREE_KVAL"] == "5"
+    assert "MPIR_CVAR_GATHER_INTRA_ALGORITHM" not in env  # the spec does not run gather
+
+
+@pytest.mark.parametrize(
+    ("spec", "op", "names"),
+    [
+        ("native:tree:kary:9", ["bcast"], "native:tree:kary:8"),
+        ("native:tree:kary:3", ["scatter", "gather"], "native, native:binomial)"),
+        ("native:bogus", None, "native:tree:knomial_2:3"),
+    ],
+)
+def test_an_unknown_algorithm_names_the_valid_ones_before_mpi(spec, op, names):
+    with pytest.raises(InputError, match="unknown native algorithm") as e:
+        ops.check_native(spec, op)
+    assert names in str(e.value)
+    with pytest.raises(InputError, match="unknown native algorithm"):  # the library refuses it before a rank starts
+        hm.measure(np=2, op=op or "bcast", tree=spec, sizes=[1024], launcher="/nonexistent/mpiexec")
+    with pytest.raises(InputError, match="is not 'native' or 'native:ALGO'"):
+        ops.check_native("native:")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("measure", "--np", "2", "--tree", "native:tree:kary:9"),
+        ("measure", "--np", "2", "--op", "gather", "--tree", "native:tree:kary:3"),
+        ("measure", "--np", "2", "--testbed", "paper", "--tree", "native:tree:kary:3"),
+        ("compare", "--np", "2", "--profile", "paper", "--layout", "FF", "--trees", "native:nope"),
+        ("compare", "--np", "2", "--ops", "scatter", "--trees", "native:tree:kary:2"),  # before it calibrates
+    ],
+    ids=lambda a: " ".join(a),
+)
+def test_bad_native_algorithm_exits_2_with_one_line(argv):
+    proc = run_hnow(*argv, "--json", timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert one_error_line(proc.stderr) and "native" in proc.stderr, proc.stderr
+    assert proc.stdout == ""
+
+
+def test_algorithms_that_set_one_variable_two_ways_run_in_separate_jobs():
+    built = {"binomial": hm.trees.binomial(4), "native": None, "native:binomial": None}
+    built.update({"native:tree:kary:3": None, "native:tree:kary:2": None})
+    groups = _job_groups(built, ["bcast", "scatter"])
+    assert [list(g) for g in groups] == [
+        ["binomial", "native", "native:binomial"],
+        ["native:tree:kary:3"],
+        ["native:tree:kary:2"],
+    ]
+    # scatter alone: a bcast algorithm sets nothing, so nothing clashes
+    assert len(_job_groups({"native": None, "native:binomial": None}, ["scatter"])) == 1
+
+
+@pytest.mark.mpi
+def test_native_algorithm_is_measured_pinned_and_compared_with_its_model_tree():
+    """Plain MPI, 4 ranks: ``native`` and ``native:tree:kary:3`` in one call (two jobs: both set MPICH's bcast
+    algorithm); the named algorithm runs only the operation it exists for, its pinning is reported, and compare
+    predicts it with the algorithm's own model tree."""
+    m = hm.measure(
+        np=4, op=["bcast", "scatter"], tree=["native", "native:tree:kary:3"], sizes=[4096], reps=2, both=False
+    )
+    assert {(r.op, r.tree) for r in m.rows} == {
+        ("bcast", "native"),
+        ("scatter", "native"),
+        ("bcast", "native:tree:kary:3"),
+    }
+    assert all(r.extra["verified"] and r.measured_us > 0 for r in m.rows)
+    kary = m.run["natives"]["native:tree:kary:3"]
+    assert kary["pinned"] and kary["algorithm"] == "tree:kary:3" and kary["model_tree"] == "kary:3"
+    assert kary["cvars"]["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "tree"
+    assert kary["cvars"]["MPIR_CVAR_BCAST_TREE_TYPE"] == "kary" and kary["cvars"]["MPIR_CVAR_BCAST_TREE_KVAL"] == "3"
+    plain = m.run["natives"]["native"]
+    assert plain["pinned"] and plain["cvars"]["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "binomial"
+    assert m.run["native"] == plain  # ``native`` keeps meaning the pinned default
+
+    prof, layout = hm.paper_profile(), ["fast", "fast", "slow", "slow"]
+    cmp = hm.compare(
+        prof, np=4, layout=layout, ops=["bcast", "gather"], trees=["native:tree:knomial_1:3"], sizes=[4096], reps=2
+    )
+    (row,) = cmp.rows  # gather has no tree algorithm: nothing to run
+    assert (row.op, row.tree, row.model_tree) == ("bcast", "native:tree:knomial_1:3", "mpich_knomial1:3")
+    nat = ops.native_for("native:tree:knomial_1:3", "bcast", "MPICH")
+    want = ops.native_predict("bcast", "MPICH", prof, layout, [4096], algorithm=nat)[0]
+    assert row.predicted_us == pytest.approx(want)
+    assert row.predicted_us != pytest.approx(ops.native_predict("bcast", "MPICH", prof, layout, [4096])[0])
