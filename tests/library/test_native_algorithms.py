@@ -101,7 +101,7 @@ def test_native_algorithm_is_measured_pinned_and_compared_with_its_model_tree():
         prof, np=4, layout=layout, ops=["bcast", "gather"], trees=["native:tree:knomial_1:3"], sizes=[4096], reps=2
     )
     (row,) = cmp.rows  # gather has no tree algorithm: nothing to run
-    assert (row.op, row.tree, row.model_tree) == ("bcast", "native:tree:knomial_1:3", "mpich_knomial1:3")
+    assert (row.op, row.tree, row.model_tree) == ("bcast", "native:tree:knomial_1:3", "mpich-knomial1:3")
     nat = ops.native_for("native:tree:knomial_1:3", "bcast", "MPICH")
     want = ops.native_predict("bcast", "MPICH", prof, layout, [4096], algorithm=nat)[0]
     assert row.predicted_us == pytest.approx(want)
