@@ -54,6 +54,20 @@ _M = 262144  # the exported size (bytes)
 _ABOVE = 1 << 20  # above every exported size: MPICH's default runs
 
 
+def _four_hosts(name: str, tmp_path, *sizes: int) -> tuple[object, list[str]]:
+    """Bring up cluster ``name`` of 4 hosts at 200 Mbit/s; its launch settings and the command that runs the byte
+    counter script on 4 ranks for ``sizes``."""
+    spec = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
+    }
+    ls = hc.launch_settings(hc.up(spec), 4)
+    script = tmp_path / "counters.py"
+    script.write_text(_COUNTERS)
+    return ls, ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), *map(str, sizes)]
+
+
 def _mpich_env(folder) -> dict[str, str]:
     """The environment ``mpich-env.txt`` sets up (its ``export`` and ``unset`` lines), on top of this one."""
     env = dict(os.environ)
@@ -94,15 +108,7 @@ def test_the_exported_file_runs_the_chosen_tree_and_the_default_elsewhere(tmp_pa
     want, default = make_tree(model, 4).nchildren.tolist(), binomial(4).nchildren.tolist()
     assert want != default
 
-    spec = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
-    }
-    ls = hc.launch_settings(hc.up(spec), 4)
-    script = tmp_path / "counters.py"
-    script.write_text(_COUNTERS)
-    cmd = ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), str(_M), str(_ABOVE)]
+    ls, cmd = _four_hosts(name, tmp_path, _M, _ABOVE)
     runs = {}
     with_file = {**_mpich_env(out), **ls.env, "MPIR_CVAR_DEBUG_SUMMARY": "1"}
     without = {k: v for k, v in {**with_file, "MPIR_CVAR_DEBUG_SUMMARY": "0"}.items() if "TUNING_JSON" not in k}
@@ -156,15 +162,7 @@ def test_native_algorithm_settings_run_the_named_tree(tmp_path, cleanup):
     ``MPI_Init``) rather than by a selection file: with them MPICH runs that algorithm's model tree, by the counts."""
     name = f"xn{os.getpid() % 100000}"
     cleanup.append(name)
-    spec = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
-    }
-    ls = hc.launch_settings(hc.up(spec), 4)
-    script = tmp_path / "counters.py"
-    script.write_text(_COUNTERS)
-    cmd = ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), str(_M)]
+    ls, cmd = _four_hosts(name, tmp_path, _M)
     for spec_name in ("native:tree:kary:3", "native:tree:knomial_1:2", "native"):
         want = make_tree(ops.native_for(spec_name, "bcast", "MPICH").model_tree, 4).nchildren.tolist()
         env = {**os.environ, **ls.env, **ops.native_spec_env(spec_name, ["bcast"])}
