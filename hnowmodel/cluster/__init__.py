@@ -58,7 +58,7 @@ from .spec import (
 from .state import ClusterState, HostState, Shaping, list_states, locked, read_state, remove_state, state_dir
 from .state import now as _now
 from .state import write_state as _write_state
-from .wrapper import TCP_ENV, LaunchSettings, launch_settings, rank_hosts, wrapper_script
+from .wrapper import TCP_ENV, LaunchSettings, launch_settings, openmpi_launch_settings, rank_hosts, wrapper_script
 
 __all__ = [
     "SCHEMA",
@@ -83,6 +83,7 @@ __all__ = [
     "using",
     "name_of",
     "launch_settings",
+    "openmpi_launch_settings",
     "rank_hosts",
     "require",
     "state_dir",

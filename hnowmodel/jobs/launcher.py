@@ -119,8 +119,8 @@ class Launch:
 
         object.__setattr__(self, "mpi", check_mpi(self.mpi))
         if self.mpi == "openmpi":
-            if self.cluster is not None:
-                raise InputError("--cluster starts its ranks with MPICH's hydra; --mpi openmpi does not run there yet")
+            if self.cluster is not None and self.kind == "srun":
+                raise InputError("--cluster with --launcher srun starts MPICH ranks; --mpi openmpi uses mpirun there")
             _ = self.mpi_env  # a missing Open MPI environment is found now, before anything starts
 
     @cached_property
@@ -431,10 +431,13 @@ def run_task(
 
 def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...], dict[str, str], _Expect]:
     """Launcher arguments, environment and expected hosts that start ``launch.np`` ranks on a virtual cluster:
-    hydra through the cluster's exec wrapper, or ``srun`` through the cluster's own Slurm (``up --slurm``)."""
-    from ..cluster import launch_settings
+    hydra (or Open MPI's mpirun) through the cluster's exec wrapper, or ``srun`` through the cluster's own Slurm
+    (``up --slurm``)."""
+    from ..cluster import launch_settings, openmpi_launch_settings
 
-    where = launch_settings(state, launch.np)
+    lib = launch.mpi_env.library
+    openmpi = launch.kind != "srun" and lib is not None and lib.name == "openmpi"
+    where = (openmpi_launch_settings if openmpi else launch_settings)(state, launch.np)
     expect = _Expect(hosts=tuple(where.hosts), why=f"the cluster {state.name!r}")
     if launch.kind != "srun":
         return tuple(where.mpiexec_args), dict(where.env), expect

@@ -175,6 +175,20 @@ def test_ranks_beyond_the_cores_poll_with_naps(monkeypatch):
     assert "MPIR_CVAR_CH4_PROGRESS_THROTTLE" not in hc.launch_settings(st, 3).env
 
 
+def test_open_mpi_is_started_through_the_wrapper_on_the_clusters_subnet(monkeypatch):
+    st = hc._plan(hc.from_dict(_spec_doc()), __import__("ipaddress").ip_network("10.213.7.0/24"), "/x/w.sh")
+    monkeypatch.delenv("OMPI_MCA_mpi_yield_when_idle", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    ls = hc.openmpi_launch_settings(st, 3)
+    args = ls.mpiexec_args
+    assert ls.hosts == ["a", "b", "b"]
+    assert args[args.index("--host") + 1] == "10.213.7.2:1,10.213.7.3:2"  # by address, filled in order
+    assert args[args.index("plm_ssh_agent") + 1] == "/x/w.sh"
+    assert args[args.index("oob_tcp_if_include") + 1] == args[args.index("btl_tcp_if_include") + 1] == st.subnet
+    assert ls.env == {"OMPI_MCA_mpi_yield_when_idle": "1"}  # more ranks than cores
+    assert hc.openmpi_launch_settings(st, 2).env == {}
+
+
 def test_without_root_up_says_so(monkeypatch):
     monkeypatch.setattr(netns, "_checked", False)
     monkeypatch.setattr(os, "geteuid", lambda: 1000)

@@ -145,3 +145,22 @@ def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, cleanup):
     assert types[0] == "fast" and types[1] == "slow" and types[2] == "medium"
     # the spec was never read by the calibration: what it says about the layout is only in its provenance
     assert doc["provenance"]["layout"]["given"] is False
+
+
+@needs_netns
+def test_open_mpi_starts_its_ranks_inside_the_hosts(tmp_path):
+    """``--mpi openmpi`` on a cluster: mpirun's daemons start through the exec wrapper, every rank runs on its host
+    (in hostfile order), and the cluster brought up for the command is gone after it."""
+    from hnowmodel.jobs.mpienv import openmpi_missing
+
+    missing = openmpi_missing()
+    if missing:
+        pytest.skip(f"no Open MPI environment here: {missing}")
+    name = f"{_NAME}o"
+    spec = _spec(tmp_path, name, [100, 20, 100])
+    p = hnow("info", "--np", "3", "--cluster", spec, "--mpi", "openmpi", "--json", timeout=180)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["vendor"] == "Open MPI" and doc["mpi_env"]["mpi"] == "openmpi", doc
+    assert [r["host"] for r in sorted(doc["rows"], key=lambda r: r["rank"])] == ["h1", "h2", "h3"], doc
+    _assert_nothing_left(name)

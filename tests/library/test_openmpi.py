@@ -52,8 +52,8 @@ def test_bad_choices_are_one_line_and_exit_2(hnow):
     )
     p = hnow("info", "--np", "2", "--mpi", "openmpi", "--launcher", "srun", timeout=60)
     assert p.returncode == 2 and one_error_line(p.stderr) and "Open MPI's mpirun" in p.stderr, p.stderr
-    with pytest.raises(InputError, match="--cluster starts its ranks with MPICH's hydra"):
-        Launch(np=2, mpi="openmpi", cluster="demo")
+    with pytest.raises(InputError, match="--mpi openmpi uses mpirun there"):
+        Launch(np=2, mpi="openmpi", cluster="demo", launcher="srun")
     with pytest.raises(InputError, match="no Open MPI environment"):
         os.environ[OPENMPI_VENV_ENV] = "/nonexistent/hnow-ompi"
         try:
