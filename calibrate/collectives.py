@@ -111,17 +111,12 @@ def native_env(library: str | None, ops: Sequence[str]) -> dict[str, str]:
     """The environment that pins ``library``'s own algorithm for each of ``ops`` (the operation registry's
     :class:`hnowmodel.ops.NativeAlgorithm`); it must be set before ``MPI_Init``. ``library`` None: every library's
     settings at once - what a rank sets before it knows which library mpi4py loads (MPICH ignores ``OMPI_MCA_*``,
-    Open MPI ignores ``MPIR_CVAR_*``)."""
+    Open MPI ignores ``MPIR_CVAR_*``): :func:`hnowmodel.ops.native_spec_env` of ``native``."""
     from hnowmodel import ops as registry
 
-    env: dict[str, str] = {}
-    for op in ops:
-        natives = registry.get(op).native
-        for lib in natives if library is None else [library]:
-            nat = natives.get(lib)
-            if nat is not None:
-                env.update(nat.env)
-    return env
+    if library is None:
+        return native_spec_env(NATIVE, ops)
+    return {k: v for op in ops if (nat := registry.get(op).native.get(library)) for k, v in nat.env.items()}
 
 
 #: MPICH control variables that pin MPI_Bcast/Scatter/Gather to the binomial algorithm (verified with

@@ -278,13 +278,9 @@ def check_native(spec: str, ops: Any = None, flag: str = "--tree") -> str:
         if spec == NATIVE:
             return spec
         raise InputError(f"{flag}: {spec!r} is not 'native' or 'native:ALGO'")
-    valid: dict[str, list[str]] = {}
-    for op in op_list:
-        for lib in native_libraries(op):
-            for a in native_choices(op, lib):
-                valid.setdefault(a.algorithm, [])
-                if lib not in valid[a.algorithm]:
-                    valid[a.algorithm].append(lib)
+    valid = dict.fromkeys(
+        a.algorithm for op in op_list for lib in native_libraries(op) for a in native_choices(op, lib)
+    )
     if name not in valid:
         shown = ", ".join(f"native:{a}" for a in valid) or "none"
         raise InputError(

