@@ -9,7 +9,8 @@ The method (DESIGN.md, "Measuring on real MPI"), per measured pair of ranks ``a 
   message that surely arrived, the receiver spinning, never sleeping; ``C_t(m)``: a local ``memcpy`` (MPICH's
   binomial scatter and gather copy the root's own block);
 * whether a size is sent eagerly or by rendezvous: ``MPI_Send`` timed while the receiver posts its receive late;
-* everything in **rounds**: each round measures every size once (direction of the size sweep alternating), and,
+* everything in **rounds**: each round measures every size (``T`` in :data:`ONEWAY_PASSES` sweeps spread over
+  the round, their median; the direction of the sweeps alternating), and,
   when asked, the native collectives and the plain C ping-pong reference in the same round, so that this
   machine's drift (30–65 % within seconds) is common to all of them; per-round medians, then medians over rounds.
 
@@ -26,12 +27,14 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "DEFAULT_GAP_US",
+    "ONEWAY_PASSES",
     "REFERENCE_SIZES",
     "NET_BUDGET_US",
     "PairKernels",
@@ -55,6 +58,11 @@ __all__ = [
 DEFAULT_GAP_US = 10.0
 #: Sizes at which the plain C ping-pong reference is measured in every round.
 REFERENCE_SIZES = (8, 1024, 65536, 1 << 20)
+#: Sweeps of the one-way sizes per round, spread over the round (at its start, after the common-start one-way,
+#: after the overheads, after the native collectives): a sweep costs ~0.1 s on shared memory, and on this machine
+#: the one-way time of one size moves 10-15 % between moments a few hundred ms apart; eight sweeps a round bring
+#: the self-check's worst miss from ~10 % to under 5 % (docs/model.md, "How the regimes are measured on real MPI").
+ONEWAY_PASSES = 8
 #: The self-check warns above this worst miss (%).
 SELF_CHECK_WARN_PCT = 10.0
 
@@ -127,6 +135,40 @@ def _protocol(k: Any, comm: Any, a: int, b: int, sizes: Sequence[int], rt: Any) 
     }
 
 
+def _oneway_sweep(
+    k: Any,
+    rt: Any,
+    rnd: int,
+    pairs: Sequence[tuple[int, int]],
+    order: Sequence[int],
+    gap_us: float,
+    quick: bool,
+    into: dict[str, dict[int, list[float]]],
+    ref: dict[int, float],
+    ref_sizes: Sequence[int],
+    i: int,
+) -> None:
+    """Sweep ``i`` of round ``rnd`` over the sizes (``order``, reversed on odd sweeps) for every pair:
+    ``into[pair][m]`` gets this sweep's T (µs) on the pair's sender; the first sweep also times the plain C
+    ping-pong right beside it at ``ref_sizes`` (first pair only) into ``ref`` (µs, on its sender)."""
+    a0, b0 = pairs[0]
+    sweep = list(order) if i % 2 == 0 else list(order)[::-1]
+    with rt.step(f"round {rnd + 1} one-way {i + 1}/{ONEWAY_PASSES}"):
+        for a, b in pairs:
+            rtt = {}
+            for m in sweep:
+                rtt[m] = k.oneway(a, b, m, _reps(m, quick), gap_us=gap_us)
+                if i == 0 and (a, b) == (a0, b0) and m in ref_sizes:  # the same moment
+                    pp = k.pingpong(a0, b0, m, 11, batch=int(min(100, max(1, (4 << 20) // max(m, 1)))))
+                    if k.rank == a0:
+                        ref[m] = _median(pp)
+            if k.rank == a:
+                half0 = _center(rtt[0]) / 2
+                series = into.setdefault(f"{a}-{b}", {})
+                for m, v in rtt.items():
+                    series.setdefault(m, []).append(_center(v) - half0)
+
+
 def run(
     k: Any,
     comm: Any,
@@ -143,6 +185,7 @@ def run(
     reference: bool = True,
 ) -> dict[str, Any] | None:
     """Measure everything in ``rounds`` interleaved rounds; rank 0 returns the raw per-round medians (µs)."""
+
     rank = comm.Get_rank()
     a0, b0 = pairs[0]
     proto = _protocol(k, comm, a0, b0, sizes, rt)
@@ -152,22 +195,14 @@ def run(
     for rnd in range(rounds):
         order = list(sizes) if rnd % 2 == 0 else list(reversed(sizes))
         mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "ref": {}, "native": {}, "P": {}}
+        passes: dict[str, dict[int, list[float]]] = {}
+        sweep = partial(_oneway_sweep, k, rt, rnd, pairs, order, gap_us, quick, passes, mine["ref"], ref_sizes)
+
         rt.progress(
             f"round {rnd + 1}/{rounds}: {len(order)} sizes, {len(pairs)} pair(s), {len(roles)} type(s)"
             + (f", native {','.join(native_ops)}" if native_ops else "")
         )
-        with rt.step(f"round {rnd + 1} one-way"):
-            for a, b in pairs:
-                rtt = {}
-                for m in order:
-                    rtt[m] = k.oneway(a, b, m, _reps(m, quick), gap_us=gap_us)
-                    if (a, b) == (a0, b0) and m in ref_sizes:  # the reference right beside it: same moment
-                        pp = k.pingpong(a0, b0, m, 11, batch=int(min(100, max(1, (4 << 20) // max(m, 1)))))
-                        if rank == a0:
-                            mine["ref"][m] = _median(pp)
-                if rank == a:
-                    half0 = _center(rtt[0]) / 2
-                    mine["T"][f"{a}-{b}"] = {m: _center(v) - half0 for m, v in rtt.items()}
+        sweep(0)
         if common_start:
             # the same message with both ranks starting at one instant (send and receive posted together), as the
             # collectives are timed: a receive posted as the message arrives takes the slower of two paths
@@ -176,6 +211,7 @@ def run(
                     comp = k.completion("p2p", a0, m, _reps(m, quick), lead_us=gap_us)
                     if comp is not None:
                         mine["P"].setdefault(f"{a0}-{b0}", {})[m] = _center(comp)
+        sweep(1)
         with rt.step(f"round {rnd + 1} overheads"):
             for t, (r, partner) in roles.items():
                 for m in order:
@@ -191,6 +227,10 @@ def run(
                     comp = k.completion(op, 0, m, _reps(m, quick), lead_us=gap_us)
                     if comp is not None:
                         mine["native"].setdefault(op, {})[m] = _center(comp)
+        for i in range(2, ONEWAY_PASSES):
+            sweep(i)
+        for name, per_size in passes.items():  # this round's one-way time: the median of its sweeps
+            mine["T"][name] = {m: _median(v) for m, v in per_size.items()}
         parts = comm.gather(mine, root=0)
         if rank == 0:
             merged: dict[str, Any] = {key: {} for key in mine}
