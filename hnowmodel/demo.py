@@ -172,6 +172,7 @@ def run_demo(
                 reps=reps,
                 profile=profile,
                 timeout=timeout,
+                mpi=mpi,
                 progress=progress,
             )
         if where == "cluster":
@@ -295,8 +296,10 @@ def _run_cluster_demo(
     profile: Profile | str | None,
     timeout: float | None,
     progress: Progress,
+    mpi: str | None = None,
 ) -> DemoResult:
-    """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links."""
+    """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links, under ``mpi`` (None or
+    ``auto``: the library beside this Python; ``openmpi``: the environment of ``hnow setup-openmpi``)."""
     from . import cluster as hc
     from .jobs.api import _sizes, measure
 
@@ -317,7 +320,7 @@ def _run_cluster_demo(
             say(f"[demo {time.monotonic() - t_start:5.1f}s] {msg}")
 
     note(f"running on the {where}")
-    launch = {"cluster": cluster, "timeout": timeout}
+    launch = {"cluster": cluster, "timeout": timeout, "mpi": mpi}
     with hc.using(spec):
         if profile is not None:
             prof = profile if isinstance(profile, Profile) else Profile.load(profile)
