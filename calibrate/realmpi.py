@@ -948,25 +948,39 @@ def run_network(
     }
 
 
-def _late_progress(comm: Any, a: int, b: int, m: int, reps: int, delay_us: float) -> np.ndarray | None:
+def _late_progress(
+    comm: Any, a: int, b: int, m: int, reps: int, delay_us: float, struct: bool = False
+) -> np.ndarray | None:
     """``MPI_Send`` a → b of ``m`` bytes timed (µs, on ``a``) while ``b`` keeps calling MPI for ``delay_us``
     (``MPI_Iprobe`` on an unrelated tag: its library makes progress) before it posts the matching receive.
 
     The counterpart of the C kernel ``late`` (whose receiver spins without calling MPI): a send that waits here
     waits for the *posted receive* (rendezvous); one that waits only in ``late`` waits for the receiver's library
-    to take the message (delivery). Timed in Python: the delays are milliseconds. One untimed repetition first."""
+    to take the message (delivery). Timed in Python: the delays are milliseconds. One untimed repetition first.
+
+    ``struct``: the sender sends its ``m`` bytes as two halves in separate buffers, one struct datatype at absolute
+    addresses (``MPI_BOTTOM``), as MPICH's binomial gather sends a relay's own block with the blocks it received;
+    the receiver takes them contiguously."""
     from mpi4py import MPI
 
     rank = comm.Get_rank()
     buf = np.zeros(max(m, 1), dtype=np.uint8)
     none = np.zeros(1, dtype=np.uint8)
+    msg: Any = [buf, m, MPI.BYTE]
+    dtype = None
+    if struct and rank == a:
+        half = np.zeros(max(m - m // 2, 1), dtype=np.uint8)
+        dtype = MPI.Datatype.Create_struct(
+            [m // 2, m - m // 2], [MPI.Get_address(buf), MPI.Get_address(half)], [MPI.BYTE, MPI.BYTE]
+        ).Commit()
+        msg = [MPI.BOTTOM, 1, dtype]
     out: list[float] = []
     tag_data, tag_sync, tag_ack, tag_other = 4721, 4722, 4723, 4724
     for i in range(-1, reps):
         if rank == a:
             comm.Recv([none, 0, MPI.BYTE], source=b, tag=tag_sync)
             t0 = time.perf_counter_ns()
-            comm.Send([buf, m, MPI.BYTE], dest=b, tag=tag_data)
+            comm.Send(msg, dest=b, tag=tag_data)
             t1 = time.perf_counter_ns()
             comm.Recv([none, 0, MPI.BYTE], source=b, tag=tag_ack)
             if i >= 0:
@@ -978,9 +992,14 @@ def _late_progress(comm: Any, a: int, b: int, m: int, reps: int, delay_us: float
                 comm.Iprobe(source=a, tag=tag_other)
             comm.Recv([buf, m, MPI.BYTE], source=a, tag=tag_data)
             comm.Send([none, 0, MPI.BYTE], dest=a, tag=tag_ack)
+    if dtype is not None:
+        dtype.Free()
     return np.asarray(out) if rank == a else None
 
 
+#: Struct-datatype sends are probed from this size (bytes): below MPIR_CVAR_GATHER_VSMALL_MSG_SIZE (1 KiB) MPICH's
+#: gather copies a relay's blocks together and sends them contiguously.
+STRUCT_FROM_BYTES = 1024
 #: How an ``MPI_Send`` of one size behaves (:func:`_net_protocol`).
 EAGER, DELIVERY, RENDEZVOUS = "eager", "delivery", "rendezvous"
 
@@ -1016,26 +1035,31 @@ def _net_protocol(
     (``rendezvous_from_bytes``) are then bisected to 1 % of the size."""
     a, b = pair
     comm = pk.comm
-    cache: dict[tuple[int, bool], bool] = {}
+    cache: dict[tuple[int, str], bool] = {}
     record: list[list[Any]] = []  # [size, receiver, send µs with the receive posted at once, delay µs, late send µs]
 
-    def waits(m: int, progress: bool, reps: int = 3) -> bool:
+    def waits(m: int, progress: str, reps: int = 3) -> bool:
+        # progress: "silent" (the receiver does not call MPI), "progress" (it does), "struct" (it does, and the
+        # sender sends a two-block struct datatype)
         if (m, progress) in cache:
             return cache[(m, progress)]
-        t0 = pk.call(a, b, "late", m, reps, delay_us=0.0)
+        if progress == "struct":
+            t0 = pk.call(a, b, _late_progress, m, reps, 0.0, True)
+        else:
+            t0 = pk.call(a, b, "late", m, reps, delay_us=0.0)
         base = comm.bcast(None if t0 is None else _median(t0), root=a)
         delay = max(3.0 * base, 2.0 * k * m) + 2000.0
-        if progress:
-            t1 = pk.call(a, b, _late_progress, m, reps, delay)
-        else:
+        if progress == "silent":
             t1 = pk.call(a, b, "late", m, reps, delay_us=delay)
+        else:
+            t1 = pk.call(a, b, _late_progress, m, reps, delay, progress == "struct")
         late = comm.bcast(None if t1 is None else _median(t1), root=a)
         got = bool(late - base > delay / 2)
         cache[(m, progress)] = got
-        record.append([m, "progress" if progress else "silent", round(base, 1), round(delay, 1), round(late, 1)])
+        record.append([m, progress, round(base, 1), round(delay, 1), round(late, 1)])
         return got
 
-    def threshold(by: dict[int, bool], progress: bool) -> tuple[int | None, bool]:
+    def threshold(by: dict[int, bool], progress: str) -> tuple[int | None, bool]:
         """Bisected size from which sends wait; sizes that disagree with the best split are tested again once."""
         first, odd = _split(by)
         for m in odd:
@@ -1066,17 +1090,24 @@ def _net_protocol(
 
     with rt.step("protocol"):
         tested = [m for m in sizes if m > 0]
-        spin = {m: waits(m, False) for m in tested}
-        waits_from, mixed_wait = threshold(spin, False)
+        spin = {m: waits(m, "silent") for m in tested}
+        waits_from, mixed_wait = threshold(spin, "silent")
         # a send that does not wait for a receiver that never calls MPI does not wait for a posted receive either
-        poll = {m: waits(m, True) if spin[m] else False for m in tested}
-        rdv_from, mixed_rdv = threshold(poll, True) if any(poll.values()) else (None, False)
+        poll = {m: waits(m, "progress") if spin[m] else False for m in tested}
+        rdv_from, mixed_rdv = threshold(poll, "progress") if any(poll.values()) else (None, False)
+    with rt.step("protocol of struct sends"):
+        # MPICH's binomial gather sends a relay's blocks as one struct datatype (from 1 KiB): over TCP such a send
+        # may wait for the posted receive where a contiguous one of the same size does not
+        structs = {m: waits(m, "struct") for m in tested if m >= STRUCT_FROM_BYTES}
+        struct_from, mixed_struct = threshold(structs, "struct") if any(structs.values()) else (None, False)
     by_size = {m: RENDEZVOUS if poll[m] else DELIVERY if spin[m] else EAGER for m in tested}
     return {
         "by_size": by_size,
         "waits_from_bytes": waits_from,
         "rendezvous_from_bytes": rdv_from,
-        "mixed": bool(mixed_wait or mixed_rdv),
+        "struct_rendezvous_from_bytes": struct_from,
+        "struct_sizes_tested": sorted(structs),
+        "mixed": bool(mixed_wait or mixed_rdv or mixed_struct),
         "pair": [a, b],
         "largest_tested_bytes": max(tested, default=0),
         "bisected": sorted({m for (m, _) in cache} - set(tested)),
@@ -1258,6 +1289,7 @@ def fit_network_profile(
     top = max(all_sizes) if all_sizes else 0
     waits_from = proto.get("waits_from_bytes")
     rdv_from = proto["rendezvous_from_bytes"]
+    struct_from = proto.get("struct_rendezvous_from_bytes", rdv_from)
     by_size = proto["by_size"]
 
     def kind(v: Any) -> str:  # older raw documents: True = rendezvous
@@ -1460,6 +1492,10 @@ def fit_network_profile(
                 "send_waits_meaning": "from this size an MPI_Send returns only once the receiver's MPI library has "
                 "taken the whole message (measured; null: never up to the largest size tested), so a sender's "
                 "consecutive messages go one after another",
+                "struct_rendezvous_from_bytes": struct_from,
+                "struct_rendezvous_meaning": "from this size a message sent as a struct datatype (MPICH's binomial "
+                "gather sends a relay's blocks so) moves only once the receiver has posted the matching receive "
+                "(measured with two blocks; null: never up to the largest size tested)",
             }
         },
     }
@@ -1488,6 +1524,8 @@ def fit_network_profile(
         "protocol": {
             "rendezvous_from_bytes": rdv_from,
             "send_waits_from_bytes": waits_from,
+            "struct_rendezvous_from_bytes": struct_from,
+            "struct_sizes_tested": proto.get("struct_sizes_tested", []),
             "how": "MPI_Send timed with the receive posted at once and posted late, the receiver meanwhile not "
             "calling MPI or calling it (MPI_Iprobe on another tag): a send that waits only for the former waits for "
             "delivery (the receiver's library must take the message), one that waits for both is a rendezvous",

@@ -392,6 +392,17 @@ def _rendezvous(profile: Profile, b: float) -> bool:
     return thr is not None and b >= thr
 
 
+def _struct_rendezvous_from(profile: Profile) -> float:
+    """From which size (bytes) a struct-datatype message waits for the posted receive: the network calibration's
+    ``extensions.network.struct_rendezvous_from_bytes`` (null there: never); 0 (always) when the profile does not
+    say (profiles calibrated before it was measured)."""
+    net = profile.extensions.get("network") or {}
+    if "struct_rendezvous_from_bytes" not in net:
+        return 0.0
+    thr = net["struct_rendezvous_from_bytes"]
+    return math.inf if thr is None else float(thr)
+
+
 # ---- the collectives ---------------------------------------------------------------------------------------
 def _downward(
     sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool, copy_first: bool = False
@@ -503,8 +514,10 @@ def _upward(
     sim: _Sim, cost: _Costs, tree: Tree, m: float, root_copy: bool, recv_order: str, relay_waits: bool = False
 ) -> np.ndarray:
     """gather: a rank sends its subtree's data to its parent once it has received all of its children's;
-    ``relay_waits``: a rank with children sends as a rendezvous (waits for the parent's posted receive)."""
+    ``relay_waits``: a rank with children sends a struct datatype, which waits for the parent's posted receive
+    from the profile's struct rendezvous size (:func:`_struct_rendezvous_from`)."""
     n, root = tree.n, tree.root
+    relay_from = _struct_rendezvous_from(cost.profile) if relay_waits else math.inf
     ready = np.zeros(n)
     children = tree.children
     orders = _receive_orders(tree, recv_order)
@@ -522,7 +535,8 @@ def _upward(
     def send_up(j: int, t: float) -> None:
         p, b = int(tree.parent[j]), float(nbytes[j])
         t_post = t + cost.send(j, b)
-        if _rendezvous(cost.profile, b) or (relay_waits and children[j]):  # waits for the parent's posted receive
+        relay_struct = relay_waits and children[j] and b >= relay_from
+        if _rendezvous(cost.profile, b) or relay_struct:  # waits for the parent's posted receive
             sim.at(t_post, lambda: offer(p, j, "rdv", t_post))
         else:
 

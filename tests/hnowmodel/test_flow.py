@@ -142,6 +142,24 @@ def test_a_relay_waits_for_the_posted_receive_at_any_size():
     assert nat.flow_kw == {"recv_order": "smallest_first", "relay_waits": True}
 
 
+def test_a_relay_waits_only_from_the_measured_struct_size():
+    """The network calibration measures from which size a struct message waits for the posted receive
+    (``extensions.network.struct_rendezvous_from_bytes``); below it a relay's message flows when ready."""
+    tree = T.from_children([[1, 2], [], [3], []])
+    layout = ["f", "s", "f", "f"]
+
+    def completion(ext: dict | None, m: float = 1000) -> float:
+        prof = _profile({"f": 100.0, "s": 10.0})
+        prof = Profile(prof.types, prof.network, prof.links, extensions={"network": ext} if ext is not None else {})
+        return F.simulate("gather", prof, layout, tree, m, recv_order="smallest_first", relay_waits=True).completion_us
+
+    # relay 2 sends 2 blocks = 2000 B
+    assert completion({"struct_rendezvous_from_bytes": 2001}) == pytest.approx(100.0)  # flows early
+    assert completion({"struct_rendezvous_from_bytes": 2000}) == pytest.approx(120.0)  # waits
+    assert completion({"struct_rendezvous_from_bytes": None}) == pytest.approx(100.0)  # never waits
+    assert completion(None) == pytest.approx(120.0)  # not measured: waits at any size (older profiles)
+
+
 def test_gather_receive_orders():
     # root 0 with children 1 (a leaf) and 2 (parent of 3): rank 2 is ready late
     tree = T.from_children([[2, 1], [], [3], []])
