@@ -50,6 +50,9 @@ __all__ = [
     "native_choices",
     "native_kwargs",
     "MPICH_TREE_KS",
+    "OMPI_CHAIN_FANOUTS",
+    "OMPI_KNOMIAL_RADICES",
+    "OMPI_KNOMIAL_RADIX",
     "NATIVE",
     "native_name",
     "native_libraries",
@@ -74,7 +77,9 @@ class NativeAlgorithm:
     parameter the algorithm reads: MPICH does not default the missing ones), empty where there is none.
     ``copy_first``: a scatter's root copies its own block before its first send (Open MPI) rather than after its
     last (MPICH). ``empty_is_noop``: the library returns at once from a 0-byte call (MPICH and Open MPI both do),
-    so a 0-byte native row measures only the call and has nothing to predict.
+    so a 0-byte native row measures only the call and has nothing to predict. ``rule`` is the leaf of Open MPI's
+    coll/tuned rules file that runs it (:mod:`hnowmodel.ompi_rules`): ``(algorithm, faninout, segsize)``, empty
+    where there is none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter).
     """
 
     algorithm: str
@@ -85,6 +90,7 @@ class NativeAlgorithm:
     selection: Mapping[str, Any] = field(default_factory=dict)
     copy_first: bool = False
     empty_is_noop: bool = True
+    rule: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -177,13 +183,75 @@ def native_choices(op: str, library: str) -> tuple[NativeAlgorithm, ...]:
 # forced algorithms are read only with dynamic rules on; coll/han (priority 35, above tuned's 30) is excluded so
 # that tuned runs the collective on any number of nodes; no segmentation. Algorithm numbers: docs/open-mpi.md.
 _OMPI_COMMON = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1", "OMPI_MCA_coll": "^han"}
+#: The fanouts offered for Open MPI's chain bcast (``chain:K``; K = 1 is the pipeline's tree) and the radices for
+#: its k-nomial bcast (``knomial:K``; only the library's default radix, :data:`OMPI_KNOMIAL_RADIX`, in a rules file).
+OMPI_CHAIN_FANOUTS = range(1, 9)
+OMPI_KNOMIAL_RADICES = range(2, 9)
+#: ``coll_tuned_bcast_algorithm_knomial_radix``'s default: the radix of every k-nomial bcast Open MPI runs, forced,
+#: from a rules file (whose ``faninout`` it ignores) or by its fixed rules.
+OMPI_KNOMIAL_RADIX = 4
 
 
-def _ompi(op: str, number: int, model_tree: str, **kw: Any) -> NativeAlgorithm:
-    env = {f"OMPI_MCA_coll_tuned_{op}_algorithm": str(number), **_OMPI_COMMON}
+def _ompi(
+    op: str,
+    number: int,
+    model_tree: str,
+    name: str = "binomial",
+    *,
+    faninout: int = 0,
+    params: Mapping[str, str] | None = None,
+    in_rules: bool = True,
+    **kw: Any,
+) -> NativeAlgorithm:
+    """Open MPI's ``op`` algorithm ``number`` (coll/tuned's numbering), forced by MCA parameters (``params``: the
+    algorithm's own, e.g. the chain fanout) and, with ``in_rules``, a rules-file leaf ``(number, faninout, 0)``."""
+    env = {f"OMPI_MCA_coll_tuned_{op}_algorithm": str(number), **_OMPI_COMMON, **(params or {})}
     if op == "bcast":
         env["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] = "0"
-    return NativeAlgorithm("binomial", env, model_tree, **kw)
+    return NativeAlgorithm(name, env, model_tree, rule=(number, faninout, 0) if in_rules else (), **kw)
+
+
+# Open MPI's other bcast algorithms without segmentation (coll_tuned_bcast_decision.c: 1 basic_linear, 2 chain,
+# 3 pipeline, 5 binary_tree, 7 knomial; ompi/mca/coll/base/coll_base_bcast.c, v5.0.x). All but basic_linear are
+# ompi_coll_base_bcast_intra_generic over one topology builder: a rank receives the whole message from its parent,
+# then isends it to its children in tree_next order and waits for all; basic_linear isends from the root to ranks
+# 0, 1, ..., n-1 (skipping itself), the same. Split binary tree (4) halves the message down the two sides of the
+# binary tree and swaps halves between them, which is no tree: not offered (nor 8, 9: scatter + allgather).
+_OMPI_BCAST = (
+    _ompi("bcast", 1, "ompi-linear", "basic_linear"),
+    _ompi("bcast", 3, "chain", "pipeline"),  # build_chain(1)
+    # the rules file's faninout is the number of chains (ompi_coll_base_bcast_intra_chain(segsize, faninout))
+    *(
+        _ompi(
+            "bcast",
+            2,
+            f"ompi-chain:{k}",
+            f"chain:{k}",
+            faninout=k,
+            params={"OMPI_MCA_coll_tuned_bcast_algorithm_chain_fanout": str(k)},
+        )
+        for k in OMPI_CHAIN_FANOUTS
+    ),
+    _ompi("bcast", 5, "ompi-tree:2", "binary_tree"),  # COLL_BASE_UPDATE_BINTREE: ompi_coll_base_topo_build_tree(2)
+    # build_kmtree(radix) is knomial:K; the radix is an MCA parameter only (do_this ignores the file's faninout)
+    *(
+        _ompi(
+            "bcast",
+            7,
+            f"knomial:{k}",
+            f"knomial:{k}",
+            params={"OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix": str(k)},
+            in_rules=k == OMPI_KNOMIAL_RADIX,
+        )
+        for k in OMPI_KNOMIAL_RADICES
+    ),
+)
+# ompi_coll_base_scatter_intra_basic_linear: the root walks ranks 0..n-1, copying its own block at its own turn
+# (first, for root 0) and sending (blocking) to every other rank in rank order. Gather's is the mirror: the root
+# copies its block at its turn, then blocking receives from 1, 2, ..., n-1 in rank order. linear_nb scatter (3) and
+# linear_sync gather (3) are not offered (not modelled).
+_OMPI_SCATTER = (_ompi("scatter", 1, "ompi-linear", "basic_linear", root_copy=True, copy_first=True),)
+_OMPI_GATHER = (_ompi("gather", 1, "ompi-linear", "basic_linear", root_copy=True, flow_kw={"recv_order": "tree"}),)
 
 
 def native_kwargs(op: str, nat: NativeAlgorithm, variant: str) -> dict[str, Any]:
@@ -328,7 +396,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
-            alternatives={"MPICH": _MPICH_BCAST_TREES},
+            alternatives={"MPICH": _MPICH_BCAST_TREES, "Open MPI": _OMPI_BCAST},
         ),
         "scatter": Operation(
             name="scatter",
@@ -349,6 +417,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 # the root copies its own block first, then sends each child its subtree's blocks
                 "Open MPI": _ompi("scatter", 2, "binomial", root_copy=True, copy_first=True),
             },
+            alternatives={"Open MPI": _OMPI_SCATTER},
         ),
         "gather": Operation(
             name="gather",
@@ -373,6 +442,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 # in-order bmtree's children nearest first (rank+1, +2, +4: the smallest subtree first)
                 "Open MPI": _ompi("gather", 2, "binomial", root_copy=True, flow_kw={"recv_order": "smallest_first"}),
             },
+            alternatives={"Open MPI": _OMPI_GATHER},
         ),
     }
 )

@@ -1,6 +1,6 @@
 """``hnow export``: put a choice to work as the files MPI libraries and launchers read: the rank order under which
-a native collective is fastest (hydra hostfile, Open MPI rankfile, split keys) and MPICH's algorithm per operation
-and size range (its collective selection JSON)."""
+a native collective is fastest (hydra hostfile, Open MPI rankfile, split keys) and each library's algorithm per
+operation and size range (MPICH's collective selection JSON, Open MPI's coll/tuned rules file)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,11 @@ from .common import emit_json
 __all__ = ["HELP", "add_arguments", "run"]
 
 HELP = (
-    "write what makes native collectives fastest: MPICH's selection JSON (algorithm per op and size), the rank "
-    "order as a hydra hostfile, Open MPI rankfile or split keys"
+    "write what makes native collectives fastest: MPICH's selection JSON or Open MPI's rules file (algorithm per op "
+    "and size), the rank order as a hydra hostfile, Open MPI rankfile or split keys"
 )
+#: The formats that choose algorithms per operation and size (``--layout``, ``--ops``, ``--sizes`` apply to them).
+ALGORITHM_FORMATS = ("mpich-json", "ompi-rules")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,14 +33,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"comma list of {', '.join(FORMATS)} (default: {','.join(ORDER_FORMATS)}); "
         "one format without -o prints its file",
     )
-    p.add_argument("--layout", default=None, help="mpich-json: node type of each rank (default: the profile's nodes)")
-    p.add_argument("--ops", default=None, help="mpich-json: comma list of operations (default bcast,scatter,gather)")
-    p.add_argument("--sizes", default=None, help="mpich-json: message sizes in bytes per rank, e.g. 16K,64K,256K")
+    p.add_argument(
+        "--layout", default=None, help="mpich-json, ompi-rules: node type of each rank (default: the profile's nodes)"
+    )
+    p.add_argument(
+        "--ops", default=None, help="mpich-json, ompi-rules: comma list of operations (default bcast,scatter,gather)"
+    )
+    p.add_argument(
+        "--sizes", default=None, help="mpich-json, ompi-rules: message sizes in bytes per rank, e.g. 16K,64K,256K"
+    )
     p.add_argument("--libmpi", default=None, help="mpich-json: the MPICH libmpi.so whose default table to start from")
     p.add_argument("--op", default="bcast", help="rank order: bcast, scatter or gather (default bcast)")
     p.add_argument("--size", default="0", help="rank order: message size in bytes to optimise for (default 0)")
     p.add_argument("--tree", default="binomial", help="rank order: the native algorithm's tree (default binomial)")
-    p.add_argument("-o", "--output", default=None, help="folder for the files, mpich-env.txt and USAGE.txt")
+    p.add_argument(
+        "-o", "--output", default=None, help="folder for the files, mpich-env.txt / ompi-env.txt and USAGE.txt"
+    )
     p.add_argument("--force", action="store_true", help="write into a folder that is not empty")
 
 
@@ -52,17 +62,19 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--format: give at least one of {', '.join(FORMATS)}")
     if args.output is None and not args.json and (args.format is None or len(formats) > 1):
         raise InputError("give -o FOLDER (all files), --format NAME (one file on stdout) or --json")
-    mpich_only = ("--layout", "--ops", "--sizes", "--libmpi")
-    for flag in mpich_only:
-        if getattr(args, flag[2:]) is not None and "mpich-json" not in formats:
-            raise InputError(f"{flag} applies to --format mpich-json only")
+    if args.libmpi is not None and "mpich-json" not in formats:
+        raise InputError("--libmpi applies to --format mpich-json only")
+    for flag in ("--layout", "--ops", "--sizes"):
+        if getattr(args, flag[2:]) is not None and not set(ALGORITHM_FORMATS) & set(formats):
+            raise InputError(f"{flag} applies to --format {' and '.join(ALGORITHM_FORMATS)} only")
     op_list = None
     if args.ops is not None:
         op_list = [o.strip() for o in args.ops.split(",") if o.strip()]
         for o in op_list:
             ops.get(o)
-    if "mpich-json" in formats and args.sizes is None:
-        raise InputError("--sizes is required with --format mpich-json (message sizes per rank, e.g. 16K,64K,256K)")
+    chosen = [f for f in ALGORITHM_FORMATS if f in formats]
+    if chosen and args.sizes is None:
+        raise InputError(f"--sizes is required with --format {chosen[0]} (message sizes per rank, e.g. 16K,64K,256K)")
     sizes = None if args.sizes is None else parse_sizes(args.sizes, "--sizes")
     size = int(parse_size(args.size, "--size"))
     if args.output:

@@ -44,7 +44,10 @@ def test_files_say_the_same_order(tmp_path):
 @pytest.mark.parametrize(
     "args, says",
     [
-        (["--format", "mpich"], "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json)"),
+        (
+            ["--format", "mpich"],
+            "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json, ompi-rules)",
+        ),
         (["--op", "allreduce", "--format", "keys"], "unknown operation 'allreduce'"),
         (["--size", "-4", "--format", "keys"], "size"),
         ([], "give -o FOLDER"),
@@ -116,7 +119,7 @@ def test_mpich_json_in_the_exported_rank_order(tmp_path):
     [
         (["--format", "mpich-json"], "--sizes is required with --format mpich-json"),
         (["--format", "hostfile,mpich-json", "--sizes", "4K", "--layout", "FFSS"], "use the profile's nodes"),
-        (["--format", "hostfile", "--sizes", "4K"], "--sizes applies to --format mpich-json only"),
+        (["--format", "hostfile", "--sizes", "4K"], "--sizes applies to --format mpich-json and ompi-rules only"),
         (["--format", "mpich-json", "--sizes", "4K", "--libmpi", "/no/libmpi.so"], "no such file"),
         (["--format", "mpich-json", "--sizes", "4K", "--ops", "bcast,allreduce"], "unknown operation 'allreduce'"),
         (["--format", "mpich-json,rankfile", "--sizes", "4K"], "give -o FOLDER"),
@@ -126,5 +129,54 @@ def test_mpich_json_bad_input_is_one_line_and_writes_nothing(tmp_path, args, say
     out = tmp_path / "never"
     extra = [] if "give -o FOLDER" in says else ["-o", str(out)]
     res = run_hnow("export", "--profile", _profile(tmp_path), *args, *extra)
+    assert res.returncode == 2 and one_error_line(res.stderr) and says in res.stderr, res.stderr
+    assert not out.exists()
+
+
+def test_ompi_rules_with_its_settings(tmp_path):
+    """No MPI needed: the rules file comes from the profile and Open MPI's fixed rules as hnow transcribes them."""
+    from hnowmodel import ompi_rules
+
+    out = tmp_path / "ex"
+    args = ["export", "--profile", "paper", "--layout", "SFSF", "--format", "ompi-rules", "--ops", "bcast"]
+    res = run_hnow(*args, "--sizes", "64K,256K", "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["USAGE.txt", "ompi-env.txt", "ompi-rules.conf"]
+    assert "chain:2" in res.stdout and "gain_%" in res.stdout and "ompi-rules.conf" in res.stdout
+    env = (out / "ompi-env.txt").read_text()
+    assert f"export OMPI_MCA_coll_tuned_dynamic_rules_filename={out.resolve()}/ompi-rules.conf" in env
+    rules = ompi_rules.validate((out / "ompi-rules.conf").read_text())
+    assert ompi_rules.runs(rules, "bcast", 4, 65536) == (2, 2, 0)
+    res = run_hnow(*args, "--sizes", "64K,256K", "--json")
+    doc = json.loads(res.stdout)["ompi"]
+    assert doc["comm_size"] == 4 and [r["chosen"] for r in doc["rows"]] == ["chain:2", "chain:2"]
+    assert doc["entries"]["bcast"] == [{"from_bytes": 0, "upto_bytes": 262144, "algorithm": "chain:2"}]
+    res = run_hnow(*args, "--sizes", "64K")  # one format without -o: the file on stdout
+    assert res.returncode == 0 and ompi_rules.validate(res.stdout).collectives
+
+
+def test_ompi_rules_in_the_exported_rank_order(tmp_path):
+    prof = _profile(tmp_path)
+    res = run_hnow(
+        "export", "--profile", prof, "--format", "rankfile,ompi-rules", "--sizes", "64K", "-o", str(tmp_path / "o")
+    )
+    assert res.returncode == 0, res.stderr
+    env = (tmp_path / "o" / "ompi-env.txt").read_text()
+    assert f"--map-by rankfile:file={(tmp_path / 'o').resolve()}/rankfile" in env
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--format", "ompi-rules"], "--sizes is required with --format ompi-rules"),
+        (["--format", "ompi-rules", "--sizes", "4K", "--libmpi", "/x.so"], "--libmpi applies to --format mpich-json"),
+        (["--format", "ompi-rules", "--sizes", "0"], "--sizes: 0 is not a size"),
+        (["--format", "ompi-rules", "--sizes", "4K", "--layout", "F"], "at least 2 ranks"),
+        (["--format", "rankfile,ompi-rules", "--sizes", "4K", "--layout", "FFSS"], "use the profile's nodes"),
+    ],
+)
+def test_ompi_rules_bad_input_is_one_line_and_writes_nothing(tmp_path, args, says):
+    out = tmp_path / "never"
+    res = run_hnow("export", "--profile", _profile(tmp_path), *args, "-o", str(out))
     assert res.returncode == 2 and one_error_line(res.stderr) and says in res.stderr, res.stderr
     assert not out.exists()

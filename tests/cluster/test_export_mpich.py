@@ -68,10 +68,11 @@ def _four_hosts(name: str, tmp_path, *sizes: int) -> tuple[object, list[str]]:
     return ls, ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), *map(str, sizes)]
 
 
-def _mpich_env(folder) -> dict[str, str]:
-    """The environment ``mpich-env.txt`` sets up (its ``export`` and ``unset`` lines), on top of this one."""
+def _mpich_env(folder, name: str = "mpich-env.txt") -> dict[str, str]:
+    """The environment ``mpich-env.txt`` (or ``name``) sets up (its ``export`` and ``unset`` lines), on top of this
+    one."""
     env = dict(os.environ)
-    for line in (folder / "mpich-env.txt").read_text().splitlines():
+    for line in (folder / name).read_text().splitlines():
         if line.startswith("export "):
             k, _, v = line[len("export ") :].partition("=")
             env[k] = v

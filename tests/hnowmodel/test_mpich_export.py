@@ -122,7 +122,9 @@ def test_every_mpich_bcast_algorithm_is_pinned_by_cvars_and_by_a_leaf():
         assert T.make_tree(c.model_tree, 7).n == 7
     for op in ("scatter", "gather"):
         assert [c.algorithm for c in ops.native_choices(op, "MPICH")] == ["binomial"]
-    assert ops.native_choices("bcast", "Open MPI") == (ops.get("bcast").native["Open MPI"],)  # no alternatives yet
+    for op in ("bcast", "scatter", "gather"):  # each library's algorithms carry only their own library's leaf
+        assert all(not c.rule for c in ops.native_choices(op, "MPICH"))
+        assert all(not c.selection for c in ops.native_choices(op, "Open MPI"))
 
 
 # ---- the table -----------------------------------------------------------------------------------------------------

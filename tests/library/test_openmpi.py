@@ -189,8 +189,8 @@ def _edges_on_the_wire(op: str, m: int, n: int, env: dict | None = None) -> set[
     return {(int(a), int(b), int(c)) for a, b, c in found}
 
 
-def _model_edges(op: str, m: int, n: int) -> set[tuple[int, int, int]]:
-    tree = make_tree(ops.get(op).native["Open MPI"].model_tree, n)
+def _model_edges(op: str, m: int, n: int, nat: ops.NativeAlgorithm | None = None) -> set[tuple[int, int, int]]:
+    tree = make_tree((nat or ops.get(op).native["Open MPI"]).model_tree, n)
     size = tree.subtree_size
     out = set()
     for c in range(1, n):
@@ -206,6 +206,27 @@ def test_the_pinned_algorithm_moves_data_over_its_model_tree(op):
     """6 ranks: Open MPI's pml monitoring sees exactly the model tree's edges, each carrying the bytes the model
     says (bcast m, scatter/gather a subtree's blocks)."""
     assert _edges_on_the_wire(op, 1000, 6) == _model_edges(op, 1000, 6)
+
+
+@pytest.mark.mpi
+@needs_ompi
+@pytest.mark.parametrize(
+    "op, spec",
+    [
+        ("bcast", "native:basic_linear"),
+        ("bcast", "native:chain:3"),
+        ("bcast", "native:pipeline"),
+        ("bcast", "native:binary_tree"),
+        ("bcast", "native:knomial:3"),
+        ("scatter", "native:basic_linear"),
+        ("gather", "native:basic_linear"),
+    ],
+)
+def test_each_named_algorithm_moves_data_over_its_model_tree(op, spec):
+    """``--tree native:ALGO`` (what ``hnow export`` chooses among): its MCA settings make Open MPI run exactly the
+    registry's model tree, by pml monitoring on 6 ranks."""
+    nat = ops.native_for(spec, op, "Open MPI")
+    assert _edges_on_the_wire(op, 1000, 6, ops.native_spec_env(spec, [op])) == _model_edges(op, 1000, 6, nat)
 
 
 @pytest.mark.mpi
