@@ -1,18 +1,20 @@
 """Proof on a virtual heterogeneous cluster that the settings ``hnow export`` writes pay what they are predicted to.
 
 On one machine as root: 6 hosts at 3 speeds, mixed in host order (``hnow cluster``: network namespaces and
-``tbf``-shaped links), the MPI library over TCP. Per MPI library (:data:`LIBRARIES`; only MPICH is measured so
-far), with the cluster's hosts as the spec lists them:
+``tbf``-shaped links), the MPI library over TCP. Per MPI library (:data:`LIBRARIES`: MPICH, and Open MPI in the
+environment of ``hnow setup-openmpi``), with the cluster's hosts as the spec lists them:
 
 1. calibrate once (``hm.calibrate(np=6, cluster=spec, layout="auto")``);
 2. for each operation and size, export from that profile what an application would run
    (``hm.export.export(profile, ["hostfile", <the library's format>], op=OP, size=SIZE, ops=[OP], sizes=[SIZE])``):
    the rank order under which the library's default algorithm is predicted fastest, and in that order the
-   library's fastest algorithm (``choose_mpich``);
+   library's fastest algorithm (``choose_mpich``, ``choose_ompi``);
 3. measure (medians of synchronised single collectives) and predict, each with the profile's default model variant:
 
-   * **default** - the library's own collective as it runs by default (``native``: MPICH's default table picks
-     binomial here, which ``native`` pins) on the ranks in the spec's host order;
+   * **default** - the library's own collective as it runs by default (MPICH's default table picks binomial here,
+     which ``native`` pins; Open MPI's fixed rules pick per size, pinned as ``native:ALGO``; where that default is
+     an algorithm hnow does not model, e.g. Open MPI's linear_nb scatter, the operation and size are not
+     compared) on the ranks in the spec's host order;
    * **exported** - the exported algorithm (``native:ALGO``; ``native`` where the default was kept), on a cluster
      whose host order is the exported order (hydra fills hosts in order: the exported hostfile);
    * **optimal tree** - ``hm.search.best_tree`` under the profile's default variant, run by the tree executor
@@ -68,23 +70,53 @@ TREE_ERROR_PCT = 5.0  # ... and on |error| of the optimal tree through the helpe
 
 @dataclass(frozen=True)
 class Library:
-    """What the experiment needs to know of one MPI library: its name as it reports itself, the ``hm.export``
-    format that carries its algorithm choice, how to read (default, chosen) algorithm names off an export, and
-    the keywords that make ``hm.calibrate``/``hm.compare`` run under it."""
+    """What the experiment needs to know of one MPI library: its name as it reports itself (``ops`` registry key),
+    the ``hm.export`` format that carries its algorithm choice, the attribute of :class:`hm.export.Export` that
+    holds the choice (``selection`` for MPICH, ``ompi`` for Open MPI), how its default collective is run
+    (``default_spec``: a row of the choice -> tree spec, None where hnow cannot pin it), and the keywords that make
+    ``hm.calibrate``/``hm.compare`` run under it."""
 
     name: str
     export_format: str
-    choice: Callable[[Any], tuple[str, str]]
+    choice_attr: str
+    default_spec: Callable[[Any], str | None]
     launch: Mapping[str, Any] = field(default_factory=dict)
 
+    def order_tree(self, prof: Any, op: str, m: int) -> str:
+        """The tree of the algorithm the library runs by default for ``op`` at ``m`` bytes (the rank order is
+        chosen for it); binomial where that algorithm is not modelled."""
+        if self.name == "MPICH":
+            return "binomial"
+        (row,) = hm.export.choose_ompi(prof, ops=[op], sizes=[m]).rows
+        nat = next((a for a in ops.native_choices(op, self.name) if a.algorithm == row.default), None)
+        return nat.model_tree if nat is not None else "binomial"
 
-def _mpich_choice(ex: Any) -> tuple[str, str]:
-    (row,) = ex.selection.rows
-    return row.default, row.chosen
+    def row(self, ex: Any) -> Any:
+        """The export's one choice row (one operation at one size)."""
+        (row,) = getattr(ex, self.choice_attr).rows
+        return row
+
+    def exported_spec(self, row: Any) -> str | None:
+        """The tree spec that runs what was exported: the default's where it was kept, else ``native:ALGO``."""
+        return self.default_spec(row) if row.chosen == row.default else f"native:{row.chosen}"
 
 
-#: One entry per MPI library; Open MPI is one more entry (its export format and its launch keywords).
-LIBRARIES: dict[str, Library] = {"MPICH": Library("MPICH", "mpich-json", _mpich_choice)}
+def _mpich_default(row: Any) -> str:
+    # MPICH's default table picks binomial for these sizes on 6 ranks, which plain ``native`` pins
+    return "native" if row.default == "binomial" else f"native:{row.default}"
+
+
+def _ompi_default(row: Any) -> str | None:
+    # Open MPI's fixed rules pick per operation and size (basic_linear, binomial, linear_nb, ...): pinned by name
+    # where hnow models the algorithm, else not measurable as "the default" here
+    return None if row.default_us is None else f"native:{row.default}"
+
+
+#: One entry per MPI library.
+LIBRARIES: dict[str, Library] = {
+    "MPICH": Library("MPICH", "mpich-json", "selection", _mpich_default),
+    "Open MPI": Library("Open MPI", "ompi-rules", "ompi", _ompi_default, {"mpi": "openmpi"}),
+}
 
 
 def _gain(base: float | None, new: float | None) -> float | None:
@@ -95,10 +127,6 @@ def _spec_in_order(spec: Mapping[str, Any], name: str, hosts: list[str]) -> dict
     """The spec with its hosts in the order ``hosts`` (hydra fills hosts in spec order: the exported hostfile)."""
     by_name = {h["name"]: h for h in spec["hosts"]}
     return {**spec, "name": name, "hosts": [by_name[h] for h in hosts]}
-
-
-def _native_spec(default: str, chosen: str) -> str:
-    return "native" if chosen == default else f"native:{chosen}"
 
 
 def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock: str | None, out: Path, say) -> dict:
@@ -123,8 +151,12 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
         exports: dict[tuple[str, int], dict[str, Any]] = {}
         for op in ops.names():
             for m in sizes:
-                ex = hm.export.export(prof, ["hostfile", lib.export_format], op=op, size=m, ops=[op], sizes=[m])
-                default, chosen = lib.choice(ex)
+                tree = lib.order_tree(prof, op, m)
+                ex = hm.export.export(
+                    prof, ["hostfile", lib.export_format], op=op, size=m, tree=tree, ops=[op], sizes=[m]
+                )
+                row = lib.row(ex)
+                default, chosen = row.default, row.chosen
                 perm = list(ex.order.perm)
                 hm.export.write_export(ex, out / "exports" / lib.name / f"{op}-{format_size(m)}", force=True)
                 exports[(op, m)] = {
@@ -134,9 +166,11 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
                     "layout": [lay[r] for r in perm],
                     "library_default": default,
                     "algorithm": chosen,
-                    "tree": _native_spec(default, chosen),
+                    "tree": lib.exported_spec(row),
+                    "default_tree": lib.default_spec(row),
+                    "order_tree": tree,
                     "order_gain_pct": ex.order.gain_pct,
-                    "algorithm_gain_pct": ex.selection.rows[0].gain_pct,
+                    "algorithm_gain_pct": row.gain_pct,
                 }
                 say(
                     f"{lib.name}: {op} {format_size(m)}: order {' '.join(exports[(op, m)]['order'])}, "
@@ -146,7 +180,8 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
         rows_cmp: dict[tuple[str, int, str], Any] = {}
         best: dict[tuple[str, int], Any] = {}
         for m in sizes:
-            trees: dict[str, Any] = {"native": None}
+            defaults = {op: exports[(op, m)]["default_tree"] for op in ops.names()}
+            trees: dict[str, Any] = {t: None for t in defaults.values() if t is not None}
             for op in ops.names():
                 v = ops.default_variant(op, prof)
                 best[(op, m)] = hm.search.best_tree(prof, lay, op=op, size=m, variant=v).tree
@@ -165,7 +200,10 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
                     **common,
                 )
             for r in cmp.rows:
-                rows_cmp[(r.op, r.size, "default" if r.tree == "native" else "optimal tree")] = r
+                if r.tree == defaults[r.op]:
+                    rows_cmp[(r.op, r.size, "default")] = r
+                elif r.tree.startswith("optimal:"):
+                    rows_cmp[(r.op, r.size, "optimal tree")] = r
             library_version = cmp.run.get("library_version")
     # --- exported: one cluster per distinct order (its hosts in that order), one job per algorithm and operation
     orders = list(dict.fromkeys(tuple(e["order"]) for e in exports.values()))
@@ -175,7 +213,7 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
         o_path.write_text(json.dumps(_spec_in_order(spec_doc, name, list(order)), indent=1))
         mine = [e for e in exports.values() if tuple(e["order"]) == order]
         with hm.cluster.using(str(o_path)):
-            for tree, op in dict.fromkeys((e["tree"], e["op"]) for e in mine):
+            for tree, op in dict.fromkeys((e["tree"], e["op"]) for e in mine if e["tree"] is not None):
                 szs = [e["size"] for e in mine if (e["tree"], e["op"]) == (tree, op)]
                 say(
                     f"{lib.name}: measuring exported {tree} {op} at {', '.join(map(format_size, szs))} in order "
@@ -200,12 +238,14 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
     rows = []
     for op in ops.names():
         for m in sizes:
-            base = rows_cmp[(op, m, "default")]
+            base = rows_cmp.get((op, m, "default"))  # None: the library's default is not modelled
             e = exports[(op, m)]
             for what in WHATS:
-                r = rows_cmp[(op, m, what)]
-                pg = None if what == "default" else _gain(base.predicted_us, r.predicted_us)
-                mg = None if what == "default" else _gain(base.measured_us, r.measured_us)
+                r = rows_cmp.get((op, m, what))
+                if r is None:
+                    continue
+                pg = None if what == "default" or base is None else _gain(base.predicted_us, r.predicted_us)
+                mg = None if what == "default" or base is None else _gain(base.measured_us, r.measured_us)
                 rows.append(
                     {
                         "library": lib.name,
@@ -219,7 +259,7 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
                         "measured_gain_pct": mg,
                         "difference_points": None if pg is None or mg is None else mg - pg,
                         "setting": {
-                            "default": f"native ({e['library_default']}), order {' '.join(hosts)}",
+                            "default": f"{r.tree} ({e['library_default']}), order {' '.join(hosts)}",
                             "exported": f"{r.tree} ({e['algorithm']}), order {' '.join(e['order'])}",
                             "optimal tree": f"tree executor, parent {best[(op, m)].parent.tolist()}",
                         }[what],
@@ -288,7 +328,12 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=5, help="timing repetitions per row (default 5)")
     p.add_argument("--sizes", default=None, help="sizes (default 16K,64K,256K)")
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
+    p.add_argument("--libraries", default=",".join(LIBRARIES), help=f"comma list (default {','.join(LIBRARIES)})")
     args = p.parse_args()
+    chosen = [x.strip() for x in args.libraries.split(",") if x.strip()]
+    for x in chosen:
+        if x not in LIBRARIES:
+            p.error(f"--libraries: unknown library {x!r} (choose from: {', '.join(LIBRARIES)})")
     out = outdir(args.out)
     spec_doc = json.loads(Path(args.spec).read_text()) if args.spec else SPEC
     sizes = parse_sizes(args.sizes) if args.sizes else SIZES
@@ -297,9 +342,7 @@ def main() -> None:
     def say(msg: str) -> None:
         print(f"[export_gain {time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    results = {
-        name: run_library(lib, spec_doc, sizes, args.reps, args.lock, out, say) for name, lib in LIBRARIES.items()
-    }
+    results = {name: run_library(LIBRARIES[name], spec_doc, sizes, args.reps, args.lock, out, say) for name in chosen}
     t_all = time.monotonic() - t0
     rows = [r for res in results.values() for r in res["rows"]]
     columns = [
@@ -316,13 +359,11 @@ def main() -> None:
         + ", ".join(f"{h['name']} {h['egress_mbit']:g} Mbit/s" for h in spec_doc["hosts"])
         + " (egress = ingress), one rank per host, rank 0 the root, in this host order unless said otherwise.",
         "",
-        f"**Only {', '.join(LIBRARIES)} was measured**: Open MPI is being added by another change; it will be one "
-        "more entry of `LIBRARIES` in this script (its export format and launch settings).",
-        "",
     ]
     for name, res in results.items():
         lib_rows = [r for r in rows if r["library"] == name]
-        exp = [r for r in lib_rows if r["what"] == "exported"]
+        exp = [r for r in lib_rows if r["what"] == "exported" and r["difference_points"] is not None]
+        kept = [e for e in res["exports"] if e["default_tree"] is None]
         opt = [r for r in lib_rows if r["what"] == "optimal tree"]
         worst_gain = max((abs(r["difference_points"]) for r in exp), default=math.nan)
         worst_tree = max((abs(r["error_pct"]) for r in opt), default=math.nan)
@@ -367,6 +408,16 @@ def main() -> None:
                 + ", ".join(f"{r['op']} {format_size(r['size'])} {r['error_pct']:+.1f} %" for r in opt),
             ),
             "",
+            *(
+                [
+                    "Not compared (the library's default there is an algorithm hnow does not model, so neither "
+                    "its time nor the gain over it is predicted): "
+                    + ", ".join(f"{e['op']} {format_size(e['size'])} ({e['library_default']})" for e in kept),
+                    "",
+                ]
+                if kept
+                else []
+            ),
             "Median / max |error| per setting: "
             + "; ".join(f"{w} {statistics.median(v):.1f} / {max(v):.1f} %" for w, v in errs.items() if v),
             "",
@@ -378,6 +429,7 @@ def main() -> None:
                         "op": e["op"],
                         "size": format_size(e["size"]),
                         "rank order (hostfile)": " ".join(e["order"]),
+                        "order chosen for": e["order_tree"],
                         "library default": e["library_default"],
                         "exported algorithm": e["algorithm"],
                         "predicted gain of the order %": e["order_gain_pct"],
@@ -402,11 +454,13 @@ def main() -> None:
     body += [
         "",
         "## Notes",
-        "- **default**: `native` (the library's own collective, pinned to the algorithm its default table picks "
-        "here) with the ranks in the spec's host order. **exported**: `native:ALGO` (the exported algorithm pinned "
-        "by its control variables, as the exported selection file selects it) or `native` where the default was "
-        "kept, on a copy of the cluster whose host order is the exported hostfile's. **optimal tree**: "
-        "`hm.search.best_tree` under the default variant, run by the tree executor in the spec's order.",
+        "- **default**: the library's own collective, pinned to the algorithm its default rules pick for that "
+        "operation and size (MPICH: its default table, binomial here, which `native` pins; Open MPI: its fixed "
+        "rules, `native:ALGO`), with the ranks in the spec's host order. **exported**: `native:ALGO` (the "
+        "exported algorithm pinned by its control variables, as the exported file selects it) or the default's "
+        "setting where it was kept, on a copy of the cluster whose host order is the exported hostfile's. "
+        "**optimal tree**: `hm.search.best_tree` under the default variant, run by the tree executor in the "
+        "spec's order.",
         "- Gains are over the default, in % of its time: `gain = 100·(default − setting)/default`, predicted from "
         "the predictions and measured from the measurements; `difference_points = measured − predicted`.",
         "- Each operation and size has its own export (the order is chosen for that operation at that size, then "
@@ -424,8 +478,8 @@ def main() -> None:
         "data in subtree order. They use different tags.",
         "- MPICH's binomial gather under the flow variants: a relay's block and the blocks it received go as one "
         "struct datatype that moves only into the parent's posted receive (`relay_waits`, "
-        "docs/native-algorithms.md); that page also measured that at 16 KiB per rank the relays' 32 KiB messages "
-        "flow before the receive is posted, which the model does not have.",
+        "docs/native-algorithms.md) from the size the calibration measured for struct sends "
+        "(`extensions.network.struct_rendezvous_from_bytes`).",
     ]
     write_markdown(
         out / "export_gain.md", "Exported MPI settings on a virtual heterogeneous cluster", ["\n".join(body) + "\n"]
