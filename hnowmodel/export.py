@@ -541,24 +541,41 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
     )
 
 
-def _mpich_usage(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
+def _usage(
+    library: str, version: str, sel: Any, path: str, base: str, unchanged: str, run_line: str, env_file: str
+) -> str:
+    """The usage text of ``library``'s algorithm selection ``sel`` written to ``path``: the table of choices, the
+    notes, what the file changes against the library's ``base`` rules (or ``unchanged``), and the launch line."""
     from .tables import table_text
 
     variants = ", ".join(f"{op} {v}" for op, v in sel.variants.items())
     lines = [
-        f"MPICH {sel.version or '?'} algorithms for {len(sel.layout)} ranks (root 0), predicted under: {variants}",
+        f"{library} {version} algorithms for {len(sel.layout)} ranks (root 0), predicted under: {variants}",
         table_text(sel.table_rows()),
     ]
     lines += [f"note: {x}" for x in sel.notes]
     changed = [op for op, e in sel.entries.items() if e]
-    name = os.path.basename(json_path)
+    name = os.path.basename(path)
     lines.append(
-        f"{name}: MPICH's default table with {', '.join(changed)} changed for exactly {len(sel.layout)} ranks"
+        f"{name}: {base} with {', '.join(changed)} changed for exactly {len(sel.layout)} ranks"
         if changed
-        else f"{name}: MPICH's default table, unchanged (its defaults are predicted best)"
+        else f"{name}: {unchanged}"
     )
-    lines.append(f"MPICH: {_mpich_run_line(sel, json_path, hostfile)}   (or source mpich-env.txt)")
+    lines.append(f"{library}: {run_line}   (or source {env_file})")
     return "\n".join(lines) + "\n"
+
+
+def _mpich_usage(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
+    return _usage(
+        "MPICH",
+        sel.version or "?",
+        sel,
+        json_path,
+        "MPICH's default table",
+        "MPICH's default table, unchanged (its defaults are predicted best)",
+        _mpich_run_line(sel, json_path, hostfile),
+        "mpich-env.txt",
+    )
 
 
 # ---- Open MPI's algorithms ---------------------------------------------------------------------------------------
@@ -714,23 +731,16 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
 
 
 def _ompi_usage(sel: OmpiSelection, rules_path: str, rankfile: str | None) -> str:
-    from .tables import table_text
-
-    variants = ", ".join(f"{op} {v}" for op, v in sel.variants.items())
-    lines = [
-        f"Open MPI 5.0.x algorithms for {len(sel.layout)} ranks (root 0), predicted under: {variants}",
-        table_text(sel.table_rows()),
-    ]
-    lines += [f"note: {x}" for x in sel.notes]
-    changed = [op for op, e in sel.entries.items() if e]
-    name = os.path.basename(rules_path)
-    lines.append(
-        f"{name}: Open MPI's fixed rules with {', '.join(changed)} changed for exactly {len(sel.layout)} ranks"
-        if changed
-        else f"{name}: no changes (Open MPI's fixed rules are predicted best)"
+    return _usage(
+        "Open MPI",
+        "5.0.x",
+        sel,
+        rules_path,
+        "Open MPI's fixed rules",
+        "no changes (Open MPI's fixed rules are predicted best)",
+        _ompi_run_line(sel, rules_path, rankfile),
+        "ompi-env.txt",
     )
-    lines.append(f"Open MPI: {_ompi_run_line(sel, rules_path, rankfile)}   (or source ompi-env.txt)")
-    return "\n".join(lines) + "\n"
 
 
 def export(

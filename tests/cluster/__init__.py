@@ -23,3 +23,12 @@ def why_no_cluster() -> str:
 
 WHY = why_no_cluster()
 needs_netns = pytest.mark.skipif(bool(WHY), reason=f"needs root and network namespaces: {WHY}")
+
+
+def four_hosts_spec(name: str, mbit: float = 200) -> dict:
+    """A cluster spec of 4 hosts ``h1``..``h4`` at ``mbit`` Mbit/s each way, one slot each (the export proofs)."""
+    return {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [{"name": f"h{i}", "egress_mbit": mbit, "ingress_mbit": mbit, "slots": 1} for i in range(1, 5)],
+    }

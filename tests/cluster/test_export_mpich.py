@@ -24,7 +24,7 @@ from hnowmodel.jobs import mpi_lock
 from hnowmodel.trees import binomial, make_tree
 from tests.conftest import run_hnow
 
-from . import needs_netns
+from . import four_hosts_spec, needs_netns
 
 pytestmark = pytest.mark.mpi
 
@@ -57,11 +57,7 @@ _ABOVE = 1 << 20  # above every exported size: MPICH's default runs
 def _four_hosts(name: str, tmp_path, *sizes: int) -> tuple[object, list[str]]:
     """Bring up cluster ``name`` of 4 hosts at 200 Mbit/s; its launch settings and the command that runs the byte
     counter script on 4 ranks for ``sizes``."""
-    spec = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
-    }
+    spec = four_hosts_spec(name)
     ls = hc.launch_settings(hc.up(spec), 4)
     script = tmp_path / "counters.py"
     script.write_text(_COUNTERS)

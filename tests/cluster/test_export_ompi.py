@@ -29,7 +29,7 @@ from hnowmodel.jobs.mpienv import openmpi_missing
 from hnowmodel.trees import make_tree
 from tests.conftest import run_hnow
 
-from . import needs_netns
+from . import four_hosts_spec, needs_netns
 from .test_export_mpich import _COUNTERS, _mpich_env, _sent_per_child
 
 pytestmark = pytest.mark.mpi
@@ -81,11 +81,7 @@ def test_the_exported_rules_run_the_chosen_tree_and_the_fixed_rules_elsewhere(tm
     want, above, default = _children(_M, rules), _children(_ABOVE, rules), _children(_M)
     assert want == [2, 1, 0, 0] and above == [1, 1, 1, 0] and default == [3, 0, 0, 0]  # three different trees
 
-    spec = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [{"name": f"h{i}", "egress_mbit": 200, "ingress_mbit": 200, "slots": 1} for i in range(1, 5)],
-    }
+    spec = four_hosts_spec(name)
     ls = hc.openmpi_launch_settings(hc.up(spec), 4)
     script = tmp_path / "counters.py"
     script.write_text(_COUNTERS)
