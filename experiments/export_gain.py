@@ -307,10 +307,16 @@ def _plot(rows: list[dict], path: Path) -> None:
     ax.set_title(f"gain: measured vs predicted (band: ±{GAIN_POINTS:g} points)")
     ax.legend(fontsize=8)
     ax = axes[1]
-    labels = [f"{r['op']} {format_size(r['size'])}" for r in rows if r["what"] == "default"]
+    keys = list(dict.fromkeys((r["library"], r["op"], r["size"]) for r in rows))
+    labels = [
+        f"{lib[:4]} {op} {format_size(m)}" if len({k[0] for k in keys}) > 1 else f"{op} {format_size(m)}"
+        for lib, op, m in keys
+    ]
     x = range(len(labels))
     for k, what in enumerate(WHATS):
-        errs = [r["error_pct"] for r in rows if r["what"] == what]
+        by = {(r["library"], r["op"], r["size"]): r["error_pct"] for r in rows if r["what"] == what}
+        # a library default hnow does not model has no default or exported row there: no bar
+        errs = [by.get(key) if by.get(key) is not None else math.nan for key in keys]
         ax.bar([i + (k - 1) * 0.27 for i in x], errs, width=0.27, label=what)
     ax.axhline(0, color="k", lw=0.6)
     ax.axhspan(-TREE_ERROR_PCT, TREE_ERROR_PCT, color="0.92", zorder=0)
