@@ -11,8 +11,8 @@ environment of ``hnow setup-openmpi``), with the cluster's hosts as the spec lis
    library's fastest algorithm (``choose_mpich``, ``choose_ompi``);
 3. measure (medians of synchronised single collectives) and predict, each with the profile's default model variant:
 
-   * **default** - the library's own collective as it runs by default (MPICH's default table picks binomial here,
-     which ``native`` pins; Open MPI's fixed rules pick per size, pinned as ``native:ALGO``; where that default is
+   * **default** - the library's own collective as it runs by default, pinned as ``native:ALGO`` (MPICH's default
+     table picks binomial here; Open MPI's fixed rules pick per size; where that default is
      an algorithm hnow does not model, e.g. Open MPI's linear_nb scatter, the operation and size are not
      compared) on the ranks in the spec's host order;
    * **exported** - the exported algorithm (``native:ALGO``; ``native`` where the default was kept), on a cluster
@@ -72,22 +72,20 @@ TREE_ERROR_PCT = 5.0  # ... and on |error| of the optimal tree through the helpe
 class Library:
     """What the experiment needs to know of one MPI library: its name as it reports itself (``ops`` registry key),
     the ``hm.export`` format that carries its algorithm choice, the attribute of :class:`hm.export.Export` that
-    holds the choice (``selection`` for MPICH, ``ompi`` for Open MPI), how its default collective is run
-    (``default_spec``: a row of the choice -> tree spec, None where hnow cannot pin it), and the keywords that make
+    holds the choice (``selection`` for MPICH, ``ompi`` for Open MPI), the function that makes that choice
+    (``choose``: ``hm.export.choose_mpich`` / ``choose_ompi``), and the keywords that make
     ``hm.calibrate``/``hm.compare`` run under it."""
 
     name: str
     export_format: str
     choice_attr: str
-    default_spec: Callable[[Any], str | None]
+    choose: Callable[..., Any]
     launch: Mapping[str, Any] = field(default_factory=dict)
 
     def order_tree(self, prof: Any, op: str, m: int) -> str:
         """The tree of the algorithm the library runs by default for ``op`` at ``m`` bytes (the rank order is
         chosen for it); binomial where that algorithm is not modelled."""
-        if self.name == "MPICH":
-            return "binomial"
-        (row,) = hm.export.choose_ompi(prof, ops=[op], sizes=[m]).rows
+        (row,) = self.choose(prof, ops=[op], sizes=[m]).rows
         nat = next((a for a in ops.native_choices(op, self.name) if a.algorithm == row.default), None)
         return nat.model_tree if nat is not None else "binomial"
 
@@ -96,26 +94,22 @@ class Library:
         (row,) = getattr(ex, self.choice_attr).rows
         return row
 
+    @staticmethod
+    def default_spec(row: Any) -> str | None:
+        """The tree spec that runs the library's default algorithm of a choice row, pinned by name (MPICH's default
+        table picks binomial here; Open MPI's fixed rules basic_linear, binomial, linear_nb, ...); None where hnow
+        does not model that algorithm, so that it cannot be measured as "the default" here."""
+        return None if row.default_us is None else f"native:{row.default}"
+
     def exported_spec(self, row: Any) -> str | None:
         """The tree spec that runs what was exported: the default's where it was kept, else ``native:ALGO``."""
         return self.default_spec(row) if row.chosen == row.default else f"native:{row.chosen}"
 
 
-def _mpich_default(row: Any) -> str:
-    # MPICH's default table picks binomial for these sizes on 6 ranks, which plain ``native`` pins
-    return "native" if row.default == "binomial" else f"native:{row.default}"
-
-
-def _ompi_default(row: Any) -> str | None:
-    # Open MPI's fixed rules pick per operation and size (basic_linear, binomial, linear_nb, ...): pinned by name
-    # where hnow models the algorithm, else not measurable as "the default" here
-    return None if row.default_us is None else f"native:{row.default}"
-
-
 #: One entry per MPI library.
 LIBRARIES: dict[str, Library] = {
-    "MPICH": Library("MPICH", "mpich-json", "selection", _mpich_default),
-    "Open MPI": Library("Open MPI", "ompi-rules", "ompi", _ompi_default, {"mpi": "openmpi"}),
+    "MPICH": Library("MPICH", "mpich-json", "selection", hm.export.choose_mpich),
+    "Open MPI": Library("Open MPI", "ompi-rules", "ompi", hm.export.choose_ompi, {"mpi": "openmpi"}),
 }
 
 
@@ -461,8 +455,8 @@ def main() -> None:
         "",
         "## Notes",
         "- **default**: the library's own collective, pinned to the algorithm its default rules pick for that "
-        "operation and size (MPICH: its default table, binomial here, which `native` pins; Open MPI: its fixed "
-        "rules, `native:ALGO`), with the ranks in the spec's host order. **exported**: `native:ALGO` (the "
+        "operation and size, as `native:ALGO` (MPICH: its default table, binomial here; Open MPI: its fixed "
+        "rules), with the ranks in the spec's host order. **exported**: `native:ALGO` (the "
         "exported algorithm pinned by its control variables, as the exported file selects it) or the default's "
         "setting where it was kept, on a copy of the cluster whose host order is the exported hostfile's. "
         "**optimal tree**: `hm.search.best_tree` under the default variant, run by the tree executor in the "
