@@ -102,6 +102,16 @@ def _assert_nothing_left(name: str) -> None:
     assert not [f for f in os.listdir("/dev/shm") if f.startswith(f"hnow-{name}")]
 
 
+def _node_local_paths() -> list[str]:
+    """What the Slurm hosts' jobs need from this machine that lies under /tmp (a fresh tmpfs on every host): this
+    Python's environment, the hnowmodel source tree."""
+    import hnowmodel
+
+    found = {"the Python environment " + sys.prefix: Path(sys.prefix).resolve()}
+    found["the source tree " + str(Path(hnowmodel.__file__).parent.parent)] = Path(hnowmodel.__file__).resolve()
+    return [what for what, path in found.items() if path.is_relative_to("/tmp")]
+
+
 @pytest.fixture(scope="module")
 def slurm_ok() -> None:
     """Skip, with the reason, where a Slurm cannot run on a virtual cluster here; installs it where it can."""
@@ -111,6 +121,17 @@ def slurm_ok() -> None:
         hs.ensure_installed()
     except HnowError as e:
         pytest.skip(f"needs Slurm: {e}")
+
+
+@pytest.fixture(scope="module")
+def python_on_hosts(slurm_ok) -> None:
+    """Skip, with the reason, the tests that start this Python on the Slurm hosts where it cannot start there."""
+    local = _node_local_paths()
+    if local:
+        pytest.skip(
+            f"{', '.join(local)} under /tmp, which is node-local on the Slurm hosts (as on real compute nodes): "
+            "the ranks could not start there; use an environment and a source tree outside /tmp"
+        )
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +245,7 @@ def test_each_host_has_its_own_tmp_and_dev_shm(four):
     assert not os.path.exists(f"/tmp/{f}") and not os.path.exists(f"/dev/shm/{f}")  # nor in the root namespace
 
 
-def test_mpi4py_job_of_four_ranks_on_four_hosts_through_srun_salloc_and_sbatch(four):
+def test_mpi4py_job_of_four_ranks_on_four_hosts_through_srun_salloc_and_sbatch(four, python_on_hosts):
     st = four
     pytest.importorskip("mpi4py")
     want = [f"{r} 4 {h}" for r, h in enumerate(_HOSTS)]

@@ -19,7 +19,7 @@ import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
 from tests.conftest import one_error_line, run_hnow
 
-from .test_slurm import _NAME, run, slurm_ok  # noqa: F401 - slurm_ok is a fixture
+from .test_slurm import _NAME, python_on_hosts, run, slurm_ok  # noqa: F401 - fixtures
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -61,7 +61,7 @@ def _ranks_inside(name: str) -> dict[str, list[int]]:
 
 
 @pytest.fixture(scope="module")
-def slurm4(slurm_ok, tmp_path_factory):  # noqa: F811 - the imported fixture
+def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):  # noqa: F811 - the imported fixtures
     """A 4-host, 2-speed cluster with Slurm for the module, and its spec file."""
     name = f"{_NAME}j"
     spec = _spec_file(tmp_path_factory.mktemp("spec"), name)
