@@ -213,8 +213,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "hk_sends": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_int, _c.c_int, _F64],
     # comm_f, a, b, m, reps, settle_us, aligned, out
     "hk_recv": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64],
-    # comm_f, op, root, m, reps, lead_us, aligned, out_start, out_finish
-    "hk_coll": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64, _F64],
+    # comm_f, op, root, m, reps, lead_us, idle_us, aligned, out_start, out_finish
+    "hk_coll": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_double, _c.c_int, _F64, _F64],
     # m, ring, reps, aligned, out
     "hk_copy": [_c.c_long, _c.c_long, _c.c_int, _c.c_int, _F64],
     # comm_f, a, b, m, reps, delay_us, aligned, out
@@ -302,21 +302,38 @@ class Kernels:
         return out if self.rank == b else None
 
     def coll(
-        self, op: int | str, root: int, m: int, reps: int, lead_us: float = 50.0, aligned: bool = True
+        self,
+        op: int | str,
+        root: int,
+        m: int,
+        reps: int,
+        lead_us: float = 50.0,
+        aligned: bool = True,
+        idle_us: float = 0.0,
     ) -> tuple[np.ndarray, np.ndarray]:
         """A native collective (``"bcast"``/0, ``"scatter"``/1, ``"gather"``/2; ``m`` bytes, per rank for scatter and
         gather), or ``"p2p"``/3 (one ``MPI_Send`` from ``root`` to ``(root + 1) % size``), timed with a common start
         ``lead_us`` ahead on the shared ``CLOCK_MONOTONIC``. Returns this rank's
         ``(start_us, finish_us)`` arrays (absolute clock, µs) on every rank; completion of repetition i is
         ``max over ranks finish[i] − min over ranks start[i]``. A rank whose start is clearly later than the others'
-        got the start instant too late (increase ``lead_us``)."""
+        got the start instant too late (increase ``lead_us``). ``idle_us``: every rank sleeps that long before each
+        timed repetition (a network's token buckets refill)."""
         code = _OP_NAMES.get(op, op) if isinstance(op, str) else int(op)
         if not isinstance(code, int):
             raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..3, not {op!r}")
         start = np.zeros(self._reps(reps), dtype=np.float64)
         finish = np.zeros_like(start)
         rc = self._lib.hk_coll(
-            self._comm_f, code, int(root), int(m), start.size, float(lead_us), int(bool(aligned)), start, finish
+            self._comm_f,
+            code,
+            int(root),
+            int(m),
+            start.size,
+            float(lead_us),
+            float(idle_us),
+            int(bool(aligned)),
+            start,
+            finish,
         )
         self._check("hk_coll", rc)
         return start, finish

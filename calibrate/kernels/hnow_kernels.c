@@ -22,7 +22,8 @@
  *     Send buffers are filled with a byte pattern and receive buffers zeroed before timing (so all pages are
  *     touched); after the timed loop every receiver checks the bytes it got and the received counts. All buffers
  *     are freed.
- *   - Gaps and settle times are spent SPINNING on the clock, never sleeping (a core woken from sleep is slow).
+ *   - Gaps and settle times are spent SPINNING on the clock, never sleeping (a core woken from sleep is slow);
+ *     the one exception is hk_coll's idle_us before a repetition, which must leave the cores to the other ranks.
  *   - Return value: 0 on success, or a negative HK_E* code (the same on every rank).
  */
 #include <mpi.h>
@@ -33,7 +34,7 @@
 #include <time.h>
 
 /* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
-#define HK_VERSION 4
+#define HK_VERSION 5
 
 #define HK_OK 0
 #define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
@@ -365,7 +366,7 @@ int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int al
 /* op 0 = MPI_Bcast of m bytes from root; op 1 = MPI_Scatter, op 2 = MPI_Gather, m bytes (MPI_BYTE) per rank;   */
 /* op 3 = one point-to-point message of m bytes, MPI_Send from root to rank (root + 1) % size, MPI_Recv there    */
 /* (the other ranks take part in the start only): the one-way time under the collectives' own timing style.    */
-/* Per repetition: MPI_Barrier; root picks start = now + lead_us and broadcasts it (a small MPI_Bcast, before   */
+/* Per repetition: sleep idle_us (timed repetitions; 0 = none); MPI_Barrier; root picks start = now + lead_us and broadcasts it (a small MPI_Bcast, before   */
 /* the instant); every rank spins until start, calls the collective once and reads the clock.                   */
 /*   out_start[i]  = the clock value that ended this rank's spin (µs, absolute CLOCK_MONOTONIC): within a few   */
 /*                   tens of ns of the common instant when the rank was on time, later when the broadcast of   */
@@ -374,8 +375,8 @@ int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int al
 /* Completion of repetition i = max over ranks of out_finish[i] - min over ranks of out_start[i] (caller).      */
 /* One untimed repetition first. Root's scatter send / gather receive buffer is size * m bytes; the root's own */
 /* block is copied by the library (no MPI_IN_PLACE), as in the model.                                            */
-int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, int aligned, double *out_start,
-            double *out_finish) {
+int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, double idle_us, int aligned,
+            double *out_start, double *out_finish) {
     MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
     int rank, size, rc = HK_OK;
     MPI_Comm_rank(comm, &rank);
@@ -414,6 +415,11 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, int 
         return rc;
     }
     for (int i = -1; i < reps; i++) {
+        if (idle_us > 0.0 && i >= 0) { /* sleep, not spin: the links' token buckets refill while the ranks idle */
+            long long ns = (long long)(idle_us * 1e3);
+            struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+            nanosleep(&ts, NULL);
+        }
         MPI_Barrier(comm);
         int64_t start = 0;
         if (rank == root) start = now_ns() + (int64_t)(lead_us * 1e3);
