@@ -702,11 +702,12 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
                     tr.barrier()
                     began = time.monotonic()
                     run()  # untimed: delivers the payload, warms up the connections
-                    first_us = max(ctl.allgather((time.monotonic() - began) * 1e6))
-                    bad = ex.check(op)
-                    bads = ctl.allgather(bad)
+                    first_us = (time.monotonic() - began) * 1e6
+                    got = ctl.allgather((ex.check(op), first_us))  # every rank's check and first-run time at once
+                    bads = [b for b, _ in got]
                     if any(bads):
                         raise RuntimeError(next(b for b in bads if b))
+                    first_us = max(t for _, t in got)
                     row: dict[str, Any] = {"op": op, "tree": spec, "size": int(m), "root": root, "verified": True}
                     if "sync" in methods and tree is None and ckern is not None:
                         idle = min(first_us, REFILL_IDLE_MAX_US)

@@ -366,8 +366,9 @@ int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int al
 /* op 0 = MPI_Bcast of m bytes from root; op 1 = MPI_Scatter, op 2 = MPI_Gather, m bytes (MPI_BYTE) per rank;   */
 /* op 3 = one point-to-point message of m bytes, MPI_Send from root to rank (root + 1) % size, MPI_Recv there    */
 /* (the other ranks take part in the start only): the one-way time under the collectives' own timing style.    */
-/* Per repetition: sleep idle_us (timed repetitions; 0 = none); MPI_Barrier; root picks start = now + lead_us and broadcasts it (a small MPI_Bcast, before   */
-/* the instant); every rank spins until start, calls the collective once and reads the clock.                   */
+/* Per repetition: (timed ones only) sleep idle_us, 0 = not at all; MPI_Barrier; root picks start = now + lead_us */
+/* and broadcasts it (a small MPI_Bcast, before the instant); every rank spins until start, calls the collective */
+/* once and reads the clock.                                                                                   */
 /*   out_start[i]  = the clock value that ended this rank's spin (µs, absolute CLOCK_MONOTONIC): within a few   */
 /*                   tens of ns of the common instant when the rank was on time, later when the broadcast of   */
 /*                   the instant reached it after the instant (lead_us too small) — the caller can detect that. */
