@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -54,11 +55,12 @@ def command_line() -> str:
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    """Write dict rows as CSV (columns from the first row) atomically."""
+    """Write dict rows as CSV (columns from the first row) atomically; dict and list cells as JSON, so a plotting
+    script reads them with ``json.loads``."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(rows[0]) if rows else [], lineterminator="\n")
     w.writeheader()
-    w.writerows(rows)
+    w.writerows({k: json.dumps(v) if isinstance(v, (dict, list, tuple)) else v for k, v in r.items()} for r in rows)
     return atomic_write(path, buf.getvalue())
 
 

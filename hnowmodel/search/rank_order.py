@@ -67,10 +67,12 @@ def rank_order(
     size: float = 0.0,
     max_rounds: int = 20,
     native: NativeAlgorithm | None = None,
+    variant: str | None = None,
 ) -> RankOrder:
     """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape, under the operation's
-    default variant for ``profile``. ``native``: the tree is that MPI library algorithm's, and it is predicted as
-    :func:`hnowmodel.ops.native_predict` predicts it (the root's copy, the order its messages move in).
+    model ``variant`` (None: its default for ``profile``). ``native``: the tree is that MPI library algorithm's,
+    and it is predicted as :func:`hnowmodel.ops.native_predict` predicts it (the root's copy, the order its messages
+    move in).
 
     >>> from hnowmodel.params import paper_profile
     >>> ro = rank_order(paper_profile(), ["slow", "slow", "fast", "fast"], "binomial", "bcast", 0)
@@ -84,7 +86,7 @@ def rank_order(
         tree = make_tree(tree, n, layout=layout, profile=profile)
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
-    variant = check_variant(op, None, profile)
+    variant = check_variant(op, variant, profile)
     fn = predictor(op, variant)
     kw = {} if native is None else native_kwargs(op, native, variant)
     # bcast: every edge carries ``size`` bytes, so the lines in force at ``size`` are exact (and one pass is fast);
