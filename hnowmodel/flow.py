@@ -15,9 +15,10 @@ SimGrid's flow-level network model does:
   overheads ``S`` (in the tree's send order); a message is delivered ``Xc`` after its last byte left, and the
   receiver then pays ``R``;
 * **eager vs rendezvous** from ``profile.rendezvous_from_bytes``: a rendezvous message flows only once its receiver
-  has posted the matching receive. That matters for gather, where a parent posts its receives one after another
-  (``recv_order``: in arrival order, as ``MPI_ANY_SOURCE`` receives do, or in a fixed order such as MPICH's binomial
-  gather, smallest subtree first); in bcast and scatter a receiver has always posted its one receive already;
+  has posted the matching receive. That matters for gather (``recv_order``): the tree executor posts one receive
+  per child up front, so they all flow at once; a parent that posts its receives one after another (in arrival
+  order, as ``MPI_ANY_SOURCE`` receives do, or in a fixed order such as MPICH's binomial gather, smallest subtree
+  first) lets each flow only in its turn; in bcast and scatter a receiver has always posted its one receive already;
 * a **token bucket** per link (Linux ``tbf``): every link starts with a full bucket of ``burst_bytes``
   (``profile.extensions["network"]["burst_bytes"]``, default 0); bytes pass a link with tokens at memory speed
   (instantly here) and use them up; a bucket refills at the link's capacity minus what the link carries, up to
@@ -66,10 +67,13 @@ __all__ = [
 ]
 
 OPS = ("bcast", "scatter", "gather")
-#: How a gather's parent posts its receives: ``arrival`` (one receive at a time from any child, matching whichever
-#: message or rendezvous request came first: the tree executor's ``MPI_ANY_SOURCE``), ``tree`` (the tree's send
-#: order), ``smallest_first`` (ascending subtree size, ties in reverse send order: MPICH's binomial gather).
-RECV_ORDERS = ("arrival", "tree", "smallest_first")
+#: How a gather's parent posts its receives: ``posted`` (one receive per child, all posted when the parent starts,
+#: completed in arrival order: the tree executor and ``calibrate.treecoll`` on MPI, ``Irecv`` + ``Waitany``; a
+#: rendezvous message flows as soon as it is sent), ``arrival`` (one receive at a time from any child, matching
+#: whichever message or rendezvous request came first: ``MPI_ANY_SOURCE``, as the emulated testbed's transport
+#: receives), ``tree`` (the tree's send order), ``smallest_first`` (ascending subtree size, ties in reverse send
+#: order: MPICH's binomial gather).
+RECV_ORDERS = ("posted", "arrival", "tree", "smallest_first")
 #: How concurrent flows share a link: ``maxmin`` (every flow the same share, SimGrid's flow model), ``weighted``
 #: (weighted max-min, each flow's share proportional to its own lone rate ``1/Xm``) or ``fifo`` (bcast and scatter:
 #: a sender's messages leave its egress one after another in send order, each at the egress rate, and each
@@ -501,7 +505,7 @@ def _downward_fifo(
 
 
 def _receive_orders(tree: Tree, recv_order: str) -> list[list[int]] | None:
-    if recv_order == "arrival":
+    if recv_order in ("posted", "arrival"):
         return None
     kids = tree.children
     if recv_order == "tree":
@@ -536,16 +540,18 @@ def _upward(
         p, b = int(tree.parent[j]), float(nbytes[j])
         t_post = t + cost.send(j, b)
         relay_struct = relay_waits and children[j] and b >= relay_from
-        if _rendezvous(cost.profile, b) or relay_struct:  # waits for the parent's posted receive
+        waits = _rendezvous(cost.profile, b) or relay_struct  # flows only into the parent's posted receive
+        if waits and recv_order != "posted":
             sim.at(t_post, lambda: offer(p, j, "rdv", t_post))
-        else:
+        else:  # eager, or every receive already posted (from first_post[p]): the data flows now
+            t_flow = max(t_post, first_post[p]) if waits else t_post
 
             def delivered(t_end: float, f: _Flow) -> None:
                 t_del = t_end + cost.latency(j, p, b)
-                sim.records.append(FlowRecord(j, p, b, float(f.start), float(t_end), float(t_del), False))
+                sim.records.append(FlowRecord(j, p, b, float(f.start), float(t_end), float(t_del), bool(waits)))
                 sim.at(t_del, lambda: offer(p, j, "eager", t_del))
 
-            sim.flow(t_post, j, p, b, cost.pair_rate(j, p, b), False, delivered)
+            sim.flow(t_flow, j, p, b, cost.pair_rate(j, p, b), bool(waits), delivered)
 
     def offer(p: int, j: int, kind: str, t: float) -> None:
         offered[p][j] = (t, seq[0], kind)
@@ -613,7 +619,7 @@ def simulate(
     *,
     root: int = 0,
     root_copy: bool = False,
-    recv_order: str = "arrival",
+    recv_order: str = "posted",
     sharing: str = "maxmin",
     relay_waits: bool = False,
     copy_first: bool = False,
@@ -742,7 +748,7 @@ def gather(
     per_rank: bool = False,
     root: int = 0,
     root_copy: bool = False,
-    recv_order: str = "arrival",
+    recv_order: str = "posted",
     sharing: str = "maxmin",
     relay_waits: bool = False,
 ) -> np.ndarray:

@@ -122,6 +122,24 @@ def test_rendezvous_gather_waits_for_the_posted_receive():
     assert not any(r.rendezvous for r in eager.flows)
 
 
+def test_receives_posted_up_front_let_rendezvous_messages_flow_at_once():
+    """The tree executor posts one receive per child before any arrives (Irecv + Waitany): rendezvous messages
+    then flow together, as eager ones do; one any-source receive at a time (``arrival``) serialises them."""
+    prof = _profile({"f": 100.0}, R=1.0, Xc=2.0, rendezvous=1)
+    tree = T.sequential(3)
+    posted = F.simulate("gather", prof, ["f"] * 3, tree, 1000)  # the default
+    assert sorted(r.start_us for r in posted.flows) == [0.0, 0.0] and all(r.rendezvous for r in posted.flows)
+    assert posted.completion_us == pytest.approx(20.0 + 2 + 1 + 1)  # the eager case's time
+    one_at_a_time = F.simulate("gather", prof, ["f"] * 3, tree, 1000, recv_order="arrival")
+    assert one_at_a_time.completion_us == pytest.approx(13.0 + 10 + 2 + 1)
+    # the root posts only after copying its own block (5 µs here): the flows wait for that
+    slow_copy = Profile(
+        {"f": NodeType("f", 0.0, 0.0, 1.0, 0.0, Cc_us=5.0)}, prof.network, prof.links, rendezvous_from_bytes=1
+    )
+    late = F.simulate("gather", slow_copy, ["f"] * 3, tree, 1000, root_copy=True)
+    assert sorted(r.start_us for r in late.flows) == [5.0, 5.0]
+
+
 def test_a_relay_waits_for_the_posted_receive_at_any_size():
     """MPICH's binomial gather: a leaf's block flows when ready, a relay's (its own block and its children's, one
     struct datatype) only into the parent's posted receive, eager sizes included."""
