@@ -247,10 +247,15 @@ _OMPI_BCAST = (
     ),
 )
 # ompi_coll_base_scatter_intra_basic_linear: the root walks ranks 0..n-1, copying its own block at its own turn
-# (first, for root 0) and sending (blocking) to every other rank in rank order. Gather's is the mirror: the root
-# copies its block at its turn, then blocking receives from 1, 2, ..., n-1 in rank order. linear_nb scatter (3) and
-# linear_sync gather (3) are not offered (not modelled).
-_OMPI_SCATTER = (_ompi("scatter", 1, "ompi-linear", "basic_linear", root_copy=True, copy_first=True),)
+# (first, for root 0) and sending (blocking) to every other rank in rank order. linear_nb (3) walks the same way
+# with isends (coll_tuned_scatter_algorithm_max_requests = 0: no blocking send in between) and waits for all: the
+# same messages in the same order, which the flow model cannot tell apart from basic_linear's. Gather's
+# basic_linear is the mirror: the root copies its block at its turn, then blocking receives from 1, 2, ..., n-1 in
+# rank order. linear_sync gather (3) is not offered (not modelled).
+_OMPI_SCATTER = (
+    _ompi("scatter", 1, "ompi-linear", "basic_linear", root_copy=True, copy_first=True),
+    _ompi("scatter", 3, "ompi-linear", "linear_nb", root_copy=True, copy_first=True),
+)
 _OMPI_GATHER = (_ompi("gather", 1, "ompi-linear", "basic_linear", root_copy=True, flow_kw={"recv_order": "tree"}),)
 
 

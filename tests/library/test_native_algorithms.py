@@ -29,7 +29,11 @@ def test_native_specs_name_their_algorithm():
     ("spec", "op", "names"),
     [
         ("native:tree:kary:9", ["bcast"], "native:tree:kary:8"),
-        ("native:tree:kary:3", ["scatter", "gather"], "native, native:binomial, native:basic_linear)"),
+        (
+            "native:tree:kary:3",
+            ["scatter", "gather"],
+            "native, native:binomial, native:basic_linear, native:linear_nb)",
+        ),
         ("native:bogus", None, "native:tree:knomial_2:3"),
     ],
 )

@@ -219,6 +219,7 @@ def test_the_pinned_algorithm_moves_data_over_its_model_tree(op):
         ("bcast", "native:binary_tree"),
         ("bcast", "native:knomial:3"),
         ("scatter", "native:basic_linear"),
+        ("scatter", "native:linear_nb"),
         ("gather", "native:basic_linear"),
     ],
 )
