@@ -13,7 +13,7 @@ environment of ``hnow setup-openmpi``), with the cluster's hosts as the spec lis
 
    * **default** - the library's own collective as it runs by default, pinned as ``native:ALGO`` (MPICH's default
      table picks binomial here; Open MPI's fixed rules pick per size; where that default is
-     an algorithm hnow does not model, e.g. Open MPI's linear_sync gather, the operation and size are not
+     an algorithm hnow does not model (none here since linear_nb and linear_sync are), the operation and size are not
      compared) on the ranks in the spec's host order;
    * **exported** - the exported algorithm (``native:ALGO``; ``native`` where the default was kept), on a cluster
      whose host order is the exported order (hydra fills hosts in order: the exported hostfile);

@@ -515,7 +515,14 @@ def _receive_orders(tree: Tree, recv_order: str) -> list[list[int]] | None:
 
 
 def _upward(
-    sim: _Sim, cost: _Costs, tree: Tree, m: float, root_copy: bool, recv_order: str, relay_waits: bool = False
+    sim: _Sim,
+    cost: _Costs,
+    tree: Tree,
+    m: float,
+    root_copy: bool,
+    recv_order: str,
+    relay_waits: bool = False,
+    sync: bool = False,
 ) -> np.ndarray:
     """gather: a rank sends its subtree's data to its parent once it has received all of its children's;
     ``relay_waits``: a rank with children sends a struct datatype, which waits for the parent's posted receive
@@ -540,7 +547,8 @@ def _upward(
         p, b = int(tree.parent[j]), float(nbytes[j])
         t_post = t + cost.send(j, b)
         relay_struct = relay_waits and children[j] and b >= relay_from
-        waits = _rendezvous(cost.profile, b) or relay_struct  # flows only into the parent's posted receive
+        # flows only into the parent's posted receive (sync: once the parent has signalled that it is posted)
+        waits = sync or _rendezvous(cost.profile, b) or relay_struct
         if waits and recv_order != "posted":
             sim.at(t_post, lambda: offer(p, j, "rdv", t_post))
         else:  # eager, or every receive already posted (from first_post[p]): the data flows now
@@ -623,6 +631,7 @@ def simulate(
     sharing: str = "maxmin",
     relay_waits: bool = False,
     copy_first: bool = False,
+    sync: bool = False,
 ) -> FlowRun:
     """Simulate ``op`` (bcast, scatter or gather) of ``size`` bytes (per rank for scatter/gather) over ``tree``.
 
@@ -633,7 +642,9 @@ def simulate(
     sends it only once its parent has posted the receive, at any size. MPICH's binomial gather does that: a relay
     sends its own block and the received ones as one struct datatype, which MPICH over UCX/TCP moves only into a
     posted receive (measured on the virtual cluster: the root's later children wait for its earlier receives), while
-    a leaf's contiguous block flows when ready.
+    a leaf's contiguous block flows when ready. ``sync`` (gather): every message, at any size, flows only once its
+    parent has posted the receive for it, as Open MPI's linear_sync gather does (the root signals each rank in turn
+    with an empty message; the signal's round trip is left out).
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
@@ -668,7 +679,7 @@ def simulate(
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
     sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
     if op == "gather":
-        done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits)
+        done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits, sync)
         completion = float(done[tree.root])
     else:
         done = _downward(sim, cost, tree, per_edge, m, root_copy, copy_first)
@@ -751,11 +762,12 @@ def gather(
     recv_order: str = "posted",
     sharing: str = "maxmin",
     relay_waits: bool = False,
+    sync: bool = False,
 ) -> np.ndarray:
     """Gather completion time (µs per size) under the flow model; ``per_rank=True`` gives when each rank holds its
     whole subtree's data (leaves 0). ``root_copy``: the root copies its own block before its first receive
-    (MPICH); ``recv_order``: :data:`RECV_ORDERS` (MPICH's binomial gather is ``smallest_first``); ``relay_waits``:
-    see :func:`simulate`."""
+    (MPICH); ``recv_order``: :data:`RECV_ORDERS` (MPICH's binomial gather is ``smallest_first``); ``relay_waits``,
+    ``sync``: see :func:`simulate`."""
     return _predict(
         "gather",
         profile,
@@ -768,4 +780,5 @@ def gather(
         recv_order=recv_order,
         sharing=sharing,
         relay_waits=relay_waits,
+        sync=sync,
     )

@@ -251,12 +251,18 @@ _OMPI_BCAST = (
 # with isends (coll_tuned_scatter_algorithm_max_requests = 0: no blocking send in between) and waits for all: the
 # same messages in the same order, which the flow model cannot tell apart from basic_linear's. Gather's
 # basic_linear is the mirror: the root copies its block at its turn, then blocking receives from 1, 2, ..., n-1 in
-# rank order. linear_sync gather (3) is not offered (not modelled).
+# rank order. linear_sync (3), as the tuned component runs it (segment size 0: the "first segment" is the whole
+# block): for 1, 2, ..., n-1 in turn the root posts the receive, sends the rank an empty message, and waits for the
+# block, which the rank sends only on that signal; then it copies its own block. Modelled as basic linear in which
+# every block waits for its posted receive (flow ``sync``); the signal's round trip is left out.
 _OMPI_SCATTER = (
     _ompi("scatter", 1, "ompi-linear", "basic_linear", root_copy=True, copy_first=True),
     _ompi("scatter", 3, "ompi-linear", "linear_nb", root_copy=True, copy_first=True),
 )
-_OMPI_GATHER = (_ompi("gather", 1, "ompi-linear", "basic_linear", root_copy=True, flow_kw={"recv_order": "tree"}),)
+_OMPI_GATHER = (
+    _ompi("gather", 1, "ompi-linear", "basic_linear", root_copy=True, flow_kw={"recv_order": "tree"}),
+    _ompi("gather", 3, "ompi-linear", "linear_sync", root_copy=True, flow_kw={"recv_order": "tree", "sync": True}),
+)
 
 
 def native_kwargs(op: str, nat: NativeAlgorithm, variant: str) -> dict[str, Any]:

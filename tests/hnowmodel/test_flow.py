@@ -140,6 +140,18 @@ def test_receives_posted_up_front_let_rendezvous_messages_flow_at_once():
     assert sorted(r.start_us for r in late.flows) == [5.0, 5.0]
 
 
+def test_sync_gather_takes_one_block_at_a_time_in_tree_order():
+    """``sync`` (Open MPI's linear_sync): even eager-sized blocks flow only once the parent posted their receive."""
+    prof = _profile({"f": 100.0}, R=1.0, Xc=2.0)
+    run = F.simulate("gather", prof, ["f"] * 3, T.sequential(3), 1000, recv_order="tree", sync=True)
+    first, second = sorted(run.flows, key=lambda r: r.start_us)
+    assert (first.src, first.start_us, first.end_us) == (1, 0.0, 10.0)
+    assert (second.src, second.start_us) == (2, pytest.approx(13.0))  # after rank 1's delivery (+2) and receive (+1)
+    assert run.completion_us == pytest.approx(13.0 + 10 + 2 + 1)
+    free = F.simulate("gather", prof, ["f"] * 3, T.sequential(3), 1000, recv_order="tree")
+    assert free.completion_us == pytest.approx(20.0 + 2 + 1 + 1)
+
+
 def test_a_relay_waits_for_the_posted_receive_at_any_size():
     """MPICH's binomial gather: a leaf's block flows when ready, a relay's (its own block and its children's, one
     struct datatype) only into the parent's posted receive, eager sizes included."""

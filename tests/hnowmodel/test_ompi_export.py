@@ -42,6 +42,11 @@ def test_every_open_mpi_algorithm_is_pinned_by_mca_and_by_a_rule():
     assert bcast["binary_tree"].model_tree == "ompi-tree:2" and bcast["pipeline"].model_tree == "chain"
     assert bcast["knomial:3"].env["OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix"] == "3"
     assert {c.algorithm for c in ops.native_choices("scatter", "Open MPI")} == {"binomial", "basic_linear", "linear_nb"}
+    assert {c.algorithm for c in ops.native_choices("gather", "Open MPI")} == {
+        "binomial",
+        "basic_linear",
+        "linear_sync",
+    }
     lin = ops.native_for("native:basic_linear", "gather", "Open MPI")
     assert lin.model_tree == "ompi-linear" and lin.root_copy and lin.flow_kw == {"recv_order": "tree"}
     assert ops.native_for("native:basic_linear", "scatter", "Open MPI").copy_first
@@ -80,9 +85,9 @@ def test_a_heterogeneous_layout_gets_non_default_choices_and_a_file_that_runs_th
     s64 = rows[("scatter", 65536)]
     assert (s64.default, s64.chosen) == ("linear_nb", "linear_nb")
     assert s64.default_us == pytest.approx(s64.candidates_us["basic_linear"])
-    # not modelled defaults are kept, and said so
-    assert not any("linear_nb" in x for x in sel.notes)
-    assert any("linear_sync (3) is not modelled; kept" in x for x in sel.notes)
+    # linear_sync gather (the default at 256 KiB) is predicted too: nothing is left unmodelled here
+    assert rows[("gather", 262144)].default == "linear_sync" and rows[("gather", 262144)].default_us is not None
+    assert not any("not modelled" in x for x in sel.notes)
     # every candidate was predicted, the same tree once
     assert "chain:8" not in b.candidates_us and "basic_linear" in b.candidates_us
     # the file: only 4 ranks change, each size runs what was chosen, the rest the fixed rules

@@ -232,6 +232,17 @@ def test_each_named_algorithm_moves_data_over_its_model_tree(op, spec):
 
 @pytest.mark.mpi
 @needs_ompi
+def test_linear_sync_gather_signals_each_rank_then_takes_its_block():
+    """``native:linear_sync``: the model tree's edges carry the blocks, and the root's empty signal to every rank
+    (which basic linear does not send) shows that this algorithm ran."""
+    spec = "native:linear_sync"
+    wire = _edges_on_the_wire("gather", 1000, 6, ops.native_spec_env(spec, ["gather"]))
+    assert {e for e in wire if e[2]} == _model_edges("gather", 1000, 6, ops.native_for(spec, "gather", "Open MPI"))
+    assert {e for e in wire if not e[2]} == {(0, r, 0) for r in range(1, 6)}
+
+
+@pytest.mark.mpi
+@needs_ompi
 def test_the_pin_is_what_decides_and_the_users_setting_wins():
     """Without hnow's pin Open MPI's own rules pick another tree for 6 ranks at 1000 B; a user's own MCA setting
     (here bcast algorithm 3, the pipeline) is kept over hnow's."""
