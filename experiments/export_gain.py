@@ -350,8 +350,7 @@ def main() -> None:
         "measured_gain_pct", "difference_points", "setting", "model_tree", "variant", "min_us", "max_us",
         "error_pct_by_variant",
     ]  # fmt: skip
-    as_csv = [{c: json.dumps(r[c]) if isinstance(r[c], dict) else r[c] for c in columns} for r in rows]
-    write_csv(out / "export_gain.csv", as_csv)
+    write_csv(out / "export_gain.csv", [{c: r[c] for c in columns} for r in rows])  # write_csv: dicts as JSON
     _plot(rows, out / "export_gain.png")
 
     body = [

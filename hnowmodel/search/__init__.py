@@ -173,7 +173,8 @@ def best_tree(
         return float(fn(profile, layout, t, [size])[0])
 
     scored = [(cost(t), name, t) for name, t in cands]
-    time_us, name, tree = min(scored, key=lambda x: x[0])
+    first = min(range(len(scored)), key=lambda i: (scored[i][0], i))  # the best candidate, the earliest on ties
+    time_us, name, tree = scored[first]
     exact = op == "bcast" and name == "exact" and variant == "paper"
     if variant in FLOW_VARIANTS and n <= LOCAL_SEARCH_MAX_RANKS:
         # The candidates are built under the paper's equations and a flow variant has no exact search here, so the
@@ -181,7 +182,6 @@ def best_tree(
         # stops where every single move leaves the completion as it is (two critical paths), which on a 6-host
         # cluster with a 60 Mbit/s root left bcast 16-41 % above the brute-force optimum; the library shapes in
         # their best rank order reach it there (docs/model.md, "Choosing a tree under a flow variant").
-        first = min(range(len(scored)), key=lambda i: (scored[i][0], i))
         seeded = n <= SEED_MAX_RANKS and op in SEED_OPS
         if seeded:
             for shape in SEED_SHAPES:
@@ -201,7 +201,7 @@ def best_tree(
     compared = {}
     for spec in compare:
         t = _trees.make_tree(spec, n, root=root, layout=layout, profile=profile)
-        compared[spec] = float(fn(profile, layout, t, [size])[0])
+        compared[spec] = cost(t)
     return BestTree(tree, time_us, name, op, int(size), exact, compared)
 
 
