@@ -41,7 +41,8 @@ def _print_state(st: cluster.ClusterState, file=None) -> None:
         note = f"  STALE: {what}; run 'hnow cluster down {st.name}'"
     print(
         f"cluster {st.name}: {len(st.hosts)} hosts, {st.spec.total_slots} slots, subnet {st.subnet} "
-        f"(launcher side {st.bridge_address}), tbf burst {st.shaping.burst_bytes} B{note}",
+        f"(launcher side {st.bridge_address}), tbf burst {st.shaping.burst_bytes} B, "
+        f"TCP initial window {st.shaping.initcwnd_segments} segments{note}",
         file=file,
     )
     if st.slurm_conf:

@@ -217,7 +217,11 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
         "link set eth0 addrgenmode none",
         f"addr add {h.address}/{prefix} dev eth0",
         "link set eth0 up",
+        # The subnet's route, as the kernel makes it, with a large initial window (see Shaping).
+        f"route replace {st.subnet} dev eth0 proto kernel scope link src {h.address}"
+        f" initcwnd {st.shaping.initcwnd_segments} initrwnd {st.shaping.initcwnd_segments}",
     ]
+    rmem = f"4096 {st.shaping.tcp_rmem_default_bytes} {max(6291456, st.shaping.tcp_rmem_default_bytes)}"
     return [
         (
             f"configuring host {h.name}",
@@ -226,6 +230,21 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
         (
             f"shaping host {h.name}'s egress",
             netns.start([t["tc"], "-n", h.namespace, "-batch", "-"], _tbf("eth0", h.egress_mbit, st.shaping) + "\n"),
+        ),
+        (
+            f"setting host {h.name}'s TCP receive buffer",
+            netns.start(
+                [
+                    t["ip"],
+                    "netns",
+                    "exec",
+                    h.namespace,
+                    "sh",
+                    "-c",
+                    f"echo '{rmem}' > /proc/sys/net/ipv4/tcp_rmem",
+                ],
+                "",
+            ),
         ),
     ]
 

@@ -66,14 +66,26 @@ class HostState:
 @dataclass(frozen=True)
 class Shaping:
     """The ``tbf`` settings on every shaped link: the token bucket's ``burst_bytes`` (that many bytes pass at
-    memory speed when the bucket is full; refilled in burst × 8 / rate) and the queue ``limit_bytes``."""
+    memory speed when the bucket is full; refilled in burst × 8 / rate) and the queue ``limit_bytes``; and the
+    TCP start of every connection between hosts: ``initcwnd_segments`` (the route's ``initcwnd`` and
+    ``initrwnd``) with a receive buffer of ``tcp_rmem_default_bytes``, so a message up to that window enters the
+    sender's queue at once whatever the connection carried before (TCP's slow start and idle restart otherwise
+    make how a root's concurrent messages share its link depend on the traffic history)."""
 
     qdisc: str = "tbf"
     burst_bytes: int = 8192
     limit_bytes: int = 4 * 1024 * 1024
+    initcwnd_segments: int = 256
+    tcp_rmem_default_bytes: int = 1024 * 1024
 
     def to_dict(self) -> dict[str, Any]:
-        return {"qdisc": self.qdisc, "burst_bytes": self.burst_bytes, "limit_bytes": self.limit_bytes}
+        return {
+            "qdisc": self.qdisc,
+            "burst_bytes": self.burst_bytes,
+            "limit_bytes": self.limit_bytes,
+            "initcwnd_segments": self.initcwnd_segments,
+            "tcp_rmem_default_bytes": self.tcp_rmem_default_bytes,
+        }
 
 
 @dataclass(frozen=True)

@@ -221,6 +221,7 @@ def test_up_status_down_through_the_command(spec_file, cleanup):
     prefix = subnet.rsplit(".", 1)[0]
     assert [h["address"] for h in doc["hosts"]] == [f"{prefix}.{i}" for i in (2, 3, 4)]
     assert doc["bridge_address"] == f"{prefix}.1" and doc["shaping"]["burst_bytes"] == 8192
+    assert doc["shaping"]["initcwnd_segments"] == 256
 
     ns, links = _mine()
     assert ns == [f"hnow-{_NAME}-{h}" for h in "abc"]
@@ -236,6 +237,15 @@ def test_up_status_down_through_the_command(spec_file, cleanup):
             ["ip", "-n", f"hnow-{_NAME}-{h}", "-br", "addr", "show", "eth0"], capture_output=True, text=True
         ).stdout
         assert hosts[h]["address"] + "/24" in addr and "UP" in addr
+        # every connection starts with the same large window (Shaping): the subnet's route and the receive buffer
+        route = subprocess.run(["ip", "-n", f"hnow-{_NAME}-{h}", "route"], capture_output=True, text=True).stdout
+        assert f"{subnet} dev eth0" in route and "initcwnd 256 initrwnd 256" in route, route
+        rmem = subprocess.run(
+            ["ip", "netns", "exec", f"hnow-{_NAME}-{h}", "cat", "/proc/sys/net/ipv4/tcp_rmem"],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert rmem.split()[1] == "1048576", rmem
 
     # host names and the host's own interface, through the exec wrapper as hydra calls it
     wrapper = doc["wrapper"]
