@@ -16,6 +16,7 @@ arrival times in µs over the repetitions). Needs root; brings the cluster up if
 from __future__ import annotations
 
 import argparse
+import json
 import select
 import socket
 import statistics
@@ -74,8 +75,6 @@ def _send_all(socks: list[socket.socket], msg: bytes, mode: str) -> None:
 
 def root(addresses: list[str], sizes: list[int], modes: list[str], reps: int) -> None:
     """Print one JSON line per (size, mode): each child's arrival times in µs from the start of the sends."""
-    import json
-
     socks = [socket.create_connection((a, PORT)) for a in addresses]
     for s in socks:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -110,46 +109,30 @@ def main() -> int:
     p.add_argument("-o", "--output", default="experiments/out/tcp_fanout")
     p.add_argument("--lock", default=None, help="flock this file around the timed run (a machine shared with others)")
     args = p.parse_args()
-    spec = hm.cluster.load_spec(args.spec)
-    was_up = bool(hm.cluster.status(spec.name))
-    st = hm.cluster.up(spec)
-    hosts = {h.name: h for h in st.hosts}
-    root_name = args.root or st.hosts[0].name
-    kids = [h for h in st.hosts if h.name != root_name]
-    me = [sys.executable, __file__]
-    procs = []
-    try:
-        for h in kids:
-            pr = subprocess.Popen(
-                ["ip", "netns", "exec", h.namespace, *me, "--child"], stdout=subprocess.PIPE, text=True
-            )
-            pr.stdout.readline()  # "ready"
-            procs.append(pr)
-        with mpi_lock(args.lock):
-            out = subprocess.run(
-                [
-                    "ip",
-                    "netns",
-                    "exec",
-                    hosts[root_name].namespace,
-                    *me,
-                    "--root",
-                    str(args.reps),
-                    args.sizes,
-                    args.modes,
-                ]
-                + [h.address for h in kids],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-    finally:
-        for pr in procs:
-            pr.wait(timeout=30)
-        if not was_up:
-            hm.cluster.down(spec.name)
-    import json
-
+    with hm.cluster.using(args.spec) as st:  # up for the run unless it already is
+        hosts = {h.name: h for h in st.hosts}
+        root_name = args.root or st.hosts[0].name
+        kids = [h for h in st.hosts if h.name != root_name]
+        me = [sys.executable, __file__]
+        procs = []
+        try:
+            for h in kids:
+                pr = subprocess.Popen(
+                    ["ip", "netns", "exec", h.namespace, *me, "--child"], stdout=subprocess.PIPE, text=True
+                )
+                pr.stdout.readline()  # "ready"
+                procs.append(pr)
+            root_cmd = [*me, "--root", str(args.reps), args.sizes, args.modes, *(h.address for h in kids)]
+            with mpi_lock(args.lock):
+                out = subprocess.run(
+                    ["ip", "netns", "exec", hosts[root_name].namespace, *root_cmd],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+        finally:
+            for pr in procs:
+                pr.wait(timeout=30)
     rows = []
     for line in out.splitlines():
         doc = json.loads(line)

@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,13 +79,7 @@ class Shaping:
     tcp_rmem_default_bytes: int = 1024 * 1024
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "qdisc": self.qdisc,
-            "burst_bytes": self.burst_bytes,
-            "limit_bytes": self.limit_bytes,
-            "initcwnd_segments": self.initcwnd_segments,
-            "tcp_rmem_default_bytes": self.tcp_rmem_default_bytes,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
