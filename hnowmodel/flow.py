@@ -58,6 +58,7 @@ __all__ = [
     "FlowRecord",
     "FlowRun",
     "burst_bytes",
+    "queued_bytes",
     "capacities",
     "max_min_rates",
     "simulate",
@@ -77,8 +78,12 @@ RECV_ORDERS = ("posted", "arrival", "tree", "smallest_first")
 #: How concurrent flows share a link: ``maxmin`` (every flow the same share, SimGrid's flow model), ``weighted``
 #: (weighted max-min, each flow's share proportional to its own lone rate ``1/Xm``) or ``fifo`` (bcast and scatter:
 #: a sender's messages leave its egress one after another in send order, each at the egress rate, and each
-#: receiver's ingress drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has; see :func:`_downward_fifo`).
-SHARINGS = ("maxmin", "weighted", "fifo")
+#: receiver's ingress drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has; see :func:`_downward_fifo`)
+#: or ``rr`` (bcast and scatter: a sender's egress serves its queued messages round-robin, packet by packet, an
+#: equal share each whatever their receivers take, and each receiver's ingress drains its own queue: what a host
+#: whose sockets may each hold only a packet or two below TCP does, as the virtual cluster's hosts do; see
+#: :func:`_downward_rr`).
+SHARINGS = ("maxmin", "weighted", "fifo", "rr")
 
 _INF = math.inf
 
@@ -99,6 +104,24 @@ def burst_bytes(profile: Profile) -> float:
         return 0.0
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ProfileError(f"profile.extensions.network.burst_bytes: must be a number of bytes >= 0, got {v!r}")
+    return float(v)
+
+
+def queued_bytes(profile: Profile) -> float:
+    """How many bytes of each message a sender hands its link's queue at once (payload bytes; the rest follows
+    as the queue drains, round-robin with its other connections) from
+    ``profile.extensions["network"]["queued_bytes"]``; 0 when absent. Used by the ``rr`` sharing.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> queued_bytes(paper_profile())
+    0.0
+    """
+    net = (profile.extensions or {}).get("network", {})
+    v = net.get("queued_bytes", 0) if isinstance(net, dict) else 0
+    if v is None:
+        return 0.0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ProfileError(f"profile.extensions.network.queued_bytes: must be a number of bytes >= 0, got {v!r}")
     return float(v)
 
 
@@ -504,6 +527,114 @@ def _downward_fifo(
     return done, records
 
 
+def _round_robin(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0
+) -> tuple[list[list[tuple[float, float]]], list[float]]:
+    """One egress link served round-robin (processor sharing): message k of ``size[k]`` bytes is queued at
+    ``arrive[k]`` (µs, non-decreasing); every queued message leaves at an equal share of ``c`` bytes/µs. A full
+    token bucket of ``burst`` bytes passes at once to the messages that find tokens (refilled at ``c`` while the
+    link is idle). Returns each message's departure curve, ``(time, bytes left so far)`` points, linear between,
+    and when its first byte leaves: a link serves whole packets in turn, and a message queued behind others
+    waits for one round of them, the ``queued`` bytes each connection keeps in the link's queue (TCP's small
+    queues; the fluid share alone would have it start at once).
+
+    >>> _round_robin([0, 0], [100, 300], 10.0, 0)
+    ([[(0.0, 0.0), (20.0, 100.0)], [(0.0, 0.0), (20.0, 100.0), (40.0, 300.0)]], [0.0, 0.0])
+    >>> _round_robin([0, 0], [100, 300], 10.0, 0, queued=50)[1]   # the second waits for the first's 50 bytes
+    [0.0, 5.0]
+    """
+    n = len(size)
+    curves: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    first = [0.0] * n
+    sent = [0.0] * n
+    active: list[int] = []
+    tokens, t, k = float(burst), 0.0, 0
+    finite = math.isfinite(c)
+    while k < n or active:
+        if not active:  # idle until the next message: the bucket refills
+            gap = max(0.0, float(arrive[k]) - t)
+            tokens = min(float(burst), tokens + gap * c) if finite else float(burst)
+            t = max(t, float(arrive[k]))
+        while k < n and arrive[k] <= t:
+            ahead = sum(min(queued, float(size[i]) - sent[i]) for i in active)
+            first[k] = t + ahead / c if finite else t
+            sent[k] = got = min(tokens, float(size[k]))
+            tokens -= got
+            curves[k].append((t, 0.0))
+            if got:
+                curves[k].append((t, got))
+            if got < size[k]:
+                active.append(k)
+            k += 1
+        if not active:
+            continue
+        if not finite:
+            for i in active:
+                sent[i] = float(size[i])
+                curves[i].append((t, sent[i]))
+            active = []
+            continue
+        share = c / len(active)
+        step = min(float(size[i]) - sent[i] for i in active) / share
+        if k < n:
+            step = min(step, float(arrive[k]) - t)
+        t += step
+        for i in active:
+            sent[i] = min(float(size[i]), sent[i] + share * step)
+            curves[i].append((t, sent[i]))
+        active = [i for i in active if sent[i] < float(size[i]) * (1 - 1e-12)]
+    return curves, first
+
+
+def _downward_rr(
+    cost: _Costs,
+    tree: Tree,
+    edge_bytes: np.ndarray,
+    m: float,
+    root_copy: bool,
+    egress: np.ndarray,
+    burst: float,
+    copy_first: bool = False,
+    queued: float = 0.0,
+) -> tuple[np.ndarray, list[FlowRecord]]:
+    """bcast/scatter with ``sharing="rr"``: a rank that holds its data queues its messages in its egress (the k-th
+    after the first k send overheads ``S``), which serves every queued message an equal share of its rate
+    (:func:`_round_robin`); a receiver's ingress, shaped at the pair's rate ``1/Xm``, passes its bucket's burst as
+    it arrives and queues the rest (a greedy shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm``
+    for every ``τ`` before), so its last byte leaves at the latest of the egress's end and
+    ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve.
+    Times from the root's start (µs); the root's copy of its own block as in :func:`_downward_fifo`."""
+    n = tree.n
+    done = np.full(n, np.nan)
+    done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
+    records: list[FlowRecord] = []
+    order = [tree.root]
+    for p in order:  # parents before children: a rank's hold time is known when its turn comes
+        kids = [int(c) for c in tree.children[p]]
+        acc, arrive = float(done[p]), []
+        for c in kids:
+            acc += cost.send(p, float(edge_bytes[c]))
+            arrive.append(acc)
+        curves, first = _round_robin(arrive, [float(edge_bytes[c]) for c in kids], float(egress[p]), burst, queued)
+        for c, curve, t1 in zip(kids, curves, first, strict=True):
+            b = float(edge_bytes[c])
+            rate = cost.pair_rate(p, c, b)
+            start, end = curve[0][0], curve[-1][0]
+            last = end
+            if math.isfinite(rate):
+                last = max(
+                    end, t1 + max(0.0, b - burst) / rate, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve)
+                )
+            delivered = last + cost.latency(p, c, b)
+            records.append(FlowRecord(p, c, b, start, last, delivered, False))
+            done[c] = delivered + cost.recv(c, b)
+            order.append(c)
+        if p == tree.root and root_copy:
+            done[p] = acc if copy_first else acc + cost.copy(p, m)
+    records.sort(key=lambda r: r.end_us)
+    return done, records
+
+
 def _receive_orders(tree: Tree, recv_order: str) -> list[list[int]] | None:
     if recv_order in ("posted", "arrival"):
         return None
@@ -669,12 +800,16 @@ def simulate(
     biggest = float(per_edge[tree.parent >= 0].max()) if tree.n > 1 else m
     egress, ingress = capacities(profile, layout, biggest)
     cost = _Costs(profile, layout)
-    if sharing == "fifo":
+    if sharing in ("fifo", "rr"):
         if op == "gather":
             raise InputError(
-                "fifo sharing models bcast and scatter (one message into each rank); use maxmin for gather"
+                f"{sharing} sharing models bcast and scatter (one message into each rank); use maxmin for gather"
             )
-        done, records = _downward_fifo(cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile), copy_first)
+        args = (cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile), copy_first)
+        if sharing == "fifo":
+            done, records = _downward_fifo(*args)
+        else:
+            done, records = _downward_rr(*args, queued=queued_bytes(profile))
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
     sim = _Sim(egress, ingress, burst_bytes(profile), sharing)

@@ -396,9 +396,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "flow": _flow.bcast,
                 "flow-weighted": partial(_flow.bcast, sharing="weighted"),
                 "flow-fifo": partial(_flow.bcast, sharing="fifo"),
+                "flow-rr": partial(_flow.bcast, sharing="rr"),
             },
             default_variant="paper",
-            network_variant="flow-fifo",
+            network_variant="flow-rr",
             edge_data="one",
             kernel="bcast",
             native={
@@ -417,9 +418,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "flow": _flow.scatter,
                 "flow-weighted": partial(_flow.scatter, sharing="weighted"),
                 "flow-fifo": partial(_flow.scatter, sharing="fifo"),
+                "flow-rr": partial(_flow.scatter, sharing="rr"),
             },
             default_variant="paper",
-            network_variant="flow-fifo",
+            network_variant="flow-rr",
             edge_data="subtree",
             kernel="scatter",
             native={
@@ -473,7 +475,7 @@ def get(op: str) -> Operation:
 
 
 #: The variants simulated by the flow-level network model (:mod:`hnowmodel.flow`) rather than closed-form equations.
-FLOW_VARIANTS = frozenset({"flow", "flow-weighted", "flow-fifo"})
+FLOW_VARIANTS = frozenset({"flow", "flow-weighted", "flow-fifo", "flow-rr"})
 #: The flow-level variant every operation has (:mod:`hnowmodel.flow`, max-min sharing); each operation's
 #: ``network_variant`` (the one that measured best on a network) is what a network profile uses by default.
 NETWORK_VARIANT = "flow"
@@ -492,7 +494,7 @@ def default_variant(op: str, profile: Any = None) -> str:
     >>> default_variant("gather"), default_variant("bcast")
     ('link', 'paper')
     >>> get("bcast").network_variant, get("gather").network_variant
-    ('flow-fifo', 'flow')
+    ('flow-rr', 'flow')
     """
     o = get(op)
     if profile is not None and is_network_profile(profile):

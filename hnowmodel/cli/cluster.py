@@ -42,7 +42,9 @@ def _print_state(st: cluster.ClusterState, file=None) -> None:
     print(
         f"cluster {st.name}: {len(st.hosts)} hosts, {st.spec.total_slots} slots, subnet {st.subnet} "
         f"(launcher side {st.bridge_address}), tbf burst {st.shaping.burst_bytes} B, "
-        f"TCP initial window {st.shaping.initcwnd_segments} segments{note}",
+        f"TCP {st.shaping.congestion_control or '?'}, initial window {st.shaping.initcwnd_segments or '?'} segments, "
+        f"{st.shaping.gso_max_segs or '?'}-segment packets, {st.shaping.tcp_limit_output_bytes or '?'} B per socket "
+        f"below TCP{note}",
         file=file,
     )
     if st.slurm_conf:

@@ -216,12 +216,20 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
         "link set lo up",
         "link set eth0 addrgenmode none",
         f"addr add {h.address}/{prefix} dev eth0",
+        # one-segment packets, so that the egress interleaves a host's connections packet by packet (see Shaping)
+        f"link set eth0 gso_max_segs {st.shaping.gso_max_segs}",
         "link set eth0 up",
         # The subnet's route, as the kernel makes it, with a large initial window (see Shaping).
         f"route replace {st.subnet} dev eth0 proto kernel scope link src {h.address}"
         f" initcwnd {st.shaping.initcwnd_segments} initrwnd {st.shaping.initcwnd_segments}",
     ]
     rmem = f"4096 {st.shaping.tcp_rmem_default_bytes} {max(6291456, st.shaping.tcp_rmem_default_bytes)}"
+    sysctl = {
+        "tcp_rmem": rmem,
+        "tcp_congestion_control": st.shaping.congestion_control,
+        "tcp_limit_output_bytes": st.shaping.tcp_limit_output_bytes,
+    }
+    writes = "; ".join(f"echo '{v}' > /proc/sys/net/ipv4/{k}" for k, v in sysctl.items())
     return [
         (
             f"configuring host {h.name}",
@@ -232,7 +240,7 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
             netns.start([t["tc"], "-n", h.namespace, "-batch", "-"], _tbf("eth0", h.egress_mbit, st.shaping) + "\n"),
         ),
         (
-            f"setting host {h.name}'s TCP receive buffer",
+            f"setting host {h.name}'s TCP ({', '.join(sysctl)})",
             netns.start(
                 [
                     t["ip"],
@@ -241,7 +249,7 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
                     h.namespace,
                     "sh",
                     "-c",
-                    f"echo '{rmem}' > /proc/sys/net/ipv4/tcp_rmem",
+                    f"set -e; {writes}",
                 ],
                 "",
             ),

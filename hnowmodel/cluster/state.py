@@ -13,7 +13,7 @@ import fcntl
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -63,23 +63,50 @@ class HostState:
         }
 
 
+#: TCP payload bytes in one 1500-byte IPv4 packet with the timestamp option (1500 - 20 - 20 - 12).
+TCP_PAYLOAD_PER_PACKET = 1448
+
+
 @dataclass(frozen=True)
 class Shaping:
     """The ``tbf`` settings on every shaped link: the token bucket's ``burst_bytes`` (that many bytes pass at
-    memory speed when the bucket is full; refilled in burst × 8 / rate) and the queue ``limit_bytes``; and the
-    TCP start of every connection between hosts: ``initcwnd_segments`` (the route's ``initcwnd`` and
-    ``initrwnd``) with a receive buffer of ``tcp_rmem_default_bytes``, so a message up to that window enters the
-    sender's queue at once whatever the connection carried before (TCP's slow start and idle restart otherwise
-    make how a root's concurrent messages share its link depend on the traffic history)."""
+    memory speed when the bucket is full; refilled in burst × 8 / rate) and the queue ``limit_bytes``; and the TCP
+    of every host, set so that how a root's concurrent messages share its link does not depend on what the
+    connections carried before (docs/virtual-cluster.md, "TCP"):
+
+    * ``initcwnd_segments``: the route's ``initcwnd`` and ``initrwnd``, with a receive buffer of
+      ``tcp_rmem_default_bytes``: a message up to that window goes at once (no slow start, no idle restart);
+    * ``congestion_control``: ``reno`` (Linux's default here may be BBR, which paces every connection at the rate it
+      has learnt, so a link's sharing follows the history of each connection);
+    * ``gso_max_segs`` and ``tcp_limit_output_bytes``: one-segment packets, at most that many bytes of a socket
+      queued below TCP, so a host's egress serves its connections round-robin, packet by packet;
+      ``queued_segments`` is how many packets of each connection that leaves in the egress queue (measured with
+      ``experiments/tcp_fanout.py``: a message posted behind others waits for one round of them), which a
+      calibration on the cluster records for the model (:func:`queued_bytes`).
+
+    ``None``: not recorded (a cluster brought up by an hnowmodel before the field existed)."""
 
     qdisc: str = "tbf"
     burst_bytes: int = 8192
     limit_bytes: int = 4 * 1024 * 1024
-    initcwnd_segments: int = 256
-    tcp_rmem_default_bytes: int = 1024 * 1024
+    initcwnd_segments: int | None = 256
+    tcp_rmem_default_bytes: int | None = 1024 * 1024
+    congestion_control: str | None = "reno"
+    gso_max_segs: int | None = 1
+    tcp_limit_output_bytes: int | None = 4096
+    queued_segments: int | None = 3
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def queued_bytes(self) -> float | None:
+        """TCP payload bytes of each connection in a host's egress queue (``queued_segments`` × 1448, the payload
+        of a 1500-byte packet with TCP timestamps); None when not recorded.
+
+        >>> Shaping().queued_bytes()
+        4344
+        """
+        return None if self.queued_segments is None else self.queued_segments * TCP_PAYLOAD_PER_PACKET
 
 
 @dataclass(frozen=True)
@@ -193,7 +220,7 @@ def _from_doc(doc: Any, path: Path) -> ClusterState:
             bridge=str(doc["bridge"]["name"]),
             bridge_address=str(doc["bridge"]["address"]),
             hosts=tuple(HostState(**h) for h in doc["hosts"]),
-            shaping=Shaping(**doc["shaping"]),
+            shaping=Shaping(**{**dict.fromkeys(f.name for f in fields(Shaping)), **doc["shaping"]}),
             wrapper=str(doc["wrapper"]),
             namespaces=tuple(doc["namespaces"]),
             links=tuple(doc["links"]),

@@ -409,7 +409,8 @@ def run_task(
 
             with using(launch.cluster, slurm=launch.kind == "srun") as state, tempfile.TemporaryDirectory() as tmp:
                 placement, env, expect = _on_cluster(launch, state, Path(tmp))
-                return _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
+                doc = _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
+                return _with_cluster_facts(doc, state)
         env = dict(srun_defaults(launch)[1]) if launch.kind == "srun" else {}
         expect = _Expect()
         n = _srun_nodes(launch) if launch.kind == "srun" else None
@@ -427,6 +428,17 @@ def run_task(
             path = Path(tmp) / "hostfile"
             path.write_text(format_hostfile(entries, flavour))  # the user's syntax, in the launcher's
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect, str(path))
+
+
+def _with_cluster_facts(doc: Any, state: Any) -> Any:
+    """A network calibration on a virtual cluster also records what the hosts' TCP keeps of each connection in the
+    egress queue (``extensions.network.queued_bytes``, :meth:`hnowmodel.cluster.state.Shaping.queued_bytes`): the
+    ranks cannot see it, the cluster's state says it."""
+    net = doc.get("extensions", {}).get("network") if isinstance(doc, dict) else None
+    q = state.shaping.queued_bytes()
+    if isinstance(net, dict) and q is not None:
+        net["queued_bytes"] = q
+    return doc
 
 
 def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...], dict[str, str], _Expect]:

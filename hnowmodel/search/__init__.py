@@ -106,16 +106,26 @@ def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root
 METHODS = ("auto", "exact", "fnf", "ecef")
 #: Trees up to this many ranks are improved locally under a flow variant (O(n²) neighbours).
 LOCAL_SEARCH_MAX_RANKS = 64
-#: Under a flow variant these library shapes, each in its best rank order (:func:`rank_order`), join the
-#: candidates as starts of the local search (up to :data:`SEED_MAX_RANKS` ranks, :data:`SEED_OPS`), and the best
-#: of the others and the best candidates overall, :data:`LOCAL_SEARCH_STARTS` in all, are each improved (else
-#: only the best candidate).
+#: Under a flow variant these library shapes, each in its best rank order (:func:`rank_order`), and a root → relay
+#: → everyone-else tree (:func:`_relay`) join the candidates as starts of the local search (up to
+#: :data:`SEED_MAX_RANKS` ranks, :data:`SEED_OPS`), and the best of the others and the best candidates overall,
+#: :data:`LOCAL_SEARCH_STARTS` in all, are each improved (else only the best candidate).
 SEED_SHAPES = ("binomial", "knomial:3", "knomial:4", "kary:2", "kary:3", "chain", "mpich-knomial1:2")
 SEED_MAX_RANKS = 32
 #: Operations seeded so: a gather's flow model is an event simulation, too slow for a rank-order search per shape
 #: (32 ranks: minutes), and its single start reached the same times in the checks of docs/model.md.
 SEED_OPS = ("bcast", "scatter")
 LOCAL_SEARCH_STARTS = 3
+
+
+def _relay(n: int, root: int) -> Tree:
+    """The root sends once, to a relay that sends to every other rank (a seed of the flow-variant search: under
+    round-robin egress sharing a fast relay can beat every library shape, measured on the virtual cluster)."""
+    others = [r for r in range(n) if r != root]
+    parent = [-1] * n
+    for r in others:
+        parent[r] = others[0] if r != others[0] else root
+    return _trees.from_parent(parent, name="relay")
 
 
 def best_tree(
@@ -184,8 +194,8 @@ def best_tree(
         # their best rank order reach it there (docs/model.md, "Choosing a tree under a flow variant").
         seeded = n <= SEED_MAX_RANKS and op in SEED_OPS
         if seeded:
-            for shape in SEED_SHAPES:
-                sh = _trees.make_tree(shape, n, root=root)
+            for shape in (*SEED_SHAPES, "relay"):
+                sh = _relay(n, root) if shape == "relay" else _trees.make_tree(shape, n, root=root)
                 perm = rank_order(profile, layout, sh, op, size, variant=variant).perm
                 t = sh.relabel(perm, f"{shape} in its best rank order")
                 scored.append((cost(t), t.name, t))

@@ -221,7 +221,7 @@ def test_up_status_down_through_the_command(spec_file, cleanup):
     prefix = subnet.rsplit(".", 1)[0]
     assert [h["address"] for h in doc["hosts"]] == [f"{prefix}.{i}" for i in (2, 3, 4)]
     assert doc["bridge_address"] == f"{prefix}.1" and doc["shaping"]["burst_bytes"] == 8192
-    assert doc["shaping"]["initcwnd_segments"] == 256
+    assert doc["shaping"]["initcwnd_segments"] == 256 and doc["shaping"]["congestion_control"] == "reno"
 
     ns, links = _mine()
     assert ns == [f"hnow-{_NAME}-{h}" for h in "abc"]
@@ -246,6 +246,26 @@ def test_up_status_down_through_the_command(spec_file, cleanup):
             text=True,
         ).stdout
         assert rmem.split()[1] == "1048576", rmem
+        # reno, one-segment packets, little of a socket below TCP: a host's egress interleaves its connections
+        tcp = subprocess.run(
+            [
+                "ip",
+                "netns",
+                "exec",
+                f"hnow-{_NAME}-{h}",
+                "sysctl",
+                "-n",
+                "net.ipv4.tcp_congestion_control",
+                "net.ipv4.tcp_limit_output_bytes",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout
+        assert tcp.split() == ["reno", "4096"], tcp
+        link = subprocess.run(
+            ["ip", "-n", f"hnow-{_NAME}-{h}", "-d", "link", "show", "eth0"], capture_output=True, text=True
+        ).stdout
+        assert "gso_max_segs 1 " in link, link
 
     # host names and the host's own interface, through the exec wrapper as hydra calls it
     wrapper = doc["wrapper"]

@@ -80,6 +80,7 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     assert xm[("fast", "fast")] < xm[("slow", "slow")]
     # the token bucket's burst is fitted and stored for the flow model
     assert doc["extensions"]["network"]["burst_bytes"] > 0
+    assert doc["extensions"]["network"]["queued_bytes"] == 3 * 1448  # recorded from the cluster (Shaping)
     assert doc["provenance"]["mode"] == "network"
     assert "burst" in doc["provenance"]["method"]
     # 2. a cluster that is up stays up; a native compare with the profile runs on it

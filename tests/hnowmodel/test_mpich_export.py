@@ -299,7 +299,7 @@ def test_a_network_profile_is_chosen_for_under_its_network_variants():
 
     prof = _network_profile()
     sel = choose_mpich(prof, ["fast", "mid", "slow", "fast", "mid", "slow"], ops=["bcast", "gather"], sizes=[65536])
-    assert sel.variants == {"bcast": "flow-fifo", "gather": "flow"}
+    assert sel.variants == {"bcast": "flow-rr", "gather": "flow"}
     for r in sel.rows:
         want = ops.native_predict(r.op, "MPICH", prof, sel.layout, [65536], variant=sel.variants[r.op])[0]
         assert r.default_us == pytest.approx(want)  # the default is predicted as `--tree native` is
