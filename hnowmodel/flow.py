@@ -42,6 +42,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -78,11 +79,11 @@ RECV_ORDERS = ("posted", "arrival", "tree", "smallest_first")
 #: How concurrent flows share a link: ``maxmin`` (every flow the same share, SimGrid's flow model), ``weighted``
 #: (weighted max-min, each flow's share proportional to its own lone rate ``1/Xm``) or ``fifo`` (bcast and scatter:
 #: a sender's messages leave its egress one after another in send order, each at the egress rate, and each
-#: receiver's ingress drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has; see :func:`_downward_fifo`)
+#: receiver's ingress drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has; :func:`_downward_queued`)
 #: or ``rr`` (bcast and scatter: a sender's egress serves its queued messages round-robin, packet by packet, an
 #: equal share each whatever their receivers take, and each receiver's ingress drains its own queue: what a host
 #: whose sockets may each hold only a packet or two below TCP does, as the virtual cluster's hosts do; see
-#: :func:`_downward_rr`).
+#: :func:`_downward_queued`).
 SHARINGS = ("maxmin", "weighted", "fifo", "rr")
 
 _INF = math.inf
@@ -486,45 +487,26 @@ class _Bucket:
         return start, end
 
 
-def _downward_fifo(
-    cost: _Costs,
-    tree: Tree,
-    edge_bytes: np.ndarray,
-    m: float,
-    root_copy: bool,
-    egress: np.ndarray,
-    burst: float,
-    copy_first: bool = False,
-) -> tuple[np.ndarray, list[FlowRecord]]:
-    """bcast/scatter with ``sharing="fifo"``: a rank that holds its data queues its messages whole in its egress
-    queue in send order (the k-th after the first k send overheads ``S``); the queue sends them one after another
-    at the egress rate (its token bucket's burst at once); a receiver's ingress, shaped at the pair's rate
-    ``1/Xm``, passes its bucket's burst as it arrives and the rest at that rate. Every rank receives one message,
-    so an ingress never mixes flows and its output has a closed form: the last byte leaves at
-    ``max(end at the egress, start at the egress + (b - burst)·Xm)``. Times from the root's start (µs); the root's
-    copy of its own block (``root_copy``) comes after its sends, or before them with ``copy_first``."""
-    n = tree.n
-    done = np.full(n, np.nan)
-    done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
-    records: list[FlowRecord] = []
-    order = [tree.root]
-    for p in order:  # parents before children: a rank's hold time is known when its turn comes
-        out = _Bucket(float(egress[p]), burst)
-        acc = float(done[p])
-        for c in tree.children[p]:
-            b = float(edge_bytes[c])
-            acc += cost.send(p, b)
-            start, end = out.serve(acc, b)
-            rate = cost.pair_rate(p, c, b)
-            last = max(end, start + max(0.0, b - burst) / rate) if math.isfinite(rate) else end
-            delivered = last + cost.latency(p, c, b)
-            records.append(FlowRecord(p, int(c), b, start, last, delivered, False))
-            done[c] = delivered + cost.recv(c, b)
-            order.append(int(c))
-        if p == tree.root and root_copy:
-            done[p] = acc if copy_first else acc + cost.copy(p, m)
-    records.sort(key=lambda r: r.end_us)
-    return done, records
+def _fifo(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float
+) -> tuple[list[list[tuple[float, float]]], list[float]]:
+    """One egress link as a FIFO (``tbf``): message k is queued whole at ``arrive[k]`` and leaves after the ones
+    before it, its bucket's tokens at once, the rest at ``c`` bytes/µs. The same result as :func:`_round_robin`:
+    each message's departure curve and when its first byte leaves.
+
+    >>> _fifo([0, 0], [100, 300], 10.0, 0)
+    ([[(0.0, 0.0), (10.0, 100.0)], [(10.0, 0.0), (40.0, 300.0)]], [0.0, 10.0])
+    """
+    out = _Bucket(c, burst)
+    curves, first = [], []
+    for a, b in zip(arrive, size, strict=True):
+        tokens = min(out.burst, out.tokens + (max(float(a), out.free) - out.t) * out.c) if math.isfinite(c) else b
+        start, end = out.serve(float(a), float(b))
+        got = min(float(b), tokens)
+        curve = [(start, 0.0)] + ([(start, got)] if 0 < got < b else []) + [(end, float(b))]
+        curves.append(curve)
+        first.append(start)
+    return curves, first
 
 
 def _round_robin(
@@ -586,7 +568,7 @@ def _round_robin(
     return curves, first
 
 
-def _downward_rr(
+def _downward_queued(
     cost: _Costs,
     tree: Tree,
     edge_bytes: np.ndarray,
@@ -594,16 +576,18 @@ def _downward_rr(
     root_copy: bool,
     egress: np.ndarray,
     burst: float,
-    copy_first: bool = False,
-    queued: float = 0.0,
+    copy_first: bool,
+    serve: Callable[..., tuple[list[list[tuple[float, float]]], list[float]]],
 ) -> tuple[np.ndarray, list[FlowRecord]]:
-    """bcast/scatter with ``sharing="rr"``: a rank that holds its data queues its messages in its egress (the k-th
-    after the first k send overheads ``S``), which serves every queued message an equal share of its rate
-    (:func:`_round_robin`); a receiver's ingress, shaped at the pair's rate ``1/Xm``, passes its bucket's burst as
-    it arrives and queues the rest (a greedy shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm``
-    for every ``τ`` before), so its last byte leaves at the latest of the egress's end and
-    ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve.
-    Times from the root's start (µs); the root's copy of its own block as in :func:`_downward_fifo`."""
+    """bcast/scatter with ``sharing="fifo"`` or ``"rr"``: a rank that holds its data queues its messages in its
+    egress (the k-th after the first k send overheads ``S``), which ``serve`` drains: :func:`_fifo` (whole messages
+    in send order) or :func:`_round_robin` (an equal share each); a receiver's ingress, shaped at the pair's rate
+    ``1/Xm``, passes its bucket's burst as it arrives and queues the rest (a greedy shaper: its output by ``t`` is at
+    most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so its last byte leaves at the latest of the
+    egress's end, the first byte's time + ``(b - burst)·Xm`` and ``τ + (b - D(τ) - burst)·Xm`` over the points
+    ``(τ, D)`` of the departure curve. Every rank receives one message, so an ingress never mixes flows. Times from
+    the root's start (µs); the root's copy of its own block (``root_copy``) comes after its sends, or before them
+    with ``copy_first``."""
     n = tree.n
     done = np.full(n, np.nan)
     done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
@@ -615,7 +599,7 @@ def _downward_rr(
         for c in kids:
             acc += cost.send(p, float(edge_bytes[c]))
             arrive.append(acc)
-        curves, first = _round_robin(arrive, [float(edge_bytes[c]) for c in kids], float(egress[p]), burst, queued)
+        curves, first = serve(arrive, [float(edge_bytes[c]) for c in kids], float(egress[p]), burst)
         for c, curve, t1 in zip(kids, curves, first, strict=True):
             b = float(edge_bytes[c])
             rate = cost.pair_rate(p, c, b)
@@ -805,11 +789,10 @@ def simulate(
             raise InputError(
                 f"{sharing} sharing models bcast and scatter (one message into each rank); use maxmin for gather"
             )
-        args = (cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile), copy_first)
-        if sharing == "fifo":
-            done, records = _downward_fifo(*args)
-        else:
-            done, records = _downward_rr(*args, queued=queued_bytes(profile))
+        serve = _fifo if sharing == "fifo" else partial(_round_robin, queued=queued_bytes(profile))
+        done, records = _downward_queued(
+            cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile), copy_first, serve
+        )
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
     sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
