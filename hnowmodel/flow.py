@@ -82,7 +82,7 @@ RECV_ORDERS = ("posted", "arrival", "tree", "smallest_first")
 #: receiver's ingress drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has; :func:`_downward_queued`)
 #: or ``rr`` (bcast and scatter: a sender's egress serves its queued messages round-robin, packet by packet, an
 #: equal share each whatever their receivers take, and each receiver's ingress drains its own queue: what a host
-#: whose sockets may each hold only a packet or two below TCP does, as the virtual cluster's hosts do; see
+#: whose sockets may each hold only a few packets below TCP does, as the virtual cluster's hosts do; see
 #: :func:`_downward_queued`).
 SHARINGS = ("maxmin", "weighted", "fifo", "rr")
 
@@ -90,6 +90,19 @@ _INF = math.inf
 
 
 # ---- inputs from the profile -----------------------------------------------------------------------------------
+def _network_bytes(profile: Profile, key: str) -> float:
+    """``profile.extensions["network"][key]``, a number of bytes >= 0; 0 when absent or null."""
+    net = (profile.extensions or {}).get("network", {})
+    if not isinstance(net, dict):
+        raise ProfileError("profile.extensions.network: must be an object")
+    v = net.get(key, 0)
+    if v is None:
+        return 0.0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ProfileError(f"profile.extensions.network.{key}: must be a number of bytes >= 0, got {v!r}")
+    return float(v)
+
+
 def burst_bytes(profile: Profile) -> float:
     """The links' token-bucket burst (bytes) from ``profile.extensions["network"]["burst_bytes"]``; 0 when absent.
 
@@ -97,15 +110,7 @@ def burst_bytes(profile: Profile) -> float:
     >>> burst_bytes(paper_profile())
     0.0
     """
-    net = (profile.extensions or {}).get("network", {})
-    if not isinstance(net, dict):
-        raise ProfileError("profile.extensions.network: must be an object")
-    v = net.get("burst_bytes", 0)
-    if v is None:
-        return 0.0
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ProfileError(f"profile.extensions.network.burst_bytes: must be a number of bytes >= 0, got {v!r}")
-    return float(v)
+    return _network_bytes(profile, "burst_bytes")
 
 
 def queued_bytes(profile: Profile) -> float:
@@ -117,13 +122,7 @@ def queued_bytes(profile: Profile) -> float:
     >>> queued_bytes(paper_profile())
     0.0
     """
-    net = (profile.extensions or {}).get("network", {})
-    v = net.get("queued_bytes", 0) if isinstance(net, dict) else 0
-    if v is None:
-        return 0.0
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ProfileError(f"profile.extensions.network.queued_bytes: must be a number of bytes >= 0, got {v!r}")
-    return float(v)
+    return _network_bytes(profile, "queued_bytes")
 
 
 def _type_capacities(profile: Profile, m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -500,9 +499,8 @@ def _fifo(
     out = _Bucket(c, burst)
     curves, first = [], []
     for a, b in zip(arrive, size, strict=True):
-        tokens = min(out.burst, out.tokens + (max(float(a), out.free) - out.t) * out.c) if math.isfinite(c) else b
         start, end = out.serve(float(a), float(b))
-        got = min(float(b), tokens)
+        got = float(b) - (end - start) * c if end > start else float(b)  # what passed at once on the bucket's tokens
         curve = [(start, 0.0)] + ([(start, got)] if 0 < got < b else []) + [(end, float(b))]
         curves.append(curve)
         first.append(start)
