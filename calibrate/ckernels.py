@@ -338,6 +338,17 @@ class Kernels:
         self._check("hk_coll", rc)
         return start, finish
 
+    def rested_send(self, a: int, b: int, m: int, reps: int, lead_us: float, idle_us: float) -> np.ndarray | None:
+        """How long one ``MPI_Send`` of ``m`` bytes a → b lasts (µs) when both ranks idled ``idle_us`` before it, as
+        a collective's first send does under the common-start timing (:meth:`coll` ``"p2p"``): on a network whose
+        links have token buckets, the buckets are full, and the packets that pass at once go through the sender's
+        own kernel inside the call. One per repetition, on rank ``a``; ``b`` must be ``(a + 1) % size`` (a pair
+        communicator)."""
+        if b != (a + 1) % self.size:
+            raise ValueError(f"rested_send: b must be (a + 1) % size, got a={a}, b={b}, size={self.size}")
+        start, finish = self.coll("p2p", a, m, reps, lead_us=lead_us, idle_us=idle_us)
+        return finish - start if self.rank == a else None
+
     def completion(
         self, op: int | str, root: int, m: int, reps: int, lead_us: float = 50.0, aligned: bool = True
     ) -> np.ndarray | None:

@@ -833,6 +833,18 @@ def _below_wait_sizes(waits_from: int | None, sizes: Sequence[int]) -> list[int]
     return sorted({max(1, waits_from // 4), max(1, waits_from // 2)} - set(sizes))
 
 
+#: The rested send (:meth:`calibrate.ckernels.Kernels.rested_send`) is timed up to this size (bytes): what it
+#: adds to ``S`` comes from the token bucket's burst (a few KiB), the same from a few KiB on.
+RESTED_SEND_MAX_BYTES = 65536
+
+
+def _rested_send(comm: Any, a: int, b: int, m: int, reps: int, *, lead_us: float, idle_us: float) -> Any:
+    """:meth:`Kernels.rested_send` on a pair communicator (``a``, ``b``: its ranks), for :meth:`PairKernels.call`."""
+    from .ckernels import Kernels
+
+    return Kernels(comm).rested_send(a, b, m, reps, lead_us=lead_us, idle_us=idle_us)
+
+
 def run_network(
     pk: PairKernels,
     rt: Any,
@@ -888,7 +900,7 @@ def run_network(
     lead = max(_gap_us(max(k_of.values()), 8192, gap_min_us), 2000.0)
     per_round: list[dict[str, Any]] = []
     for rnd in range(rounds):
-        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "ref": {}, "native": {}, "P": {}}
+        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "F": {}, "ref": {}, "native": {}, "P": {}}
         rt.progress(f"round {rnd + 1}/{rounds}: {len(pairs)} pair(s), {len(roles)} type(s)")
         with rt.step(f"round {rnd + 1} one-way"):
             for a, b in pairs:
@@ -910,6 +922,11 @@ def run_network(
                     s = pk.call(r, partner, "sends", m, 1, reps)
                     if rank == r:
                         mine["S"].setdefault(t, {})[m] = _median(s)
+                    if 0 < m <= RESTED_SEND_MAX_BYTES:  # the same send after both ranks idled: buckets full
+                        idle = _gap_us(k_of[(r, partner)], m, gap_min_us)
+                        f = pk.call(r, partner, _rested_send, m, reps, lead_us=lead, idle_us=idle)
+                        if rank == r:
+                            mine["F"].setdefault(t, {})[m] = _median(f)
                 for m in grids[(partner, r)]:
                     if rdv_from is not None and m >= rdv_from:
                         continue
@@ -1459,6 +1476,7 @@ def fit_network_profile(
         }
     bursts = [v for v in by_link.values()]
     burst_all = float(np.median(bursts)) if bursts else 0.0
+    burst_send = _burst_send(raw, roles, burst_all)
     types_doc = {
         t: {
             "regimes": [
@@ -1499,6 +1517,14 @@ def fit_network_profile(
             }
         },
     }
+    if burst_send["us_per_byte"] is not None:
+        doc["extensions"]["network"]["burst_send_us"] = burst_send["us"]
+        doc["extensions"]["network"]["burst_send_us_per_byte"] = burst_send["us_per_byte"]
+        doc["extensions"]["network"]["burst_send_meaning"] = (
+            "a rank's first send after idling (its link's token bucket full) keeps it busy burst_send_us + "
+            "burst_send_us_per_byte · min(bytes, burst_bytes) beyond S: the bytes that pass at once go through "
+            "the sender's own kernel inside the call; measured as a send after idling minus S"
+        )
     if rdv_from is not None:
         doc["protocol"] = {"rendezvous_from_bytes": int(rdv_from)}
     doc["provenance"] = {
@@ -1543,6 +1569,7 @@ def fit_network_profile(
             "how": "fitted per link from the one-way times (hinge; its corner refined on the sizes around it), "
             "stored in extensions.network.burst_bytes",
         },
+        "burst_send": burst_send,
         "link_costs": per_link_cost,
         "regime_breaks_bytes": [u for u in uptos if u is not None],
         "fits": {"T": fits},
@@ -1553,12 +1580,46 @@ def fit_network_profile(
     return doc
 
 
+def _burst_send(raw: dict[str, Any], roles: dict[str, Any], burst: float) -> dict[str, Any]:
+    """What a send after idling costs its sender beyond ``S`` (µs): per type and size, the send timed after both
+    ranks idled (``F``, :meth:`calibrate.ckernels.Kernels.rested_send`: buckets full) minus the send timed back to
+    back (``S``), fitted over every type as ``us + us_per_byte · min(m, burst)`` (each at least 0; the bytes its
+    full bucket passes at once go through the sender's own kernel inside the call). Both None without points."""
+    from .fit import fit_line
+
+    rounds = raw["rounds"]
+
+    def med(key: str, t: str, m: int) -> float | None:
+        xs = [r[key][t][m] for r in rounds if m in r.get(key, {}).get(t, {})]
+        return float(np.median(xs)) if xs else None
+
+    points = []
+    for t in roles:
+        for m in sorted({m for r in rounds for m in r.get("F", {}).get(t, {})}):
+            f, s = med("F", t, m), med("S", t, m)
+            if f is not None and s is not None and m > 0:
+                points.append({"type": t, "bytes": int(m), "rested_send_us": f, "S_us": s})
+    out: dict[str, Any] = {"us": None, "us_per_byte": None, "points": points}
+    if points:
+        fit = fit_line([min(p["bytes"], burst) for p in points], [p["rested_send_us"] - p["S_us"] for p in points])
+        out.update(
+            us=max(0.0, fit.intercept),
+            us_per_byte=max(0.0, fit.slope),
+            fit=fit.to_dict(),
+        )
+    out["how"] = (
+        "per type and size: one MPI_Send after both ranks idled (buckets full; a common start as the collectives "
+        "are timed) minus S (the send back to back); a line over min(bytes, burst_bytes), all types together"
+    )
+    return out
+
+
 def raw_rounds(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """The per-round medians a network profile was fitted on (µs; ``T`` per pair ``"a-b"``, ``S``/``R``/``C`` per
     type; sizes as strings, as JSON has them), so that it can be fitted again (:func:`raw_from_profile`)."""
     return [
         {key: {name: {str(m): float(v) for m, v in series.items()} for name, series in r[key].items()}
-         for key in ("T", "S", "R", "C") if key in r}
+         for key in ("T", "S", "R", "C", "F") if key in r}
         for r in raw["rounds"]
     ]  # fmt: skip
 
@@ -1573,7 +1634,7 @@ def raw_from_profile(doc: dict[str, Any]) -> dict[str, Any]:
         by_size.update({int(m): kind_ for m in pr.get(key, [])})
     rounds = [
         {key: {name: {int(m): float(v) for m, v in series.items()} for name, series in r.get(key, {}).items()}
-         for key in ("T", "S", "R", "C")}
+         for key in ("T", "S", "R", "C", "F")}
         for r in prov["raw_rounds"]
     ]  # fmt: skip
     timing = prov.get("timing", {})

@@ -22,7 +22,11 @@ SimGrid's flow-level network model does:
 * a **token bucket** per link (Linux ``tbf``): every link starts with a full bucket of ``burst_bytes``
   (``profile.extensions["network"]["burst_bytes"]``, default 0); bytes pass a link with tokens at memory speed
   (instantly here) and use them up; a bucket refills at the link's capacity minus what the link carries, up to
-  ``burst_bytes``. A lone message of ``b`` bytes thus takes ``(b - burst)·Xm`` instead of ``b·Xm``.
+  ``burst_bytes``. A lone message of ``b`` bytes thus takes ``(b - burst)·Xm`` instead of ``b·Xm``;
+* what passes at once costs its **sender** time: a rank's first send finds its egress bucket full, and its own
+  kernel pushes those packets through the network inside the call, so it posts its next send
+  ``burst_send_us + burst_send_us_per_byte · min(b, burst_bytes)`` later (``profile.extensions["network"]``,
+  default 0; measured by a calibration on a network as a send after idling minus ``S``: :func:`burst_send`).
 
 Evaluated per size, event by event (a few hundred events for 100 ranks; max-min filling is vectorised with
 numpy over the flows), it is fine for tens to a few hundred ranks; for thousands of ranks use the paper's
@@ -60,6 +64,7 @@ __all__ = [
     "FlowRun",
     "burst_bytes",
     "queued_bytes",
+    "burst_send",
     "capacities",
     "max_min_rates",
     "simulate",
@@ -90,8 +95,8 @@ _INF = math.inf
 
 
 # ---- inputs from the profile -----------------------------------------------------------------------------------
-def _network_bytes(profile: Profile, key: str) -> float:
-    """``profile.extensions["network"][key]``, a number of bytes >= 0; 0 when absent or null."""
+def _network_bytes(profile: Profile, key: str, unit: str = "bytes") -> float:
+    """``profile.extensions["network"][key]``, a number >= 0 (of ``unit``); 0 when absent or null."""
     net = (profile.extensions or {}).get("network", {})
     if not isinstance(net, dict):
         raise ProfileError("profile.extensions.network: must be an object")
@@ -99,7 +104,7 @@ def _network_bytes(profile: Profile, key: str) -> float:
     if v is None:
         return 0.0
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ProfileError(f"profile.extensions.network.{key}: must be a number of bytes >= 0, got {v!r}")
+        raise ProfileError(f"profile.extensions.network.{key}: must be a number of {unit} >= 0, got {v!r}")
     return float(v)
 
 
@@ -123,6 +128,20 @@ def queued_bytes(profile: Profile) -> float:
     0.0
     """
     return _network_bytes(profile, "queued_bytes")
+
+
+def burst_send(profile: Profile) -> tuple[float, float]:
+    """How long a rank's first send after idling keeps it busy beyond ``S``: ``(us, us_per_byte)`` from
+    ``profile.extensions["network"]`` (``burst_send_us``, ``burst_send_us_per_byte``), each 0 when absent; the
+    busy time of a ``b``-byte first send is ``us + us_per_byte · min(b, burst_bytes)`` (µs).
+
+    >>> from hnowmodel.params import paper_profile
+    >>> burst_send(paper_profile())
+    (0.0, 0.0)
+    """
+    return _network_bytes(profile, "burst_send_us", "µs"), _network_bytes(
+        profile, "burst_send_us_per_byte", "µs per byte"
+    )
 
 
 def _type_capacities(profile: Profile, m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -382,6 +401,13 @@ class _Costs:
         self.types = [profile.node_type(t) for t in layout]
         self.names = list(layout)
         self._cache: dict[tuple, float] = {}
+        self._burst, self._burst_send = burst_bytes(profile), burst_send(profile)
+
+    def first_send_busy(self, b: float) -> float:
+        """What a rank's first send of ``b`` bytes keeps it busy beyond ``S`` (µs): a constant for a send after
+        idling, and the bytes its full egress bucket passes at once, which go through its own kernel in the call."""
+        us, per_byte = self._burst_send
+        return us + per_byte * min(self._burst, b)
 
     def _get(self, key: tuple, fn: Callable[[], float]) -> float:
         v = self._cache.get(key)
@@ -434,7 +460,8 @@ def _struct_rendezvous_from(profile: Profile) -> float:
 def _downward(
     sim: _Sim, cost: _Costs, tree: Tree, edge_bytes: np.ndarray, m: float, root_copy: bool, copy_first: bool = False
 ) -> np.ndarray:
-    """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order; the root's
+    """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order (each after
+    its ``S``, the second and later also after the first's :meth:`_Costs.first_send_busy`); the root's
     copy of its own block (``root_copy``) comes after its sends, or before them with ``copy_first`` (Open MPI)."""
     done = np.full(tree.n, np.nan)
     done[tree.root] = 0.0
@@ -442,10 +469,12 @@ def _downward(
 
     def holds(p: int, t: float) -> None:
         acc = t
-        for c in children[p]:
+        for i, c in enumerate(children[p]):
             b = float(edge_bytes[c])
             acc += cost.send(p, b)
             sim.flow(acc, p, c, b, cost.pair_rate(p, c, b), _rendezvous(cost.profile, b), arrived(p, c, b))
+            if i == 0:
+                acc += cost.first_send_busy(b)
         if p == tree.root and root_copy:
             done[p] = acc if copy_first else acc + cost.copy(p, m)
 
@@ -578,7 +607,8 @@ def _downward_queued(
     serve: Callable[..., tuple[list[list[tuple[float, float]]], list[float]]],
 ) -> tuple[np.ndarray, list[FlowRecord]]:
     """bcast/scatter with ``sharing="fifo"`` or ``"rr"``: a rank that holds its data queues its messages in its
-    egress (the k-th after the first k send overheads ``S``), which ``serve`` drains: :func:`_fifo` (whole messages
+    egress (the k-th after the first k send overheads ``S``, and the first send's :meth:`_Costs.first_send_busy`),
+    which ``serve`` drains: :func:`_fifo` (whole messages
     in send order) or :func:`_round_robin` (an equal share each); a receiver's ingress, shaped at the pair's rate
     ``1/Xm``, passes its bucket's burst as it arrives and queues the rest (a greedy shaper: its output by ``t`` is at
     most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so its last byte leaves at the latest of the
@@ -594,9 +624,11 @@ def _downward_queued(
     for p in order:  # parents before children: a rank's hold time is known when its turn comes
         kids = [int(c) for c in tree.children[p]]
         acc, arrive = float(done[p]), []
-        for c in kids:
+        for i, c in enumerate(kids):
             acc += cost.send(p, float(edge_bytes[c]))
             arrive.append(acc)
+            if i == 0:  # its bucket's burst went through this rank's own kernel inside the call
+                acc += cost.first_send_busy(float(edge_bytes[c]))
         curves, first = serve(arrive, [float(edge_bytes[c]) for c in kids], float(egress[p]), burst)
         for c, curve, t1 in zip(kids, curves, first, strict=True):
             b = float(edge_bytes[c])

@@ -143,6 +143,7 @@ DRIVER = textwrap.dedent(
         record(f"sends_{m}", k.sends(0, 1, m, 4, 5), 0)
         record(f"recv_{m}", k.recv(1, 0, m, 5, settle_us=100.0), 0)  # b = 0 measures
         record(f"oneway_unaligned_{m}", k.oneway(1, 0, m, 5, aligned=False), 1)
+        record(f"rested_send_{m}", k.rested_send(0, 1, m, 5, lead_us=200.0, idle_us=100.0), 0)
     for op in ("bcast", "scatter", "gather"):
         for m in (0, small, big):
             start, finish = k.coll(op, 1, m, 5, lead_us=200.0, aligned=(m != small))
@@ -155,6 +156,11 @@ DRIVER = textwrap.dedent(
             out["errors"][name] = None
         except KernelError as exc:
             out["errors"][name] = str(exc)
+    try:
+        k.rested_send(0, 0, 8, 3, lead_us=10.0, idle_us=0.0)  # refused on every rank before any MPI call
+        out["errors"]["rested_self"] = None
+    except ValueError as exc:
+        out["errors"]["rested_self"] = str(exc)
     errors = comm.gather(out["errors"], root=0)
     if rank == 0:
         out["errors_all_ranks"] = errors
@@ -182,7 +188,7 @@ def test_kernels_under_mpiexec(cache_home, tmp_path):
     assert res["info"]["library_path"].startswith(str(cache_home))
     assert res["info"]["compiler"] == CC and res["info"]["version"] >= 1
 
-    lengths = {"oneway": 7, "pingpong": 5, "sends": 5, "recv": 5, "oneway_unaligned": 5}
+    lengths = {"oneway": 7, "pingpong": 5, "sends": 5, "recv": 5, "oneway_unaligned": 5, "rested_send": 5}
     for name, samples in res["kernels"].items():
         kind = name.rsplit("_", 1)[0]
         assert len(samples) == lengths[kind], name
@@ -192,7 +198,7 @@ def test_kernels_under_mpiexec(cache_home, tmp_path):
         return sorted(xs)[len(xs) // 2]
 
     kern = res["kernels"]
-    for kind in ("oneway", "pingpong", "sends", "recv", "oneway_unaligned"):
+    for kind in ("oneway", "pingpong", "sends", "recv", "oneway_unaligned", "rested_send"):
         assert med(kern[f"{kind}_{1 << 20}"]) > med(kern[f"{kind}_8"]), kind  # 1 MiB vs 8 B: a huge margin
 
     for key, per_rank in res["coll"].items():
@@ -207,6 +213,7 @@ def test_kernels_under_mpiexec(cache_home, tmp_path):
         assert "bad arguments" in errs["same_rank"]
         assert "unknown collective op" in errs["bad_op"]
         assert "bad arguments" in errs["bad_root"]
+        assert "b must be (a + 1) % size" in errs["rested_self"]
 
 
 def _completions(per_rank: list) -> list[float]:

@@ -7,6 +7,7 @@ Skipped, with the reason, where there is no root or no network namespaces (or no
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 
@@ -81,6 +82,13 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     # the token bucket's burst is fitted and stored for the flow model
     assert doc["extensions"]["network"]["burst_bytes"] > 0
     assert doc["extensions"]["network"]["queued_bytes"] == 3 * 1448  # recorded from the cluster (Shaping)
+    # the send after idling (buckets full) minus S, a line over the bytes the burst passes: both types measured
+    points = doc["provenance"]["burst_send"]["points"]
+    assert {p["type"] for p in points} == {"fast", "slow"}
+    assert all(p["bytes"] > 0 and p["rested_send_us"] > 0 for p in points)
+    for key in ("burst_send_us", "burst_send_us_per_byte"):
+        v = doc["extensions"]["network"][key]
+        assert math.isfinite(v) and v >= 0, key
     assert doc["provenance"]["mode"] == "network"
     assert "burst" in doc["provenance"]["method"]
     # 2. a cluster that is up stays up; a native compare with the profile runs on it

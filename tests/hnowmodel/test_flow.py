@@ -240,6 +240,38 @@ def test_fifo_sends_one_message_after_another():
     assert ops.predict("bcast", prof, ["f"] * 3, T.sequential(3), [1000], variant="flow-fifo").tolist() == [200.0]
 
 
+def test_a_first_send_through_a_full_bucket_keeps_its_sender_busy():
+    # bucket of 1000 B at 10 B/µs; the first send's 1000 B pass at once, through the sender's own kernel at
+    # 0.04 µs per byte, after 10 µs for a send after idling: the second send is posted 50 µs later. Round-robin:
+    # child 1 alone until 50 (500 B more), then both at 5: child 1's last 1500 B by 350, child 2 1500 B by then
+    # and its last 1500 B alone at 10 by 500.
+    # Without the busy time both share from 0: child 1 done at 400, child 2 at 500.
+    base = _profile({"f": 10.0}, burst=1000)
+    busy = Profile(
+        base.types,
+        base.network,
+        base.links,
+        extensions={"network": {"burst_bytes": 1000, "burst_send_us": 10, "burst_send_us_per_byte": 0.04}},
+    )
+    assert F.burst_send(busy) == (10.0, 0.04) and F.burst_send(base) == (0.0, 0.0)
+    for sharing in ("rr", "maxmin"):
+        got = F.bcast(busy, ["f"] * 3, T.sequential(3), [3000], per_rank=True, sharing=sharing)[0]
+        assert got.tolist() == pytest.approx([0.0, 350.0, 500.0]), sharing
+        without = F.bcast(base, ["f"] * 3, T.sequential(3), [3000], per_rank=True, sharing=sharing)[0]
+        assert without.tolist() == pytest.approx([0.0, 400.0, 500.0]), sharing
+    # a message smaller than the bucket costs its own bytes: 10 + 0.04 × 400 = 26 µs before the second 400 B one
+    got = F.bcast(busy, ["f"] * 3, T.sequential(3), [400], per_rank=True, sharing="rr")[0]
+    assert got.tolist() == pytest.approx([0.0, 0.0, 26.0])  # both pass at once on the bucket's tokens (400 + 400)
+    # only the first send pays it, and a lone send's own time is unchanged (the busy time follows its post)
+    assert F.bcast(busy, ["f"] * 2, T.sequential(2), [3000], per_rank=True, sharing="rr")[0].tolist() == [0.0, 200.0]
+    bad = Profile(base.types, base.network, base.links, extensions={"network": {"burst_send_us_per_byte": -1}})
+    with pytest.raises(ProfileError, match="burst_send_us_per_byte: must be a number of µs per byte"):
+        F.burst_send(bad)
+    bad = Profile(base.types, base.network, base.links, extensions={"network": {"burst_send_us": float("nan")}})
+    with pytest.raises(ProfileError, match="burst_send_us: must be a number of µs >= 0"):
+        F.burst_send(bad)
+
+
 def test_round_robin_egress_shares_equally_and_receivers_drain_their_own_queue():
     prof = _profile({"f": 10.0})
     # two messages at once share the egress: both done at 2·m/c (not one after the other as FIFO)
