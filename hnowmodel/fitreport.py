@@ -80,6 +80,18 @@ def fit_report(profile: Profile) -> list[str]:
     for (a, b), link in profile.links.items():
         regs = ", ".join(f"{r.Xc_us:.3g} µs + {r.Xm_us_per_byte:.3g} µs/B" for r in link.regimes)
         lines.append(f"link {a}->{b}: X = {regs}")
+    net = (profile.extensions or {}).get("network")
+    if isinstance(net, dict) and net.get("burst_bytes"):
+        line = f"token bucket: {net['burst_bytes']:.0f} B pass at once"
+        fit = prov.get("burst_send", {}).get("fit")
+        if fit and net.get("burst_send_us_per_byte") is not None:
+            us = _pm(net["burst_send_us"], fit["intercept_ci95_us"], 3)
+            per_byte = _pm(net["burst_send_us_per_byte"], fit["slope_ci95_us_per_byte"], 3)
+            line += (
+                f"; a first send after idling keeps its sender busy {us} µs + {per_byte} µs/B × min(bytes, burst) "
+                f"beyond S ({len(fit.get('sizes', []))} points)"
+            )
+        lines.append(line)
     if profile.rendezvous_from_bytes is not None:
         lines.append(f"protocol: eager below {profile.rendezvous_from_bytes} B, rendezvous from there on")
     sc = prov.get("self_check")

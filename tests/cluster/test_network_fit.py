@@ -17,6 +17,8 @@ import pytest
 
 from calibrate import realmpi
 from calibrate.realmpi import DELIVERY, EAGER, RENDEZVOUS
+from hnowmodel.fitreport import fit_report
+from hnowmodel.params import Profile
 
 # fmt: off
 OFI = {
@@ -292,6 +294,28 @@ def test_raw_round_trip_through_the_profile():
     )
     assert again["types"] == doc["types"]
     assert again["links"] == doc["links"]
+
+
+def test_send_after_idling_is_fitted_over_the_burst_and_kept_in_the_raw_rounds():
+    # F = S + 12 µs + 0.005 µs/B · min(m, burst): the fit finds both terms, the profile carries them, a refit from the
+    # profile's raw rounds gives them again, and the calibration report prints them
+    raw, doc, _ = fitted(OFI)
+    burst = doc["extensions"]["network"]["burst_bytes"]
+    assert burst > 0 and "burst_send_us" not in doc["extensions"]["network"]  # no F measured: nothing claimed
+    rnd = raw["rounds"][0]
+    rnd["F"] = {
+        t: {m: s + 12.0 + 0.005 * min(m, burst) for m, s in ser.items() if m > 0} for t, ser in rnd["S"].items()
+    }
+    roles = {"fast": (0, 1), "slow": (2, 3)}
+    doc = realmpi.fit_network_profile(raw, OFI["layout"], OFI["hosts"], OFI["pairs"], roles)
+    net = doc["extensions"]["network"]
+    assert net["burst_send_us"] == pytest.approx(12.0, abs=1e-6)
+    assert net["burst_send_us_per_byte"] == pytest.approx(0.005, rel=1e-6)
+    assert {p["type"] for p in doc["provenance"]["burst_send"]["points"]} == {"fast", "slow"}
+    again = realmpi.fit_network_profile(realmpi.raw_from_profile(doc), OFI["layout"], OFI["hosts"], OFI["pairs"], roles)
+    assert again["extensions"]["network"]["burst_send_us_per_byte"] == pytest.approx(0.005, rel=1e-6)
+    lines = fit_report(Profile.from_dict(doc))
+    assert any("first send after idling keeps its sender busy 12" in line and "0.005" in line for line in lines)
 
 
 # ---- the protocol test on a simulated pair ------------------------------------------------------------------------
