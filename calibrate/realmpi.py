@@ -838,13 +838,6 @@ def _below_wait_sizes(waits_from: int | None, sizes: Sequence[int]) -> list[int]
 RESTED_SEND_MAX_BYTES = 65536
 
 
-def _rested_send(comm: Any, a: int, b: int, m: int, reps: int, *, lead_us: float, idle_us: float) -> Any:
-    """:meth:`Kernels.rested_send` on a pair communicator (``a``, ``b``: its ranks), for :meth:`PairKernels.call`."""
-    from .ckernels import Kernels
-
-    return Kernels(comm).rested_send(a, b, m, reps, lead_us=lead_us, idle_us=idle_us)
-
-
 def run_network(
     pk: PairKernels,
     rt: Any,
@@ -924,7 +917,7 @@ def run_network(
                         mine["S"].setdefault(t, {})[m] = _median(s)
                     if 0 < m <= RESTED_SEND_MAX_BYTES:  # the same send after both ranks idled: buckets full
                         idle = _gap_us(k_of[(r, partner)], m, gap_min_us)
-                        f = pk.call(r, partner, _rested_send, m, reps, lead_us=lead, idle_us=idle)
+                        f = pk.call(r, partner, "rested_send", m, reps, lead_us=lead, idle_us=idle)
                         if rank == r:
                             mine["F"].setdefault(t, {})[m] = _median(f)
                 for m in grids[(partner, r)]:
