@@ -249,8 +249,8 @@ def run(
 
 # ---- fitting (rank 0) --------------------------------------------------------------------------------------------
 def _over_rounds(raw: dict[str, Any], key: str, name: str, sizes: Sequence[int]) -> tuple[list[int], np.ndarray]:
-    """Median over rounds of the per-round medians of one series, on the sizes every round has."""
-    have = [r[key][name] for r in raw["rounds"] if name in r[key]]
+    """Median over rounds of the per-round medians of one series, on the sizes every round that has it has."""
+    have = [r[key][name] for r in raw["rounds"] if name in r.get(key, {})]
     ms = [m for m in sizes if all(m in h for h in have)]
     return ms, np.array([np.median([h[m] for h in have]) for m in ms])
 
@@ -1580,18 +1580,17 @@ def _burst_send(raw: dict[str, Any], roles: dict[str, Any], burst: float) -> dic
     full bucket passes at once go through the sender's own kernel inside the call). Both None without points."""
     from .fit import fit_line
 
-    rounds = raw["rounds"]
-
-    def med(key: str, t: str, m: int) -> float | None:
-        xs = [r[key][t][m] for r in rounds if m in r.get(key, {}).get(t, {})]
-        return float(np.median(xs)) if xs else None
-
     points = []
     for t in roles:
-        for m in sorted({m for r in rounds for m in r.get("F", {}).get(t, {})}):
-            f, s = med("F", t, m), med("S", t, m)
-            if f is not None and s is not None and m > 0:
-                points.append({"type": t, "bytes": int(m), "rested_send_us": f, "S_us": s})
+        ms, f = _over_rounds(
+            raw, "F", t, sorted({m for r in raw["rounds"] for m in r.get("F", {}).get(t, {}) if m > 0})
+        )
+        s = dict(zip(*_over_rounds(raw, "S", t, ms), strict=True))
+        points += [
+            {"type": t, "bytes": int(m), "rested_send_us": float(fm), "S_us": float(s[m])}
+            for m, fm in zip(ms, f, strict=True)
+            if m in s
+        ]
     out: dict[str, Any] = {"us": None, "us_per_byte": None, "points": points}
     if points:
         fit = fit_line([min(p["bytes"], burst) for p in points], [p["rested_send_us"] - p["S_us"] for p in points])

@@ -401,13 +401,25 @@ class _Costs:
         self.types = [profile.node_type(t) for t in layout]
         self.names = list(layout)
         self._cache: dict[tuple, float] = {}
-        self._burst, self._burst_send = burst_bytes(profile), burst_send(profile)
+        self.burst, self._burst_send = burst_bytes(profile), burst_send(profile)
 
     def first_send_busy(self, b: float) -> float:
         """What a rank's first send of ``b`` bytes keeps it busy beyond ``S`` (µs): a constant for a send after
         idling, and the bytes its full egress bucket passes at once, which go through its own kernel in the call."""
         us, per_byte = self._burst_send
-        return us + per_byte * min(self._burst, b)
+        return us + per_byte * min(self.burst, b)
+
+    def posts(self, r: int, t: float, sizes: Sequence[float]) -> tuple[list[float], float]:
+        """When rank ``r``, starting at ``t`` (µs), posts each of its messages of ``sizes`` bytes in order (each
+        after its ``S``; the second and later also after the first's :meth:`first_send_busy`), and when it is done
+        posting."""
+        out = []
+        for i, b in enumerate(sizes):
+            t += self.send(r, b)
+            out.append(t)
+            if i == 0:  # its bucket's burst went through this rank's own kernel inside the call
+                t += self.first_send_busy(b)
+        return out, t
 
     def _get(self, key: tuple, fn: Callable[[], float]) -> float:
         v = self._cache.get(key)
@@ -468,13 +480,10 @@ def _downward(
     children = tree.children
 
     def holds(p: int, t: float) -> None:
-        acc = t
-        for i, c in enumerate(children[p]):
-            b = float(edge_bytes[c])
-            acc += cost.send(p, b)
-            sim.flow(acc, p, c, b, cost.pair_rate(p, c, b), _rendezvous(cost.profile, b), arrived(p, c, b))
-            if i == 0:
-                acc += cost.first_send_busy(b)
+        sizes = [float(edge_bytes[c]) for c in children[p]]
+        posted, acc = cost.posts(p, t, sizes)
+        for c, b, at in zip(children[p], sizes, posted, strict=True):
+            sim.flow(at, p, c, b, cost.pair_rate(p, c, b), _rendezvous(cost.profile, b), arrived(p, c, b))
         if p == tree.root and root_copy:
             done[p] = acc if copy_first else acc + cost.copy(p, m)
 
@@ -623,13 +632,9 @@ def _downward_queued(
     order = [tree.root]
     for p in order:  # parents before children: a rank's hold time is known when its turn comes
         kids = [int(c) for c in tree.children[p]]
-        acc, arrive = float(done[p]), []
-        for i, c in enumerate(kids):
-            acc += cost.send(p, float(edge_bytes[c]))
-            arrive.append(acc)
-            if i == 0:  # its bucket's burst went through this rank's own kernel inside the call
-                acc += cost.first_send_busy(float(edge_bytes[c]))
-        curves, first = serve(arrive, [float(edge_bytes[c]) for c in kids], float(egress[p]), burst)
+        sizes = [float(edge_bytes[c]) for c in kids]
+        arrive, acc = cost.posts(p, float(done[p]), sizes)
+        curves, first = serve(arrive, sizes, float(egress[p]), burst)
         for c, curve, t1 in zip(kids, curves, first, strict=True):
             b = float(edge_bytes[c])
             rate = cost.pair_rate(p, c, b)
@@ -820,12 +825,10 @@ def simulate(
                 f"{sharing} sharing models bcast and scatter (one message into each rank); use maxmin for gather"
             )
         serve = _fifo if sharing == "fifo" else partial(_round_robin, queued=queued_bytes(profile))
-        done, records = _downward_queued(
-            cost, tree, per_edge, m, root_copy, egress, burst_bytes(profile), copy_first, serve
-        )
+        done, records = _downward_queued(cost, tree, per_edge, m, root_copy, egress, cost.burst, copy_first, serve)
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
-    sim = _Sim(egress, ingress, burst_bytes(profile), sharing)
+    sim = _Sim(egress, ingress, cost.burst, sharing)
     if op == "gather":
         done = _upward(sim, cost, tree, m, root_copy, recv_order, relay_waits, sync)
         completion = float(done[tree.root])
