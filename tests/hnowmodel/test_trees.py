@@ -211,6 +211,6 @@ def test_json_and_networkx_roundtrip(t):
 
 def test_chosen_trees_are_registered_by_the_trees_module_itself():
     """``fnf``/``optimal`` are in the registry without another module filling it in at import time."""
-    assert T.TREES["fnf"].__module__ == T.TREES["optimal"].__module__ == "hnowmodel.trees"
+    assert T.TREES["fnf"].__module__ == T.TREES["optimal"].__module__ == "hnowmodel.trees.registry"
     layout = ["fast", "slow", "slow", "fast"]
     assert T.make_tree("optimal:4K", 4, 2, layout, paper_profile()).root == 2
