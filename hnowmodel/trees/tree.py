@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import TreeError
+from ..io import read_json
 
 __all__ = [
     "Tree",
@@ -366,8 +367,6 @@ def load_tree(path: str | os.PathLike, n: int | None = None, root: int | None = 
     With ``n`` and/or ``root`` the tree must have that many ranks and that root; :class:`TreeError` says which
     does not match. An unreadable or non-JSON file raises :class:`~hnowmodel.errors.InputError` naming it.
     """
-    from ..io import read_json
-
     where = f"tree file {str(path)!r}"
     tree = from_dict(read_json(path, "tree file"), where)
     if n is not None and tree.n != n:
