@@ -132,6 +132,11 @@ class Backend(Protocol):
     def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
         """What the file says to run ``nat``."""
 
+    def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> Any:
+        """The library's selection (with ``to_dict`` and ``table_rows``): the file that runs ``chosen`` on exactly
+        ``len(layout)`` ranks, read back as the library reads it (every size runs what was chosen, everything else
+        the default)."""
+
 
 def export_layout(profile: Profile, layout: Sequence[str] | None) -> tuple[tuple[str, ...], list[str] | None]:
     """``layout`` checked (default: the profile's calibration layout) and, for the profile's own layout, the hosts
