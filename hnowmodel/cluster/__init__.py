@@ -32,7 +32,7 @@ import stat
 import subprocess
 import threading
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -368,9 +368,12 @@ def _add_slurm(st: ClusterState) -> ClusterState:
 def _drop_slurm_locked(st: ClusterState) -> ClusterState:
     """Stop the Slurm of ``st`` (kill its daemons and what runs inside the namespaces, remove its folder) and
     record the cluster as up without one."""
-    netns.kill_namespace_processes(st.namespaces)
-    _sl.stop(st)
+    _sl.stop(st, extra_pids=_namespace_pids(st.namespaces))
     return _write_state(replace(st, phase="up", processes=(), slurm_conf=None, slurm_dir=None))
+
+
+def _namespace_pids(namespaces: Iterable[str]) -> list[int]:
+    return [p for ps in netns.namespace_pids(namespaces).values() for p in ps]
 
 
 def _leftovers(name: str) -> tuple[list[str], list[str]]:
@@ -389,9 +392,10 @@ def _teardown(st: ClusterState | None, t: Mapping[str, str], name: str | None = 
     have_ns, have_links = netns.existing_namespaces(), netns.existing_links()
     namespaces = sorted(n for n in rec_ns | set(extra_ns) if n in have_ns)
     links = sorted(n for n in rec_links | set(extra_links) if n in have_links)
-    killed = set(netns.kill_namespace_processes(namespaces))
-    # the Slurm daemons of the root namespace (slurmctld, munged: recorded, or found by their marker) and its folder
-    killed |= set(_sl.stop(st, name))
+    # every process inside the namespaces (slurmd, job steps, ranks) and the Slurm daemons of the root namespace
+    # (slurmctld, munged: recorded, or found by their marker), all read before any is killed; stopped together,
+    # returning when every one has exited and been reaped; then the Slurm folder
+    killed = set(_sl.stop(st, name, extra_pids=_namespace_pids(namespaces)))
     # Deleting the root-side veth removes its peer too, even if a process still holds the namespace.
     lines = [f"link del {n}" for n in links if n != _bridge_name(name)]
     lines += [f"link del {n}" for n in links if n == _bridge_name(name)]
@@ -450,7 +454,9 @@ def down(target: str | os.PathLike | Mapping | ClusterSpec | None = None) -> Dow
     it made: processes still inside its namespaces (slurmd, job steps, ranks), its Slurm's slurmctld and munged
     and their folder, the namespaces, veths and bridge, the wrapper and the state file. Idempotent: when nothing
     is there, returns ``removed=False``. Works from the state file alone after a crash, and also finds the
-    cluster's namespaces and links (and Slurm daemons) by name when the state file is gone."""
+    cluster's namespaces and links (and Slurm daemons) by name when the state file is gone. Returns only when every
+    process it stopped has exited and left the process table (:func:`.procs.stop_processes`; :class:`HnowError`
+    naming any still running after a second SIGKILL)."""
     name = _resolve_name(target)
     if not name:
         return DownResult("", False)

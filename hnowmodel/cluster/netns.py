@@ -13,12 +13,11 @@ import ipaddress
 import json
 import os
 import shutil
-import signal
 import subprocess
-import time
 from collections.abc import Iterable, Sequence
 
 from ..errors import HnowError
+from .procs import EXIT_WAIT_S, stop_processes
 
 __all__ = [
     "NETNS_DIR",
@@ -176,27 +175,11 @@ def namespace_pids(namespaces: Iterable[str]) -> dict[str, list[int]]:
     return out
 
 
-def kill_namespace_processes(namespaces: Iterable[str], wait_s: float = 2.0) -> list[int]:
-    """SIGKILL every process inside the namespaces and wait (up to ``wait_s``) until they are gone; the pids."""
+def kill_namespace_processes(namespaces: Iterable[str], wait_s: float = EXIT_WAIT_S) -> list[int]:
+    """SIGKILL every process inside the namespaces and return when each has exited and been reaped
+    (:func:`.procs.stop_processes`, which raises naming any still running); the pids."""
     pids = [p for ps in namespace_pids(namespaces).values() for p in ps]
-    for p in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(p, signal.SIGKILL)
-    deadline = time.monotonic() + wait_s
-    alive = list(pids)
-    while alive and time.monotonic() < deadline:
-        alive = [p for p in alive if _alive(p)]
-        if alive:
-            time.sleep(0.005)
-    return pids
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return False
+    return stop_processes(pids, "processes inside the cluster's namespaces", wait_s)
 
 
 def used_networks(ip: str) -> list[ipaddress.IPv4Network]:

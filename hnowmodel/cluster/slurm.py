@@ -32,16 +32,15 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HnowError
 from .netns import NETNS_DIR
+from .procs import EXIT_WAIT_S, poll, running, stop_processes
 from .state import ClusterState, state_dir
 
 __all__ = [
@@ -57,6 +56,7 @@ __all__ = [
     "slurm_env",
     "conf_text",
     "start",
+    "daemon_pids",
     "stop",
     "problems",
 ]
@@ -266,20 +266,6 @@ def _marked_pids(folder: str | os.PathLike) -> list[int]:
     return out
 
 
-def _running(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (a zombie has stopped; only its parent's wait is missing)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)
-
-
 def problems(state: ClusterState) -> list[str]:
     """What is wrong with the Slurm of ``state`` (``[]`` when it has none or all is there): a missing
     ``slurm.conf`` or a recorded daemon that is no longer running."""
@@ -287,7 +273,7 @@ def problems(state: ClusterState) -> list[str]:
         return []
     out = [] if os.path.exists(state.slurm_conf) else [f"file {state.slurm_conf}"]
     marker = _marker(state.slurm_dir or "")
-    out += [f"process {p}" for p in state.processes if not (_running(p) and _marked(p, marker))]
+    out += [f"process {p}" for p in state.processes if not (running(p) and _marked(p, marker))]
     return out
 
 
@@ -343,21 +329,17 @@ class _Daemons:
     def check(self) -> None:
         """HnowError naming the first daemon that already exited, with its last log lines."""
         for what, (pid, log) in self.pids.items():
-            if not _running(pid):
+            if not running(pid):
                 raise HnowError(
                     f"cluster {self.state.name!r}: {what} exited while Slurm was starting; its log {log}: {_tail(log)}"
                 )
 
 
 def _wait(cond: Callable[[], bool], daemons: _Daemons, timeout_s: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    delay = 0.005
-    while not cond():
-        daemons.check()
-        if time.monotonic() > deadline:
-            raise HnowError(f"cluster {daemons.state.name!r}: {what} after {timeout_s:g} s; log {log}: {_tail(log)}")
-        time.sleep(delay)
-        delay = min(delay * 1.5, 0.05)
+    """Return when ``cond()`` holds; :class:`HnowError` when a daemon exits first (:meth:`_Daemons.check`) or
+    ``timeout_s`` seconds pass (``what`` happened, with the last lines of ``log``)."""
+    if not poll(cond, timeout_s, daemons.check):
+        raise HnowError(f"cluster {daemons.state.name!r}: {what} after {timeout_s:g} s; log {log}: {_tail(log)}")
 
 
 def _listening(port: int) -> bool:
@@ -390,6 +372,99 @@ def _node_states(conf: str) -> dict[str, str]:
     return out
 
 
+def _make_folder(state: ClusterState, folder: Path) -> int:
+    """Make the Slurm folder of ``state`` (see the module's layout: a fresh munge key, ``slurm.conf`` written
+    atomically last) and return slurmctld's port."""
+    for d in (folder.parent, folder):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o755)
+    with contextlib.suppress(OSError):  # munge wants every folder above its socket searchable
+        os.chmod(folder.parent.parent, os.stat(folder.parent.parent).st_mode | 0o111)
+    for sub in ("munge", "ctld", "log", "nodes", *(f"nodes/{h.name}" for h in state.hosts)):
+        (folder / sub).mkdir(mode=0o755, exist_ok=True)
+    os.chmod(folder / "munge", 0o755)
+    fd = os.open(folder / "munge.key", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(os.urandom(1024))
+    (folder / "plugstack.conf").write_text("")
+    port = _free_port(CTLD_PORT_BASE)
+    tmp = folder / ".slurm.conf.tmp"
+    tmp.write_text(conf_text(state, folder, port))
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, folder / "slurm.conf")
+    return port
+
+
+def _start_munged(daemons: _Daemons, timeout_s: float) -> None:
+    """munged with this cluster's key, in the root namespace; returns when its socket is there."""
+    folder, log = daemons.folder, daemons.folder / "log" / "munged.log"
+    sock = folder / "munge" / "munge.socket"
+    argv = [_which("munged") or "munged", "--foreground", f"--key-file={folder / 'munge.key'}", f"--socket={sock}"]
+    daemons.spawn("munged", [*argv, f"--pid-file={folder}/munged.pid", f"--seed-file={folder}/munged.seed"], log)
+    daemons.record()
+    _wait(sock.exists, daemons, timeout_s, "munged made no socket", log)
+
+
+def _start_ctld(daemons: _Daemons, port: int, timeout_s: float) -> None:
+    """slurmctld in a UTS namespace of its own named ``hnow-ctld-<cluster>``; returns when it listens on ``port``."""
+    st, log = daemons.state, daemons.folder / "log" / "slurmctld.log"
+    sh_ctld = 'hostname "$1" || exit 1; exec slurmctld -D -f "$2"'
+    conf = str(daemons.folder / "slurm.conf")
+    unshare = _which("unshare") or "unshare"
+    daemons.spawn("slurmctld", [unshare, "--uts", "--", "/bin/sh", "-c", sh_ctld, "sh", _ctld_name(st.name), conf], log)
+    daemons.record()
+    what = f"slurmctld does not answer on {st.bridge_address}:{port}"
+    _wait(lambda: _listening(port), daemons, timeout_s, what, log)
+
+
+# node-local /tmp and /dev/shm: tmpfs (named hnow-<cluster>-<host>-tmp/-shm in /proc/*/mounts) in the host's own
+# mount namespace, gone with its last process
+_SH_NODE = (
+    'hostname "$1" || exit 1; '
+    'mount -t tmpfs -o mode=1777 "$3-tmp" /tmp || exit 1; '
+    'mount -t tmpfs -o mode=1777 "$3-shm" /dev/shm || exit 1; '
+    'exec slurmd -D -N "$1" -f "$2"'
+)
+
+
+def _start_slurmds(daemons: _Daemons) -> None:
+    """One slurmd per host, in the host's network namespace and a mount and UTS namespace of its own."""
+    st, conf = daemons.state, str(daemons.folder / "slurm.conf")
+    nsenter, unshare = _which("nsenter") or "nsenter", _which("unshare") or "unshare"
+    for h in st.hosts:
+        argv = [nsenter, f"--net={NETNS_DIR}/{h.namespace}", "--"]
+        argv += [unshare, "--mount", "--uts", "--propagation", "private", "--"]
+        argv += ["/bin/sh", "-c", _SH_NODE, "sh", h.name, conf, f"hnow-{st.name}-{h.name}"]
+        daemons.spawn(f"slurmd of host {h.name}", argv, daemons.folder / "log" / f"slurmd-{h.name}.log")
+    daemons.record()
+
+
+def _wait_idle(daemons: _Daemons, timeout_s: float) -> None:
+    """Return when ``sinfo`` says every host's node is idle; :class:`HnowError` naming the nodes that are not, with
+    the last lines of the first one's slurmd log and of slurmctld's."""
+    st, log = daemons.state, daemons.folder / "log"
+    names = [h.name for h in st.hosts]
+    last: dict[str, str] = {}
+
+    def all_idle() -> bool:
+        nonlocal last
+        last = _node_states(str(daemons.folder / "slurm.conf"))
+        return all(last.get(n) == "idle" for n in names)
+
+    try:
+        _wait(all_idle, daemons, timeout_s, "nodes not idle", log / "slurmctld.log")
+    except HnowError as e:
+        bad = [n for n in names if last.get(n) != "idle"]
+        if not bad or "exited" in str(e):
+            raise
+        states = ", ".join(f"{n} {last.get(n, 'unknown')}" for n in bad)
+        node_log, ctld_log = _tail(log / f"slurmd-{bad[0]}.log", 3), _tail(log / "slurmctld.log", 3)
+        raise HnowError(
+            f"cluster {st.name!r}: Slurm nodes not idle after {timeout_s:g} s ({states}); "
+            f"slurmd of {bad[0]}: {node_log}; slurmctld: {ctld_log}"
+        ) from None
+
+
 def start(
     state: ClusterState,
     write: Callable[[ClusterState], ClusterState],
@@ -402,154 +477,41 @@ def start(
     or the nodes are not idle within ``timeout_s`` seconds. On error the caller removes what was made
     (:func:`stop`, from the state file)."""
     folder = slurm_dir(state.name)
-    conf = folder / "slurm.conf"
-    state = write(replace(state, slurm_dir=str(folder), slurm_conf=str(conf)))
+    state = write(replace(state, slurm_dir=str(folder), slurm_conf=str(folder / "slurm.conf")))
     if folder.exists():  # a leftover of a crash whose state file was lost
         stop(None, state.name, wait_s=2.0)
-    for d in (folder.parent, folder):
-        d.mkdir(parents=True, exist_ok=True)
-        os.chmod(d, 0o755)
-    with contextlib.suppress(OSError):  # munge wants every folder above its socket searchable
-        os.chmod(folder.parent.parent, os.stat(folder.parent.parent).st_mode | 0o111)
-    for sub in ("munge", "ctld", "log", "nodes", *(f"nodes/{h.name}" for h in state.hosts)):
-        (folder / sub).mkdir(mode=0o755, exist_ok=True)
-    os.chmod(folder / "munge", 0o755)
-    key = folder / "munge.key"
-    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(os.urandom(1024))
-    (folder / "plugstack.conf").write_text("")
-    port = _free_port(CTLD_PORT_BASE)
-    tmp = conf.with_name(".slurm.conf.tmp")
-    tmp.write_text(conf_text(state, folder, port))
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, conf)
-
+    port = _make_folder(state, folder)
     daemons = _Daemons(state, write, folder)
-    log = folder / "log"
-    sock = folder / "munge" / "munge.socket"
-    daemons.spawn(
-        "munged",
-        [
-            _which("munged") or "munged",
-            "--foreground",
-            f"--key-file={key}",
-            f"--socket={sock}",
-            f"--pid-file={folder}/munged.pid",
-            f"--seed-file={folder}/munged.seed",
-        ],
-        log / "munged.log",
-    )
-    daemons.record()
-    _wait(sock.exists, daemons, timeout_s, "munged made no socket", log / "munged.log")
-
-    sh_ctld = 'hostname "$1" || exit 1; exec slurmctld -D -f "$2"'
-    daemons.spawn(
-        "slurmctld",
-        [
-            _which("unshare") or "unshare",
-            "--uts",
-            "--",
-            "/bin/sh",
-            "-c",
-            sh_ctld,
-            "sh",
-            _ctld_name(state.name),
-            str(conf),
-        ],
-        log / "slurmctld.log",
-    )
-    daemons.record()
-    _wait(
-        lambda: _listening(port),
-        daemons,
-        timeout_s,
-        f"slurmctld does not answer on {state.bridge_address}:{port}",
-        log / "slurmctld.log",
-    )
-
-    # node-local /tmp and /dev/shm: tmpfs (named hnow-<cluster>-<host>-tmp/-shm in /proc/*/mounts) in the host's
-    # own mount namespace, gone with its last process
-    sh_node = (
-        'hostname "$1" || exit 1; '
-        'mount -t tmpfs -o mode=1777 "$3-tmp" /tmp || exit 1; '
-        'mount -t tmpfs -o mode=1777 "$3-shm" /dev/shm || exit 1; '
-        'exec slurmd -D -N "$1" -f "$2"'
-    )
-    for h in state.hosts:
-        daemons.spawn(
-            f"slurmd of host {h.name}",
-            [
-                _which("nsenter") or "nsenter",
-                f"--net={NETNS_DIR}/{h.namespace}",
-                "--",
-                _which("unshare") or "unshare",
-                "--mount",
-                "--uts",
-                "--propagation",
-                "private",
-                "--",
-                "/bin/sh",
-                "-c",
-                sh_node,
-                "sh",
-                h.name,
-                str(conf),
-                f"hnow-{state.name}-{h.name}",
-            ],
-            log / f"slurmd-{h.name}.log",
-        )
-    daemons.record()
-    names = [h.name for h in state.hosts]
-    last: dict[str, str] = {}
-
-    def all_idle() -> bool:
-        nonlocal last
-        last = _node_states(str(conf))
-        return all(last.get(n) == "idle" for n in names)
-
-    try:
-        _wait(all_idle, daemons, timeout_s, "nodes not idle", log / "slurmctld.log")
-    except HnowError as e:
-        bad = [n for n in names if last.get(n) != "idle"]
-        if not bad or "exited" in str(e):
-            raise
-        states = ", ".join(f"{n} {last.get(n, 'unknown')}" for n in bad)
-        node_log, ctld_log = _tail(log / f"slurmd-{bad[0]}.log", 3), _tail(log / "slurmctld.log", 3)
-        raise HnowError(
-            f"cluster {state.name!r}: Slurm nodes not idle after {timeout_s:g} s ({states}); "
-            f"slurmd of {bad[0]}: {node_log}; slurmctld: {ctld_log}"
-        ) from None
+    _start_munged(daemons, timeout_s)
+    _start_ctld(daemons, port, timeout_s)
+    _start_slurmds(daemons)
+    _wait_idle(daemons, timeout_s)
     return daemons.state
 
 
-def stop(
-    state: ClusterState | None, name: str | None = None, extra_pids: Iterable[int] = (), wait_s: float = 5.0
-) -> list[int]:
-    """Stop the Slurm of a cluster (``state``, or by ``name`` when its state file is gone) and remove its folder:
-    SIGKILL to the recorded daemons that still carry its marker, to every process carrying it and to
-    ``extra_pids``, then wait (up to ``wait_s`` seconds) until none runs (a zombie counts as stopped). Returns the
-    pids killed. Idempotent."""
+def daemon_pids(state: ClusterState | None, name: str | None = None) -> list[int]:
+    """The processes of a cluster's Slurm (``state``, or by ``name`` when its state file is gone): the recorded
+    daemons that still carry its marker, then every process carrying it and their descendants. Read them before
+    killing anything: a process that has exited no longer shows its marker."""
     name = state.name if state is not None else str(name)
     folder = Path(state.slurm_dir) if state is not None and state.slurm_dir else slurm_dir(name)
     marker = _marker(folder)
     pids = [p for p in (state.processes if state is not None else ()) if _marked(p, marker)]
-    pids += [p for p in _marked_pids(folder) if p not in pids]
+    return pids + [p for p in _marked_pids(folder) if p not in pids]
+
+
+def stop(
+    state: ClusterState | None, name: str | None = None, extra_pids: Iterable[int] = (), wait_s: float = EXIT_WAIT_S
+) -> list[int]:
+    """Stop the Slurm of a cluster (``state``, or by ``name`` when its state file is gone) and remove its folder:
+    SIGKILL to its :func:`daemon_pids` and to ``extra_pids`` (the processes inside its namespaces), and return
+    when every one has exited and been reaped (:func:`.procs.stop_processes`: ``wait_s`` per SIGKILL, then a
+    second SIGKILL; :class:`HnowError` naming those still running). Returns the pids killed. Idempotent."""
+    name = state.name if state is not None else str(name)
+    folder = Path(state.slurm_dir) if state is not None and state.slurm_dir else slurm_dir(name)
+    pids = daemon_pids(state, name)
     pids += [p for p in extra_pids if p not in pids]
-    for p in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(p, signal.SIGKILL)
-    deadline = time.monotonic() + wait_s
-    alive = list(pids)
-    while alive:
-        for p in alive:
-            _reap(p)
-        alive = [p for p in alive if _running(p)]
-        if not alive or time.monotonic() > deadline:
-            break
-        time.sleep(0.005)
-    if alive:
-        raise HnowError(f"cluster {name!r}: Slurm processes {alive} did not stop")
+    stop_processes(pids, f"cluster {name!r}: processes", wait_s)
     shutil.rmtree(folder, ignore_errors=True)
     if folder.exists():
         raise HnowError(f"cluster {name!r}: could not remove {folder}")

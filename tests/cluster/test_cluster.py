@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 import hnowmodel.cluster as hc
-from hnowmodel.cluster import netns
+from hnowmodel.cluster import netns, procs
 from hnowmodel.cluster.state import state_path
 from hnowmodel.errors import HnowError, InputError
 from hnowmodel.jobs import mpi_lock
@@ -194,6 +194,36 @@ def test_without_root_up_says_so(monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(HnowError, match="needs root"):
         hc.up(hc.from_dict(_spec_doc()))
+
+
+def test_stop_processes_returns_when_they_have_exited_and_names_one_that_does_not(monkeypatch):
+    """``down``'s process stop: SIGKILL, return when each has exited and left the process table (a child of the
+    caller is left to the caller's wait, which gets its exit status); one still running after the second SIGKILL
+    is named with its command."""
+    child = subprocess.Popen(["sleep", "60"])
+    # a grandchild of ours: its parent (a shell that waits for it) reaps it, as init reaps a cluster's daemons
+    sh = subprocess.Popen(["/bin/sh", "-c", "sleep 60 & echo $!; wait"], stdout=subprocess.PIPE, text=True)
+    grandchild = int(sh.stdout.readline())
+    try:
+        assert procs.stop_processes([child.pid, grandchild, child.pid]) == [child.pid, grandchild]
+        assert not procs.exists(grandchild) and not procs.running(child.pid)
+        assert child.wait(timeout=10) == -signal.SIGKILL
+        assert sh.wait(timeout=10) == 0
+    finally:
+        for p in (child, sh):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    stuck = subprocess.Popen(["sleep", "60"])
+    monkeypatch.setattr(procs, "running", lambda pid: True)  # as a process stuck in the kernel would be
+    try:
+        with pytest.raises(
+            HnowError, match=rf"cluster 'x': processes did not exit after SIGKILL: {stuck.pid} \(sleep\)"
+        ):
+            procs.stop_processes([stuck.pid], "cluster 'x': processes", wait_s=0.01)
+    finally:
+        stuck.kill()
+        stuck.wait()
 
 
 # --- real clusters (root + network namespaces) ---------------------------------------------------------------

@@ -405,6 +405,20 @@ def test_crash_in_the_middle_of_up_then_down_removes_everything_and_a_dead_daemo
     _assert_nothing_left(name)
 
 
+def test_down_returns_when_every_daemon_has_exited(slurm_ok, cleanup):
+    """``hnow cluster down`` returns only when the processes it stopped are gone: none of the daemons recorded at
+    ``up`` (munged, slurmctld, one slurmd per host) is still in the process table, running or as a zombie."""
+    name = f"{_NAME}d"
+    cleanup.append(name)
+    st = hc.up(_spec(name), slurm=True)
+    pids = list(st.processes)
+    assert len(pids) == 2 + len(_HOSTS) and all(Path(f"/proc/{p}").exists() for p in pids)
+    down = hnow("cluster", "down", name)
+    assert down.returncode == 0, down.stderr
+    assert [p for p in pids if Path(f"/proc/{p}").exists()] == []
+    _assert_nothing_left(name)
+
+
 def test_twenty_up_down_cycles_leave_nothing_behind(slurm_ok, cleanup):
     name = f"{_NAME}y"
     cleanup.append(name)

@@ -11,7 +11,7 @@ from hnowmodel import ompi_rules as R
 from hnowmodel import ops
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
-from hnowmodel.export import choose_ompi, export
+from hnowmodel.export import FORMATS, LIBRARY_FORMATS, ORDER_FORMATS, AlgorithmRequest, choose_ompi, export
 
 FFSF = ["fast", "fast", "slow", "fast"]
 SFSF = ["slow", "fast", "slow", "fast"]
@@ -146,3 +146,15 @@ def test_bad_input():
         choose_ompi(hm.paper_profile(), FFSF, sizes=[0])
     with pytest.raises(InputError, match="unknown operation 'allreduce'"):
         choose_ompi(hm.paper_profile(), FFSF, ops=["allreduce"], sizes=[8])
+
+
+def test_export_takes_an_algorithm_request_and_every_library_format_is_one_entry():
+    req = AlgorithmRequest(ops=["bcast"], sizes=[262144], layout=SFSF)
+    ex = export(hm.paper_profile(), ["ompi-rules"], algorithms=req)
+    assert (
+        ex.to_dict() == export(hm.paper_profile(), ["ompi-rules"], layout=SFSF, ops=["bcast"], sizes=[262144]).to_dict()
+    )
+    assert ex.ompi is not None and ex.selection is None and list(ex.selections) == ["ompi"]
+    assert set(LIBRARY_FORMATS) == set(FORMATS) - set(ORDER_FORMATS)
+    with pytest.raises(TypeError, match="sizez"):
+        export(hm.paper_profile(), ["ompi-rules"], sizez=[8])

@@ -211,6 +211,13 @@ def test_json_and_networkx_roundtrip(t):
 
 def test_chosen_trees_are_registered_by_the_trees_module_itself():
     """``fnf``/``optimal`` are in the registry without another module filling it in at import time."""
-    assert T.TREES["fnf"].__module__ == T.TREES["optimal"].__module__ == "hnowmodel.trees"
+    assert T.TREES["fnf"].__module__ == T.TREES["optimal"].__module__ == "hnowmodel.trees.registry"
     layout = ["fast", "slow", "slow", "fast"]
     assert T.make_tree("optimal:4K", 4, 2, layout, paper_profile()).root == 2
+
+
+def test_cached_computes_once_per_tree_and_key():
+    t, calls = T.binomial(8), []
+    leaves = t.cached("test:leaves", lambda: calls.append(1) or [r for r in range(t.n) if not t.nchildren[r]])
+    assert t.cached("test:leaves", lambda: calls.append(1) or []) is leaves and calls == [1]
+    assert leaves == [1, 3, 5, 7] and T.binomial(8).cached("test:leaves", lambda: "other") == "other"

@@ -1,0 +1,76 @@
+"""Put a choice to work: the files MPI libraries and launchers read so that a native collective runs its fastest.
+
+Two things can be chosen and exported.
+
+**The rank order** (:func:`export_order`). A native algorithm (MPICH's binomial, say) fixes the tree by rank
+number; which node gets which rank decides its time. From a profile that records where each rank ran (``nodes``:
+rank, host, type), it finds the rank order under which ``op`` over the native tree is predicted fastest
+(:func:`hnowmodel.search.rank_order`), in each launcher's terms:
+
+* ``hostfile`` — MPICH's hydra (``mpiexec -f hostfile``): one ``host:1`` line per rank, in the new rank order;
+* ``rankfile`` — Open MPI (``mpirun --map-by rankfile:file=rankfile``): ``rank N=host slot=S``;
+* ``keys`` — JSON ``{"keys": [...]}``: ``MPI_Comm_split(comm, 0, keys[rank])`` reorders an already running job.
+
+**MPICH's algorithm per operation and message size** (:func:`choose_mpich`, format ``mpich-json``: :mod:`.mpich`).
+For each operation and size, every algorithm MPICH can be told to run that hnow models
+(:func:`hnowmodel.ops.native_choices`:
+bcast binomial, ``MPIR_Bcast_intra_tree`` kary / knomial_1 / knomial_2 with k = 2..8; scatter and gather binomial
+only) is predicted under the profile's default variant, and the fastest is chosen; adjacent sizes with the same
+choice become one range (``avg_msg_size<=N``, a range ending at its largest size). ``mpich-coll.json`` is MPICH's
+own default table (read from the installed ``libmpi``: :mod:`hnowmodel.mpich`) with the choices put in for a
+communicator of exactly that many ranks; sizes above the largest one asked for, other communicator sizes, and
+sizes where the library's default is an algorithm hnow does not model (e.g. bcast by scatter + allgather from
+8 ranks and 12 KiB) keep the library's default. ``mpich-env.txt`` has the settings that make MPICH use it.
+
+**Open MPI's algorithm per operation and message size** (:func:`choose_ompi`, format ``ompi-rules``: :mod:`.ompi`).
+The same choice among what Open MPI's coll/tuned can be told to run by a rules file (bcast basic_linear, pipeline, chain
+with 1..8 chains, binary_tree, binomial, knomial with the default radix 4; scatter and gather basic_linear and
+binomial; no segmentation), against what Open MPI's fixed rules run there (:mod:`hnowmodel.ompi_rules`).
+``ompi-rules.conf`` (Open MPI 5.0.x's text format, checked as Open MPI reads it, which otherwise drops a bad
+file without a word) changes communicators of exactly that many ranks and hands every other case - sizes above
+the largest one asked for, other communicator sizes, sizes where the default is kept - back to the fixed rules
+(algorithm 0). ``ompi-env.txt`` has the settings that make Open MPI use it.
+
+Both are one chooser (:func:`.choose.choose`) over a small per-library backend (:class:`.choose.Backend`: the
+candidates, the library's default, the leaf for an algorithm, rendering and reading back its file);
+:data:`LIBRARY_FORMATS` lists each library's format for :func:`export`. The package, by idea: :mod:`.files`
+(:class:`Export`, :data:`FORMATS`, :func:`write_export`), :mod:`.order`, :mod:`.choose`, :mod:`.mpich`,
+:mod:`.ompi`, :mod:`.make` (:func:`export`).
+
+>>> from hnowmodel.params import Profile, paper_profile
+>>> doc = paper_profile().to_dict()
+>>> doc["nodes"] = [{"rank": r, "host": h, "type": t} for r, (h, t) in enumerate(
+...     [("n1", "fast"), ("n2", "fast"), ("n3", "slow"), ("n4", "slow")])]
+>>> ex = export_order(Profile.from_dict(doc), op="bcast", size=0)
+>>> ex.files["hostfile"].split(), round(ex.order.gain_pct, 1)
+(['n1:1', 'n3:1', 'n2:1', 'n4:1'], 14.0)
+"""
+
+from __future__ import annotations
+
+from .choose import NativeChoice
+from .files import FOLDER, FORMATS, ORDER_FORMATS, Export, write_export
+from .make import LIBRARY_FORMATS, AlgorithmRequest, export
+from .mpich import MpichSelection, choose_mpich, mpich_env_text
+from .ompi import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
+from .order import export_order
+
+__all__ = [
+    "Export",
+    "export",
+    "export_order",
+    "AlgorithmRequest",
+    "LIBRARY_FORMATS",
+    "FORMATS",
+    "ORDER_FORMATS",
+    "FOLDER",
+    "write_export",
+    "NativeChoice",
+    "MpichSelection",
+    "choose_mpich",
+    "mpich_env_text",
+    "OmpiSelection",
+    "OMPI_RULES_FORMAT",
+    "choose_ompi",
+    "ompi_env_text",
+]

@@ -1,0 +1,146 @@
+"""Every file of the formats asked for in one :class:`~hnowmodel.export.files.Export` (:func:`export`): the rank
+order formats, then each MPI library's algorithm selection (:data:`LIBRARY_FORMATS`: one entry per library)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..params import Profile
+from .files import FOLDER, FORMATS, ORDER_FORMATS, Export
+from .mpich import choose_mpich, mpich_files
+from .ompi import choose_ompi, ompi_files
+from .order import export_order
+
+__all__ = ["AlgorithmRequest", "LibraryFormat", "LIBRARY_FORMATS", "export"]
+
+
+@dataclass(frozen=True)
+class AlgorithmRequest:
+    """What the algorithm selection formats (``mpich-json``, ``ompi-rules``) are chosen for: ``ops`` (default all
+    three), ``sizes`` (bytes per rank; default the rank order's ``size``), ``layout`` (one type per rank; default
+    the profile's) and ``libmpi`` (the MPICH library whose default table to start from; default
+    :func:`hnowmodel.mpich.find_libmpi`)."""
+
+    ops: Sequence[str] | None = None
+    sizes: Sequence[int] | None = None
+    layout: Sequence[str] | None = None
+    libmpi: str | Path | None = None
+
+
+#: ``choose(profile, layout, ops, sizes, hosts, request)`` -> a selection with ``to_dict()``.
+Chooser = Callable[[Profile, Sequence[str] | None, Sequence[str], Sequence[int], Any, AlgorithmRequest], Any]
+
+
+@dataclass(frozen=True)
+class LibraryFormat:
+    """One MPI library's algorithm selection format: its ``format`` (a key of :data:`FORMATS`), the key of its
+    settings file (``env``), the rank order format its launcher reads (``order_format``), the key of its selection
+    in :meth:`Export.to_dict` (``key``), how to choose (``choose``) and its files (``files(selection, path,
+    order_path)`` -> the file, the settings file, the usage text)."""
+
+    format: str
+    env: str
+    order_format: str
+    key: str
+    choose: Chooser
+    files: Callable[[Any, str, str | None], tuple[str, str, str]]
+
+
+#: Each library's format, in the order :func:`export` writes them.
+LIBRARY_FORMATS: Mapping[str, LibraryFormat] = {
+    "mpich-json": LibraryFormat(
+        "mpich-json",
+        "mpich-env",
+        "hostfile",
+        "mpich",
+        lambda prof, lay, ops, sizes, hosts, req: choose_mpich(
+            prof, lay, ops=ops, sizes=sizes, libmpi=req.libmpi, hosts=hosts
+        ),
+        mpich_files,
+    ),
+    "ompi-rules": LibraryFormat(
+        "ompi-rules",
+        "ompi-env",
+        "rankfile",
+        "ompi",
+        lambda prof, lay, ops, sizes, hosts, req: choose_ompi(prof, lay, ops=ops, sizes=sizes),
+        ompi_files,
+    ),
+}
+
+
+def _formats(formats: Sequence[str], layout: Sequence[str] | None) -> list[str]:
+    fmts = list(dict.fromkeys(formats))
+    for f in fmts:
+        if f not in FORMATS:
+            raise InputError(f"unknown --format {f!r} (choose from: {', '.join(FORMATS)})")
+    if not fmts:
+        raise InputError(f"--format: give at least one of {', '.join(FORMATS)}")
+    if layout is not None and any(f in ORDER_FORMATS for f in fmts):
+        raise InputError(
+            "--layout: the rank order formats use the profile's nodes (rank, host, type); give --layout with "
+            "--format mpich-json or ompi-rules alone"
+        )
+    return fmts
+
+
+def export(
+    profile: Profile,
+    formats: Sequence[str] = ORDER_FORMATS,
+    *,
+    op: str = "bcast",
+    size: int = 0,
+    tree: str = "binomial",
+    algorithms: AlgorithmRequest | None = None,
+    **legacy: Any,
+) -> Export:
+    """Every file of ``formats`` (:data:`FORMATS`) in one :class:`Export`: the rank order formats from
+    :func:`export_order` (``op``, ``size``, ``tree``; the profile's ``nodes``), and each library's algorithm
+    selection (:data:`LIBRARY_FORMATS`: ``mpich-json`` from :func:`choose_mpich`, ``ompi-rules`` from
+    :func:`choose_ompi`) for ``algorithms`` (:class:`AlgorithmRequest`). With a rank order too, the algorithms are
+    chosen for the ranks in the exported order, as they will run."""
+    req = _request(algorithms, legacy)
+    fmts = _formats(formats, req.layout)
+    want_order = [f for f in fmts if f in ORDER_FORMATS]
+    ex = export_order(profile, op=op, size=size, tree=tree) if want_order else None
+    files = {f: ex.files[f] for f in want_order} if ex else {}
+    usage = ex.usage if ex else ""
+    layout, hosts = req.layout, None
+    if ex is not None:
+        types = [nd["type"] for nd in sorted(profile.nodes, key=lambda nd: nd.get("rank", 0))]
+        layout = [types[r] for r in ex.order.perm]
+        hosts = [ex.hosts[r] for r in ex.order.perm]
+    op_list = ("bcast", "scatter", "gather") if req.ops is None else req.ops
+    size_list = [size] if req.sizes is None else req.sizes
+    selections: dict[str, Any] = {}
+    for lib in LIBRARY_FORMATS.values():
+        if lib.format not in fmts:
+            continue
+        sel = lib.choose(profile, layout, op_list, size_list, hosts, req)
+        path = f"{FOLDER}/{FORMATS[lib.format]}"
+        order_path = f"{FOLDER}/{FORMATS[lib.order_format]}" if lib.order_format in files else None
+        files[lib.format], files[lib.env], text = lib.files(sel, path, order_path)
+        usage += ("In that rank order:\n" if ex else "") + text
+        selections[lib.key] = sel
+    return Export(ex.order if ex else None, ex.hosts if ex else (), files, usage, op, size, tree, selections)
+
+
+# ==== TRANSITIONAL: delete once cli/export.py and experiments/export_gain.py pass ``algorithms=`` (issue #25) ====
+_LEGACY = ("layout", "ops", "sizes", "libmpi")
+
+
+def _request(algorithms: AlgorithmRequest | None, legacy: Mapping[str, Any]) -> AlgorithmRequest:
+    """``algorithms``, or one made of the keywords :func:`export` took before :class:`AlgorithmRequest`."""
+    bad = [k for k in legacy if k not in _LEGACY]
+    if bad:
+        raise TypeError(f"export() got an unexpected keyword argument {bad[0]!r}")
+    if legacy and algorithms is not None:
+        raise TypeError(f"export(): give {', '.join(legacy)} in algorithms=AlgorithmRequest(...)")
+    return algorithms if algorithms is not None else AlgorithmRequest(**legacy)
+
+
+# ==== end of the transitional block ===============================================================================

@@ -1,0 +1,188 @@
+"""MPICH's export backend (format ``mpich-json``): MPICH's own default selection table (read from the installed
+``libmpi``: :mod:`hnowmodel.mpich`) with the chosen algorithms put in for a communicator of exactly that many
+ranks, checked as MPICH reads it, and the settings that make MPICH use it (``mpich-env.txt``).
+
+Sizes above the largest one asked for, other communicator sizes, and sizes where the library's default is an
+algorithm hnow does not model (e.g. bcast by scatter + allgather from 8 ranks and 12 KiB) keep the library's
+default.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .. import mpich as table_io
+from .. import ops as _ops
+from ..errors import InputError
+from ..params import Profile
+from .choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+
+__all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files"]
+
+#: Control variables that beat MPICH's selection file for the operations hnow exports.
+_OVERRIDES = tuple(f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM" for op in ("bcast", "scatter", "gather"))
+
+
+@dataclass(frozen=True)
+class MpichSelection:
+    """MPICH's algorithms chosen per operation and size (``rows``) for ``layout`` (one type per rank, root 0),
+    predicted under ``variants[op]``; ``table`` is the library's default table (from ``library``, MPICH
+    ``version``) with the choices put in, checked as MPICH reads it; ``entries[op]`` lists what was put in:
+    ``(upto_bytes, algorithm)`` per range (empty: the default table is unchanged for that op)."""
+
+    library: str
+    version: str
+    layout: tuple[str, ...]
+    hierarchy: str
+    variants: Mapping[str, str]
+    rows: tuple[NativeChoice, ...]
+    entries: Mapping[str, tuple[tuple[int, str], ...]]
+    table: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "library": self.library,
+            "mpich_version": self.version,
+            "comm_size": len(self.layout),
+            "layout": list(self.layout),
+            "hierarchy": self.hierarchy,
+            "variants": dict(self.variants),
+            "rows": [r.to_dict() for r in self.rows],
+            "entries": {op: [{"upto_bytes": b, "algorithm": a} for b, a in ent] for op, ent in self.entries.items()},
+            "notes": list(self.notes),
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The rows as a readable table: per op and size range, default and chosen algorithm, µs, gain %."""
+        return table_rows(self.rows, {op for op, e in self.entries.items() if e})
+
+
+def _hierarchy(hosts: Sequence[str]) -> str:
+    """What MPICH's ``comm_hierarchy`` sees for ranks on ``hosts``: ``flat`` (one rank per host), ``node`` (one
+    host) or ``parent``."""
+    distinct = len(set(hosts))
+    return "flat" if distinct == len(hosts) else "node" if distinct == 1 else "parent"
+
+
+@dataclass(frozen=True)
+class MpichBackend:
+    """MPICH for :func:`hnowmodel.export.choose.choose`: its default table (from ``libmpi``, read when first
+    needed) looked up as MPICH does for ranks whose nodes make ``hierarchy``; a leaf is ``{"algorithm=…": {…}}``."""
+
+    libmpi: str | Path | None = None
+    hierarchy: str = "flat"
+    library: str = "MPICH"
+
+    @cached_property
+    def lib(self) -> table_io.DefaultTable:
+        return table_io.default_table(self.libmpi)
+
+    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+        return _ops.native_choices(op, "MPICH")
+
+    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+        leaf = table_io.select(self.lib.table, op, comm_size=n, msg_bytes=size, hierarchy=self.hierarchy)
+        if leaf is None:
+            raise InputError(f"the MPICH default table selects nothing for {op} on {n} ranks at {size} B")
+        by_leaf = {json.dumps(c.selection, sort_keys=True): c for c in choices}
+        nat = by_leaf.get(json.dumps(leaf, sort_keys=True))
+        name = next(iter(leaf)).partition("=")[2]
+        return Default(nat, leaf, name, name)
+
+    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+        return dict(nat.selection)
+
+    def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> MpichSelection:
+        """The default table with the choices put in, checked as MPICH reads it and read back: every size asked
+        for must select what was chosen."""
+        n = len(layout)
+        table: Mapping[str, Any] = self.lib.table
+        entries: dict[str, tuple[tuple[int, str], ...]] = {}
+        for oc in chosen:
+            if all(p.chosen == p.default for p in oc.picks):
+                entries[oc.op] = ()
+                continue
+            last = [p for _, _, p in oc.ranges]
+            entries[oc.op] = tuple((p.size, p.chosen) for p in last)
+            table = table_io.with_entries(table, oc.op, n, [(p.size, p.leaf) for p in last])
+        table_io.check_table(table, self.lib.algorithms)
+        rows = tuple(r for oc in chosen for r in oc.rows)
+        for r in rows:  # read back: the file selects what was chosen, at every size asked for
+            got = table_io.select(table, r.op, comm_size=n, msg_bytes=r.size_bytes, hierarchy=self.hierarchy)
+            want = next((c.selection for c in _ops.native_choices(r.op, "MPICH") if c.algorithm == r.chosen), None)
+            if want is not None and got != want:
+                raise InputError(f"internal: the exported table selects {got} for {r.op} at {r.size_bytes} B")
+        variants = {oc.op: oc.variant for oc in chosen}
+        lib, notes = self.lib, tuple(notes)
+        return MpichSelection(lib.path, lib.version, layout, self.hierarchy, variants, rows, entries, table, notes)
+
+
+def choose_mpich(
+    profile: Profile,
+    layout: Sequence[str] | None = None,
+    *,
+    ops: Sequence[str] = ("bcast", "scatter", "gather"),
+    sizes: Sequence[int] = (65536,),
+    libmpi: str | Path | None = None,
+    hosts: Sequence[str] | None = None,
+) -> MpichSelection:
+    """For each of ``ops`` and ``sizes`` (bytes per rank) on ``layout`` (default: the profile's calibration
+    layout), the fastest algorithm MPICH can run (:func:`hnowmodel.ops.native_choices`, predicted under
+    :func:`hnowmodel.ops.default_variant`, root 0) against the one its default table picks, and that table with the
+    choices put in (:func:`hnowmodel.mpich.with_entries`), checked as MPICH reads it and read back: every size
+    must select what was chosen. ``hosts`` (default: the profile's, when the layout is the profile's) tell which
+    ranks share a node; without them one rank per node is assumed. ``libmpi``: the MPICH library whose default
+    table to start from (default: :func:`hnowmodel.mpich.find_libmpi`)."""
+    notes: list[str] = []
+    layout, own_hosts = export_layout(profile, layout)
+    hosts = own_hosts if hosts is None else hosts
+    if hosts is None:
+        notes.append("hosts unknown: one rank per node assumed (comm_hierarchy flat)")
+        hierarchy = "flat"
+    else:
+        if len(hosts) != len(layout):
+            raise InputError(f"hosts: {len(hosts)} hosts for {len(layout)} ranks")
+        hierarchy = _hierarchy(hosts)
+    backend = MpichBackend(libmpi, hierarchy)
+    chosen, more = choose(backend, profile, layout, ops, sizes)
+    return backend.render(layout, chosen, notes + more)
+
+
+def _run_line(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
+    unset = " ".join(f"-u {v}" for v in _OVERRIDES)
+    where = f" -f {hostfile}" if hostfile else ""
+    return (
+        f"env {unset} MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path} MPIR_CVAR_DEVICE_COLLECTIVES=none "
+        f"mpiexec -n {len(sel.layout)}{where} ./app"
+    )
+
+
+def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = None) -> str:
+    """The settings that make MPICH run ``sel``'s file ``json_path``: a file ``sh`` can source, with the one-line
+    form (``mpiexec -f hostfile`` when the ranks are to run in an exported order) and how to check it."""
+    return (
+        f"# MPICH {sel.version or '?'} collective selection by hnow export ({len(sel.layout)} ranks; default table "
+        f"from {sel.library}).\n"
+        "# Each rank reads the file in MPI_Init: put it at this path on every host. Source this file, or run\n"
+        f"#   {_run_line(sel, json_path, hostfile)}\n"
+        "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset; without\n"
+        "# MPIR_CVAR_DEVICE_COLLECTIVES=none the ch4 device's own collectives run instead of the file's choice.\n"
+        "# Check: MPIR_CVAR_DEBUG_SUMMARY=1 prints the file under 'collective selection' ('MPIR: <path>').\n"
+        f"export MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path}\n"
+        "export MPIR_CVAR_DEVICE_COLLECTIVES=none\n"
+        f"unset {' '.join(_OVERRIDES)}\n"
+    )
+
+
+def mpich_files(sel: MpichSelection, path: str, hostfile: str | None) -> tuple[str, str, str]:
+    """``sel`` as files: the selection JSON, ``mpich-env.txt`` and the usage text (the file at ``path``; the
+    ranks in the order of ``hostfile`` when given)."""
+    words = ("MPICH's default table", "MPICH's default table, unchanged (its defaults are predicted best)")
+    usage = usage_text("MPICH", sel.version or "?", sel, path, words, _run_line(sel, path, hostfile), "mpich-env.txt")
+    return json.dumps(sel.table, indent=1) + "\n", mpich_env_text(sel, path, hostfile), usage

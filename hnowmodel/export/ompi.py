@@ -1,0 +1,237 @@
+"""Open MPI's export backend (format ``ompi-rules``): a coll/tuned rules file (Open MPI 5.0.x's text format, checked
+as Open MPI reads it, which otherwise drops a bad file without a word: :mod:`hnowmodel.ompi_rules`) that changes
+communicators of exactly that many ranks and hands every other case - sizes above the largest one asked for, other
+communicator sizes, sizes where the default is kept - back to the fixed rules (algorithm 0); and the settings that
+make Open MPI use it (``ompi-env.txt``).
+
+The candidates are what coll/tuned can be told to run by a rules file: bcast basic_linear, pipeline, chain with
+1..8 chains, binary_tree, binomial, knomial with the default radix 4; scatter and gather basic_linear and binomial;
+no segmentation.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ompi_rules
+from .. import ops as _ops
+from ..errors import InputError
+from ..params import Profile
+from ..sizes import format_size
+from .choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+
+__all__ = ["OMPI_RULES_FORMAT", "OmpiSelection", "OmpiBackend", "choose_ompi", "ompi_env_text", "ompi_files"]
+
+#: The rules-file format :func:`choose_ompi` writes: version 1 of Open MPI 5.0.x's text format (read by every 5.0.x;
+#: the version line and max_requests, which only alltoall reads, arrived in 5.0.7).
+OMPI_RULES_FORMAT = "Open MPI 5.0.x coll/tuned rules, version 1"
+#: MCA parameters (as environment variables) that beat the rules file for the operations hnow exports.
+_OVERRIDES = tuple(f"OMPI_MCA_coll_tuned_{op}_algorithm" for op in ("bcast", "scatter", "gather"))
+_RADIX = "OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix"
+_SCATTER_NOTE = (
+    "scatter: Open MPI looks the file up with the send count and type on every rank, which MPI reads at the root "
+    "only: every rank must pass the root's (a rank passing 0, as mpi4py's comm.Scatter does on the other ranks, "
+    "takes the rule for 0 B, runs another algorithm than the root, and the scatter crashes or hangs)"
+)
+
+
+@dataclass(frozen=True)
+class OmpiSelection:
+    """Open MPI's algorithms chosen per operation and size (``rows``) for ``layout`` (one type per rank, root 0),
+    predicted under ``variants[op]``, and the coll/tuned rules file that runs them: ``rules`` (what it says),
+    ``text`` (the file, checked as Open MPI reads it and read back). ``entries[op]`` lists what the file changes:
+    ``(from_bytes, upto_bytes, algorithm)`` per range, bytes per rank (empty: the op is not in the file and Open
+    MPI's fixed rules run it)."""
+
+    layout: tuple[str, ...]
+    variants: Mapping[str, str]
+    rows: tuple[NativeChoice, ...]
+    entries: Mapping[str, tuple[tuple[int, int, str], ...]]
+    rules: ompi_rules.Rules
+    text: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def uses_knomial(self) -> bool:
+        """Whether the file runs bcast's k-nomial tree (whose radix comes from an MCA parameter, not the file)."""
+        bcast = self.rules.collectives.get(ompi_rules.COLLECTIVE_IDS["bcast"], ())
+        return any(r.algorithm == 7 for cr in bcast for r in cr.rules)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "library": "Open MPI",
+            "rules_format": OMPI_RULES_FORMAT,
+            "comm_size": len(self.layout),
+            "layout": list(self.layout),
+            "variants": dict(self.variants),
+            "rows": [r.to_dict() for r in self.rows],
+            "entries": {
+                op: [{"from_bytes": a, "upto_bytes": b, "algorithm": alg} for a, b, alg in ent]
+                for op, ent in self.entries.items()
+            },
+            "notes": list(self.notes),
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The rows as a readable table: per op and size range, default and chosen algorithm, µs, gain %."""
+        return table_rows(self.rows, {op for op, e in self.entries.items() if e})
+
+
+def _layout_summary(layout: Sequence[str]) -> str:
+    counts = {t: layout.count(t) for t in dict.fromkeys(layout)}
+    kinds = ", ".join(f"{c} {t}" for t, c in counts.items())
+    return f"{kinds} ({' '.join(layout)})" if len(layout) <= 16 else kinds
+
+
+def _header(n: int, layout: Sequence[str], entries: Mapping[str, Any]) -> list[str]:
+    return [
+        f"Open MPI coll/tuned rules written by hnow export ({OMPI_RULES_FORMAT}).",
+        f"Chosen for communicators of exactly {n} ranks, root 0: {_layout_summary(layout)}.",
+        "Read with OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_dynamic_rules_filename=<this file>",
+        "(ompi-env.txt has every setting). Algorithm 0 hands a range to Open MPI's fixed rules (its default).",
+        "Message sizes: bytes for bcast; block bytes x ranks for scatter and gather (send count x type, every rank).",
+        *(
+            f"{op} {format_size(lo)}-{format_size(hi)}{'' if op == 'bcast' else ' per rank'}: {alg}"
+            for op, ent in entries.items()
+            for lo, hi, alg in ent
+        ),
+    ]
+
+
+def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpChoice], per_op: Mapping) -> None:
+    """Read ``text`` as Open MPI does: it must say ``rules``, run what was chosen at every size (the fixed rules
+    where the default is kept), and change nothing on other communicator sizes or above the largest size."""
+    fixed = ompi_rules.FIXED
+    back = ompi_rules.validate(text)
+    if back != rules:
+        raise InputError("internal: the rules file does not read back as written")
+    for oc in chosen:
+        for p in oc.picks:
+            op, m = oc.op, p.size
+            must = ompi_rules.runs(None, op, n, m) if p.leaf == fixed else ompi_rules.canonical(op, *p.leaf)
+            got = ompi_rules.runs(back, op, n, m)
+            if got != must:
+                raise InputError(f"internal: the rules file runs {got} for {op} at {m} B, not {must}")
+            for other in (n - 1, n + 1):  # other communicator sizes keep the fixed rules
+                if other >= 2 and ompi_rules.runs(back, op, other, m) != ompi_rules.runs(None, op, other, m):
+                    raise InputError(f"internal: the rules file changes {op} on {other} ranks")
+    for op, ent in per_op.items():  # above the largest size: the fixed rules again
+        above = ent[-1][0]
+        if ompi_rules.runs(back, op, n, above) != ompi_rules.runs(None, op, n, above):
+            raise InputError(f"internal: the rules file changes {op} above {above - 1} B")
+
+
+@dataclass(frozen=True)
+class OmpiBackend:
+    """Open MPI for :func:`hnowmodel.export.choose.choose`: what its fixed rules run
+    (:func:`hnowmodel.ompi_rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
+    :data:`hnowmodel.ompi_rules.FIXED` where the default is kept."""
+
+    library: str = "Open MPI"
+
+    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+        return [c for c in _ops.native_choices(op, "Open MPI") if c.rule]
+
+    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+        number = ompi_rules.default_algorithm(op, n, size)
+        by_rule = {tuple(c.rule): c for c in choices}
+        name = ompi_rules.algorithm_name(op, number)
+        return Default(by_rule.get(ompi_rules.canonical(op, number)), ompi_rules.FIXED, name, f"{name} ({number})")
+
+    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+        return tuple(nat.rule)
+
+    def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> OmpiSelection:
+        """The rules file that runs the choices on exactly ``len(layout)`` ranks, read back as Open MPI reads it."""
+        n, fixed = len(layout), ompi_rules.FIXED
+        entries: dict[str, tuple[tuple[int, int, str], ...]] = {}
+        per_op: dict[str, list[tuple[int, tuple[int, int, int]]]] = {}
+        for oc in chosen:
+            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in oc.ranges if p.leaf != fixed)
+            if entries[oc.op]:
+                per_op[oc.op] = [(lo, tuple(p.leaf)) for lo, _, p in oc.ranges] + [(oc.ranges[-1][1] + 1, fixed)]
+        notes = [*notes, _SCATTER_NOTE] if entries.get("scatter") else list(notes)
+        rules = ompi_rules.for_comm_size(n, per_op)
+        text = ompi_rules.format_rules(rules, _header(n, layout, entries))
+        _read_back(text, rules, n, chosen, per_op)
+        variants = {oc.op: oc.variant for oc in chosen}
+        rows = tuple(r for oc in chosen for r in oc.rows)
+        return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes))
+
+
+def choose_ompi(
+    profile: Profile,
+    layout: Sequence[str] | None = None,
+    *,
+    ops: Sequence[str] = ("bcast", "scatter", "gather"),
+    sizes: Sequence[int] = (65536,),
+) -> OmpiSelection:
+    """For each of ``ops`` and ``sizes`` (bytes per rank) on ``layout`` (default: the profile's calibration
+    layout), the fastest algorithm Open MPI's coll/tuned can be told to run by a rules file
+    (:func:`hnowmodel.ops.native_choices` with a ``rule``, predicted under :func:`hnowmodel.ops.default_variant`,
+    root 0) against the one Open MPI's fixed rules run there (:func:`hnowmodel.ompi_rules.default_algorithm`), and
+    the rules file that runs the choices for a communicator of exactly that many ranks (:mod:`hnowmodel.ompi_rules`).
+    Where the default is chosen, or is an algorithm hnow does not model (kept, with a note), the file says
+    "fixed rules" (algorithm 0), as it does above the largest size and for every other communicator size. The
+    text is read back as Open MPI reads it: every size must run what was chosen, and everything else the
+    default."""
+    layout, _ = export_layout(profile, layout)
+    backend = OmpiBackend()
+    chosen, notes = choose(backend, profile, layout, ops, sizes)
+    return backend.render(layout, chosen, notes)
+
+
+def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
+    env = {
+        "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+        "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path,
+        "OMPI_MCA_coll": "^han",
+    }
+    if sel.uses_knomial:
+        env[_RADIX] = str(_ops.OMPI_KNOMIAL_RADIX)
+    return env
+
+
+def _run_line(sel: OmpiSelection, rules_path: str, rankfile: str | None) -> str:
+    unset = " ".join(f"-u {v}" for v in _OVERRIDES)
+    sets = " ".join(f"{k}={v}" for k, v in _settings(sel, rules_path).items())
+    where = f" --map-by rankfile:file={rankfile}" if rankfile else ""
+    return f"env {unset} {sets} mpirun -n {len(sel.layout)}{where} ./app"
+
+
+def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = None) -> str:
+    """The settings that make Open MPI run ``sel``'s rules file ``rules_path``: a file ``sh`` can source, with the
+    one-line form (``mpirun --map-by rankfile:file=…`` when the ranks are to run in an exported order) and how to
+    check what ran."""
+    lines = [
+        f"# Open MPI coll/tuned rules by hnow export ({len(sel.layout)} ranks; {OMPI_RULES_FORMAT}).",
+        "# Every rank reads the file when coll/tuned opens (MPI_Init): put it at this path on every host. mpirun",
+        "# passes OMPI_* variables on to every host by itself. Source this file, or run",
+        f"#   {_run_line(sel, rules_path, rankfile)}",
+        "# OMPI_MCA_coll_tuned_<op>_algorithm (other than 0) beats the file, hence the unset; coll/han, which sits",
+        "# above tuned, would run multi-node collectives as steps on sub-communicators of other sizes, where the",
+        "# file's rules do not apply: hence coll ^han (for the whole job: every collective then comes from tuned).",
+    ]
+    if sel.uses_knomial:
+        lines.append(f"# The file's knomial bcast was chosen with radix {_ops.OMPI_KNOMIAL_RADIX}, an MCA parameter.")
+    if any(op == "scatter" for op, e in sel.entries.items() if e):
+        lines += ["# " + x for x in textwrap.wrap(_SCATTER_NOTE, 110)]
+    lines += [
+        "# Open MPI ignores a missing or unreadable rules file without a word (hnow checked this one). To see what",
+        "# ran, add --mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 2 to mpirun: every rank prints",
+        "# the bytes it sent to each other rank.",
+        *(f"export {k}={v}" for k, v in _settings(sel, rules_path).items()),
+        f"unset {' '.join(_OVERRIDES)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def ompi_files(sel: OmpiSelection, path: str, rankfile: str | None) -> tuple[str, str, str]:
+    """``sel`` as files: the rules file, ``ompi-env.txt`` and the usage text (the file at ``path``; the ranks in
+    the order of ``rankfile`` when given)."""
+    words = ("Open MPI's fixed rules", "no changes (Open MPI's fixed rules are predicted best)")
+    usage = usage_text("Open MPI", "5.0.x", sel, path, words, _run_line(sel, path, rankfile), "ompi-env.txt")
+    return sel.text, ompi_env_text(sel, path, rankfile), usage

@@ -1,0 +1,61 @@
+"""The rank order formats (``hostfile``, ``rankfile``, ``keys``): which node gets which rank under a native
+algorithm's tree (:func:`export_order`).
+
+A native algorithm (MPICH's binomial, say) fixes the tree by rank number; which node gets which rank decides its
+time. From a profile that records where each rank ran (``nodes``: rank, host, type), :func:`export_order` finds the
+rank order under which ``op`` over the native tree is predicted fastest (:func:`hnowmodel.search.rank_order`), in
+each launcher's terms:
+
+* ``hostfile`` - MPICH's hydra (``mpiexec -f hostfile``): one ``host:1`` line per rank, in the new rank order;
+* ``rankfile`` - Open MPI (``mpirun --map-by rankfile:file=rankfile``): ``rank N=host slot=S``;
+* ``keys`` - JSON ``{"keys": [...]}``: ``MPI_Comm_split(comm, 0, keys[rank])`` reorders an already running job.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .. import ops as _ops
+from ..errors import InputError
+from ..params import Profile
+from ..search.rank_order import rank_order
+from .files import Export
+
+__all__ = ["export_order"]
+
+
+def export_order(
+    profile: Profile, *, op: str = "bcast", size: int = 0, tree: str = "binomial", library: str = "MPICH"
+) -> Export:
+    """The rank order for ``op`` of ``size`` bytes over ``tree`` (a native algorithm's shape), from the ranks, hosts
+    and types the profile's ``nodes`` record, as launcher files (:data:`FORMATS`). When ``tree`` is the model tree
+    of one of ``library``'s algorithms for ``op`` (:func:`hnowmodel.ops.native_choices`), the order is chosen for
+    that algorithm as it runs (:func:`hnowmodel.ops.native_predict`: the root's copy, the order of its messages)."""
+    nodes = sorted(profile.nodes, key=lambda n: n.get("rank", 0))
+    if not nodes or any("host" not in n for n in nodes):
+        raise InputError("the profile records no hosts (its 'nodes'): calibrate on the machines to export for")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise InputError(f"--size must be a whole number of bytes >= 0, got {size!r}")
+    hosts = tuple(str(n["host"]) for n in nodes)
+    nat = next((a for a in _ops.native_choices(op, library) if a.model_tree == tree), None)
+    order = rank_order(profile, [n["type"] for n in nodes], tree, op, size, native=nat)
+    new_hosts = [hosts[r] for r in order.perm]
+    slot: dict[str, int] = {}
+    rankfile = []
+    for i, h in enumerate(new_hosts):
+        rankfile.append(f"rank {i}={h} slot={slot.get(h, 0)}")
+        slot[h] = slot.get(h, 0) + 1
+    files = {
+        "hostfile": "".join(f"{h}:1\n" for h in new_hosts),
+        "rankfile": "\n".join(rankfile) + "\n",
+        "keys": json.dumps({"keys": list(order.keys), "op": op, "size_bytes": size, "tree": tree}) + "\n",
+    }
+    usage = (
+        f"{op} of {size} B over the library's {tree} tree: predicted {order.baseline_us:.6g} us in the calibrated "
+        f"order, {order.time_us:.6g} us in this one ({order.gain_pct:.1f} % less; {order.method}).\n"
+        f"MPICH (hydra): mpiexec -n {len(hosts)} -f hostfile ./app\n"
+        f"Open MPI:      mpirun -n {len(hosts)} --map-by rankfile:file=rankfile ./app\n"
+        "In the application: MPI_Comm_split(MPI_COMM_WORLD, 0, keys[rank], &comm) with keys.json's keys, then use "
+        "comm\n"
+    )
+    return Export(order, hosts, files, usage, op, size, tree)

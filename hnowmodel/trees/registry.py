@@ -1,0 +1,106 @@
+"""Trees by name: :data:`TREES` (name -> factory), :func:`make_tree` (``binomial``, ``kary:4``, ``@tree.json``) and
+:func:`tree_names` (what :func:`make_tree` accepts, for help texts and error messages).
+
+A factory is called as ``factory(n, root=0, arg=None, layout=None, profile=None)``: ``arg`` is the text after ``:``
+in e.g. ``kary:4`` (None without one); ``layout`` and ``profile`` are given to the trees built for node types.
+
+>>> make_tree("kary:3", 7).children[0]
+(1, 2, 3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import TreeError
+from .generic import binomial, chain, kary, knomial, sequential
+from .hierarchical import hierarchical
+from .mpich import mpich_knomial1, mpich_knomial2
+from .ompi import ompi_binomial, ompi_chain, ompi_in_order_binomial, ompi_linear, ompi_tree
+from .tree import Tree, load_tree
+
+__all__ = ["TreeFactory", "TREES", "make_tree", "tree_names"]
+
+TreeFactory = Callable[..., Tree]
+
+
+def _shape(build: Callable[[int, int], Tree]) -> TreeFactory:
+    """A factory for a family with no parameter: ``build(n, root)``."""
+    return lambda n, root=0, arg=None, layout=None, profile=None: build(n, root)
+
+
+def _with_k(build: Callable[[int, Any, int], Tree], default: int) -> TreeFactory:
+    """A factory for a family with a ``:K`` parameter (``default`` without one): ``build(n, k, root)``."""
+    return lambda n, root=0, arg=None, layout=None, profile=None: build(n, default if arg is None else arg, root)
+
+
+def _sized_hierarchical(n: int, root: int = 0, arg: Any = None, layout: Any = None, profile: Any = None) -> Tree:
+    if layout is not None and len(layout) != n:
+        raise TreeError(f"tree 'hierarchical': layout has {len(layout)} ranks, expected {n}")
+    return hierarchical(layout, profile, root)
+
+
+#: Name -> factory(n, root, arg, layout, profile), in the order :func:`tree_names` lists them.
+TREES: dict[str, TreeFactory] = {
+    "binomial": _shape(binomial),
+    "sequential": _shape(sequential),
+    "chain": _shape(chain),
+    "kary": _with_k(kary, 2),
+    "knomial": _with_k(knomial, 2),
+    "mpich-knomial1": _with_k(mpich_knomial1, 2),
+    "mpich-knomial2": _with_k(mpich_knomial2, 2),
+    "ompi-binomial": _shape(ompi_binomial),
+    "ompi-in-order-binomial": _shape(ompi_in_order_binomial),
+    "ompi-tree": _with_k(ompi_tree, 2),
+    "ompi-chain": _with_k(ompi_chain, 4),
+    "ompi-linear": _shape(ompi_linear),
+    "hierarchical": _sized_hierarchical,
+}
+#: What follows a name in :func:`tree_names` (its parameter).
+_ARGS = {name: ":K" for name in ("kary", "knomial", "mpich-knomial1", "mpich-knomial2", "ompi-tree", "ompi-chain")}
+
+
+def tree_names() -> list[str]:
+    """Names accepted by :func:`make_tree` (``kary:K``, ``knomial:K``, ``mpich-knomial1:K``, ``mpich-knomial2:K``
+    and ``ompi-tree:K`` take a parameter, default 2; ``ompi-chain:K`` default 4, Open MPI's default chain fanout)."""
+    return [t + _ARGS.get(t, "") for t in TREES] + ["@file.json"]
+
+
+def make_tree(
+    spec: str, n: int, root: int | None = None, layout: Sequence[str] | None = None, profile: Any = None
+) -> Tree:
+    """Build a tree by name (``binomial``, ``kary:4``, ...) over ``n`` ranks rooted at ``root`` (default 0), or load
+    one from a tree file (``@tree.json``, as :meth:`Tree.to_dict` and ``hnow best-tree -o`` write it: see
+    :func:`load_tree`); a file must have ``n`` ranks and, when ``root`` is given, that root. :class:`TreeError`
+    names the valid choices or what does not match.
+
+    >>> make_tree("sequential", 3).children[0]
+    (1, 2)
+    """
+    if str(spec).startswith("@"):
+        return load_tree(str(spec)[1:], n, root)
+    root = 0 if root is None else root
+    name, _, arg = str(spec).partition(":")
+    if name not in TREES:
+        raise TreeError(f"unknown tree {spec!r} (choose from: {', '.join(tree_names())})")
+    return TREES[name](n, root=root, arg=arg or None, layout=layout, profile=profile)
+
+
+# ==== TRANSITIONAL: delete this block once hnowmodel.treespec resolves ``fnf``/``optimal`` (issue #25) =============
+# ``fnf`` / ``optimal[:OP][:SIZE]`` are trees chosen by :mod:`hnowmodel.search`, a layer above this package; the
+# import inside the factory is the trees -> search cycle. The tree-spec resolver above search replaces it.
+def _chosen_tree(method: str) -> TreeFactory:
+    """``fnf`` / ``optimal[:OP][:SIZE]``: trees chosen for the layout's node types by :mod:`hnowmodel.search`."""
+
+    def factory(n: int, root: int = 0, arg: str | None = None, layout: Any = None, profile: Any = None) -> Tree:
+        from .. import search
+
+        return search.chosen_tree_factory(method)(n, root=root, arg=arg, layout=layout, profile=profile)
+
+    return factory
+
+
+TREES.update(fnf=_chosen_tree("fnf"), optimal=_chosen_tree("optimal"))
+_ARGS.update(fnf="[:SIZE]", optimal="[:SIZE]")
+# ==== end of the transitional block ================================================================================
