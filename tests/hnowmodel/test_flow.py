@@ -314,7 +314,7 @@ def test_round_robin_moves_every_byte_at_the_egress_rate(seed):
     k = int(rng.integers(1, 6))
     arrive = np.sort(rng.uniform(0, 50, k)).tolist()
     size = rng.uniform(1, 500, k).tolist()
-    curves, _ = F._round_robin(arrive, size, 10.0, 0.0)
+    curves, _ = F.disciplines.round_robin(arrive, size, 10.0, 0.0)
     for a, b, cv in zip(arrive, size, curves, strict=True):
         assert cv[0] == (pytest.approx(a), 0.0) and cv[-1][1] == pytest.approx(b)
         assert all(t1 >= t0 and d1 >= d0 for (t0, d0), (t1, d1) in zip(cv, cv[1:], strict=False))
