@@ -43,7 +43,7 @@ __all__ = [
     "names",
     "get",
     "predictor",
-    "variant",
+    "variant_of",
     "check_variant",
     "default_variant",
     "is_network_profile",
@@ -519,10 +519,6 @@ def variant_of(op: str, variant: str | None = None, profile: Any = None) -> Vari
     """
     get(op)
     return _variants.check(op, default_variant(op, profile) if variant is None else variant)
-
-
-#: ``variant(op, name, profile)``: :func:`variant_of` under a shorter name.
-variant = variant_of
 
 
 def check_variant(op: str, variant: str | None, profile: Any = None) -> str:
