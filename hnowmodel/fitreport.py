@@ -65,35 +65,60 @@ def fit_report(profile: Profile) -> list[str]:
     """Readable lines: what measured (MPI library, transport, kernels), every regime's parameters ± 95 % CI, the
     protocol switch, the self-check and the plain C ping-pong reference, warnings."""
     prov: dict[str, Any] = dict(profile.provenance)
-    lines = []
+    lines = _measured_lines(prov)
+    lines.append(table_text(_regime_rows(profile, prov.get("fits", {}))))
+    for (a, b), link in profile.links.items():
+        regs = ", ".join(f"{r.Xc_us:.3g} µs + {r.Xm_us_per_byte:.3g} µs/B" for r in link.regimes)
+        lines.append(f"link {a}->{b}: X = {regs}")
+    lines += _network_lines(profile, prov)
+    if profile.rendezvous_from_bytes is not None:
+        lines.append(f"protocol: eager below {profile.rendezvous_from_bytes} B, rendezvous from there on")
+    lines += _check_lines(prov)
+    lines += _spread_lines(prov)
+    lines += _pair_lines(prov)
+    for w in prov.get("warnings", []):
+        lines.append(f"warning: {w}")
+    if "wall_s" in prov:
+        lines.append(f"calibration took {prov['wall_s']:.1f} s on {len(profile.nodes)} ranks")
+    return lines
+
+
+def _measured_lines(prov: dict[str, Any]) -> list[str]:
+    """What measured: the MPI library, transport and kernels, and the timing style."""
     kern = prov.get("kernels", {})
-    lines.append(
+    lines = [
         f"MPI: {prov.get('mpi_library', '?')}; transport: {prov.get('transport', prov.get('mode', '?'))}; "
         f"kernels: {kern.get('kind', '?')}" + (f" ({kern['why']})" if kern.get("why") else "")
-    )
+    ]
     if "timing" in prov:
         lines.append(
             f"timing: {prov['timing'].get('style')}; gap {prov['timing'].get('gap_us')} µs; "
             f"{prov.get('rounds', '?')} interleaved rounds; buffers: {prov.get('buffers', '?')}"
         )
-    lines.append(table_text(_regime_rows(profile, prov.get("fits", {}))))
-    for (a, b), link in profile.links.items():
-        regs = ", ".join(f"{r.Xc_us:.3g} µs + {r.Xm_us_per_byte:.3g} µs/B" for r in link.regimes)
-        lines.append(f"link {a}->{b}: X = {regs}")
-    net = (profile.extensions or {}).get("network")
-    if isinstance(net, dict) and net.get("burst_bytes"):
-        line = f"token bucket: {net['burst_bytes']:.0f} B pass at once"
-        fit = prov.get("burst_send", {}).get("fit")
-        if fit and net.get("burst_send_us_per_byte") is not None:
-            us = _pm(net["burst_send_us"], fit["intercept_ci95_us"], 3)
-            per_byte = _pm(net["burst_send_us_per_byte"], fit["slope_ci95_us_per_byte"], 3)
-            line += (
-                f"; a first send after idling keeps its sender busy {us} µs + {per_byte} µs/B × min(bytes, burst) "
-                f"beyond S ({len(fit.get('sizes', []))} points)"
-            )
-        lines.append(line)
-    if profile.rendezvous_from_bytes is not None:
-        lines.append(f"protocol: eager below {profile.rendezvous_from_bytes} B, rendezvous from there on")
+    return lines
+
+
+def _network_lines(profile: Profile, prov: dict[str, Any]) -> list[str]:
+    """The token bucket and the first send's busy time (:class:`~hnowmodel.params.NetworkTerms`), where the
+    profile states a non-zero burst; the busy time only where both of its terms are stated."""
+    terms = profile.network_terms
+    if not terms.burst_bytes:  # absent, or no bucket: nothing passes at once
+        return []
+    line = f"token bucket: {terms.burst_bytes:.0f} B pass at once"
+    fit = prov.get("burst_send", {}).get("fit")
+    if fit and terms.burst_send_us is not None and terms.burst_send_us_per_byte is not None:
+        us = _pm(terms.burst_send_us, fit["intercept_ci95_us"], 3)
+        per_byte = _pm(terms.burst_send_us_per_byte, fit["slope_ci95_us_per_byte"], 3)
+        line += (
+            f"; a first send after idling keeps its sender busy {us} µs + {per_byte} µs/B × min(bytes, burst) "
+            f"beyond S ({len(fit.get('sizes', []))} points)"
+        )
+    return [line]
+
+
+def _check_lines(prov: dict[str, Any]) -> list[str]:
+    """The self-check and the plain C ping-pong reference."""
+    lines = []
     sc = prov.get("self_check")
     if sc:
         worst = max(sc["rows"], key=lambda r: abs(r["miss_pct"]) if math.isfinite(r["miss_pct"]) else -1)
@@ -104,53 +129,54 @@ def fit_report(profile: Profile) -> list[str]:
     ref = prov.get("reference_pingpong")
     if ref:
         lines.append("plain C ping-pong (half round trip, median of batches, median over rounds) vs the profile:")
-        lines.append(
-            table_text(
-                [
-                    {
-                        "size": r["size"],
-                        "reference_us": round(r["reference_us"], 3),
-                        "spread_us": f"{r['reference_min_us']:.3g}-{r['reference_max_us']:.3g}",
-                        "profile_us": round(r["profile_us"], 3),
-                        "error_pct": round(r["error_pct"], 1),
-                    }
-                    for r in ref
-                ]
-            )
-        )
-    spread = prov.get("spread_over_rounds")
-    if spread:
-        lines.append("run-to-run spread (each round fitted alone; min / median / max over rounds, per regime):")
-        rows = []
-        for name, sp in spread.items():
-            for i, reg in enumerate(sp["regimes"]):
-                c, k = reg["intercept_us"], reg["slope_us_per_byte"]
-                rows.append(
-                    {
-                        "series": name,
-                        "regime": i + 1,
-                        "intercept_us": f"{c[0]:.3g} / {c[1]:.3g} / {c[2]:.3g}",
-                        "slope_us_per_byte": f"{k[0]:.3g} / {k[1]:.3g} / {k[2]:.3g}",
-                    }
-                )
+        rows = [
+            {
+                "size": r["size"],
+                "reference_us": round(r["reference_us"], 3),
+                "spread_us": f"{r['reference_min_us']:.3g}-{r['reference_max_us']:.3g}",
+                "profile_us": round(r["profile_us"], 3),
+                "error_pct": round(r["error_pct"], 1),
+            }
+            for r in ref
+        ]
         lines.append(table_text(rows))
-    pairs = prov.get("pairs", [])
-    if pairs:
-        lines.append("additivity check (ping-pong vs S + X + R of the fitted parameters):")
-        lines.append(
-            table_text(
-                [
-                    {
-                        "ranks": "-".join(map(str, p["ranks"])),
-                        "types": "->".join(p["types"]),
-                        "max |residual| %": round(p["max_abs_residual_pct"], 2),
-                    }
-                    for p in pairs
-                ]
-            )
-        )
-    for w in prov.get("warnings", []):
-        lines.append(f"warning: {w}")
-    if "wall_s" in prov:
-        lines.append(f"calibration took {prov['wall_s']:.1f} s on {len(profile.nodes)} ranks")
     return lines
+
+
+def _spread_lines(prov: dict[str, Any]) -> list[str]:
+    """The run-to-run spread: each round fitted alone, min / median / max over rounds, per regime."""
+    spread = prov.get("spread_over_rounds")
+    if not spread:
+        return []
+    rows = []
+    for name, sp in spread.items():
+        for i, reg in enumerate(sp["regimes"]):
+            c, k = reg["intercept_us"], reg["slope_us_per_byte"]
+            rows.append(
+                {
+                    "series": name,
+                    "regime": i + 1,
+                    "intercept_us": f"{c[0]:.3g} / {c[1]:.3g} / {c[2]:.3g}",
+                    "slope_us_per_byte": f"{k[0]:.3g} / {k[1]:.3g} / {k[2]:.3g}",
+                }
+            )
+    return [
+        "run-to-run spread (each round fitted alone; min / median / max over rounds, per regime):",
+        table_text(rows),
+    ]
+
+
+def _pair_lines(prov: dict[str, Any]) -> list[str]:
+    """The additivity check: ping-pong vs S + X + R of the fitted parameters, per pair."""
+    pairs = prov.get("pairs", [])
+    if not pairs:
+        return []
+    rows = [
+        {
+            "ranks": "-".join(map(str, p["ranks"])),
+            "types": "->".join(p["types"]),
+            "max |residual| %": round(p["max_abs_residual_pct"], 2),
+        }
+        for p in pairs
+    ]
+    return ["additivity check (ping-pong vs S + X + R of the fitted parameters):", table_text(rows)]

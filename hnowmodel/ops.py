@@ -1,12 +1,13 @@
 """The one registry of collective operations: everything hnow knows about an operation is its entry here.
 
-An :class:`Operation` names its predictor for each model variant (and the default variant, which is the one
-trees are chosen under *and* compared under), how the data moves over a tree edge, the name of its MPI kernel
-(the method of :mod:`calibrate.collectives`' executors and of the C kernels), and how each MPI library's own
-algorithm is pinned so that ``native`` is modelled by the tree that really runs.
+An :class:`Operation` names its default model variant (the one trees are chosen under *and* compared under; the
+variants themselves and their predictors are :mod:`hnowmodel.variants`' registry), how the data moves over a tree
+edge (:mod:`hnowmodel.movement`), the name of its MPI kernel (the method of :mod:`calibrate.collectives`'
+executors and of the C kernels), and how each MPI library's own algorithm is pinned so that ``native`` is
+modelled by the tree that really runs, with the :class:`~hnowmodel.schedule.Schedule` it runs it by.
 
-Adding an operation is one entry in :data:`OPERATIONS` + its predictor (in :mod:`hnowmodel.predict`) + its
-kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
+Adding an operation is one entry in :data:`OPERATIONS` + its predictors (in :mod:`hnowmodel.variants`' entries) +
+its kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
 
 >>> names()
 ('bcast', 'scatter', 'gather')
@@ -21,17 +22,19 @@ kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from . import flow as _flow
-from . import predict as _predict
+from . import variants as _variants
 from .errors import InputError
+from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
+from .schedule import DEFAULT, Schedule, as_schedule
+from .trees import make_tree
+from .variants import BoundPredictor, Predictor, Variant
 
 __all__ = [
     "Operation",
@@ -40,6 +43,7 @@ __all__ = [
     "names",
     "get",
     "predictor",
+    "variant_of",
     "check_variant",
     "default_variant",
     "is_network_profile",
@@ -61,69 +65,93 @@ __all__ = [
     "native_spec_env",
 ]
 
-Predictor = Callable[..., np.ndarray]
-
 
 @dataclass(frozen=True)
 class NativeAlgorithm:
     """How one MPI library's own collective is pinned, and which tree models it.
 
     ``env`` is set before ``MPI_Init`` (MPICH control variables, Open MPI MCA parameters as ``OMPI_MCA_*``);
-    ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs; ``root_copy`` says
-    whether the root copies its own block locally (MPICH's binomial scatter/gather do), a cost the model adds.
-    ``flow_kw``: what the flow variants (:mod:`hnowmodel.flow`) are told about how the algorithm moves its messages
-    (MPICH's binomial gather: receives posted in a fixed order, relays wait for them). ``selection`` is the leaf
-    of MPICH's collective selection JSON that runs it (``{"algorithm=NAME": {"param=value": {}, ...}}``, every
-    parameter the algorithm reads: MPICH does not default the missing ones), empty where there is none.
-    ``copy_first``: a scatter's root copies its own block before its first send (Open MPI) rather than after its
-    last (MPICH). ``empty_is_noop``: the library returns at once from a 0-byte call (MPICH and Open MPI both do),
-    so a 0-byte native row measures only the call and has nothing to predict. ``rule`` is the leaf of Open MPI's
-    coll/tuned rules file that runs it (:mod:`hnowmodel.ompi_rules`): ``(algorithm, faninout, segsize)``, empty
-    where there is none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter).
+    ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs; ``schedule`` says how it
+    runs it (:class:`~hnowmodel.schedule.Schedule`: the root's local copy where it makes one, MPICH's binomial
+    scatter/gather do, before its first send for Open MPI's scatter; how its receives are posted, whether a relay
+    waits: MPICH's binomial gather posts its receives in a fixed order and its relays wait for them). ``selection``
+    is the leaf of MPICH's collective selection JSON that runs it (``{"algorithm=NAME": {"param=value": {}, ...}}``,
+    every parameter the algorithm reads: MPICH does not default the missing ones), empty where there is none.
+    ``empty_is_noop``: the library returns at once from a 0-byte call (MPICH and Open MPI both do), so a 0-byte
+    native row measures only the call and has nothing to predict. ``rule`` is the leaf of Open MPI's coll/tuned
+    rules file that runs it (:mod:`hnowmodel.ompi_rules`): ``(algorithm, faninout, segsize)``, empty where there is
+    none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter).
     """
 
     algorithm: str
     env: Mapping[str, str]
     model_tree: str = "binomial"
-    root_copy: bool = False
-    flow_kw: Mapping[str, Any] = field(default_factory=dict)
+    schedule: Schedule = DEFAULT
     selection: Mapping[str, Any] = field(default_factory=dict)
-    copy_first: bool = False
     empty_is_noop: bool = True
     rule: tuple[int, ...] = ()
+
+    # ---- the schedule's fields under their old names (deprecated: read ``schedule``) --------------------------
+    @property
+    def root_copy(self) -> bool:
+        return self.schedule.root_copy
+
+    @property
+    def copy_first(self) -> bool:
+        return self.schedule.copy_first
+
+    @property
+    def flow_kw(self) -> dict[str, Any]:
+        """The schedule's gather fields that differ from the default (what only the flow variants model)."""
+        return {k: getattr(self.schedule, k) for k in _FLOW_FIELDS if getattr(self.schedule, k) != getattr(DEFAULT, k)}
+
+
+_FLOW_FIELDS = ("recv_order", "relay_waits", "sync")
 
 
 @dataclass(frozen=True)
 class Operation:
     """One collective operation.
 
-    ``variants`` maps a model variant name to its predictor ``f(profile, layout, tree, sizes, *, per_rank=False,
-    root=0) -> µs``; ``default_variant`` is used to choose trees and to compare them, ``network_variant`` instead for
-    a profile calibrated on a network (the variant that measured best there: ``experiments/cluster_accuracy.py``).
-    ``edge_data`` is ``"one"`` (every edge carries the m-byte message: bcast) or ``"subtree"`` (the edge into a rank
-    carries its subtree's blocks: scatter, gather). ``kernel`` is the executors' method name. ``native`` maps an MPI
-    library name (``MPICH``, ``Open MPI``) to its pinned algorithm (what ``--tree native`` runs); ``alternatives``
-    maps it to the other algorithms that library can be told to run for the operation (what ``hnow export`` chooses
-    among, with ``native``: :func:`native_choices`).
+    ``default_variant`` (a :mod:`hnowmodel.variants` entry that serves it) is used to choose trees and to compare
+    them, ``network_variant`` instead for a profile calibrated on a network (the variant that measured best there:
+    ``experiments/cluster_accuracy.py``). ``movement`` says how its data moves over a tree edge
+    (:class:`~hnowmodel.movement.Movement`: ``edge_data`` ``"one"``, every edge carries the m-byte message: bcast, or
+    ``"subtree"``, the edge into a rank carries its subtree's blocks: scatter, gather; and the direction).
+    ``kernel`` is the executors' method name. ``native`` maps an MPI library name (``MPICH``, ``Open MPI``) to its
+    pinned algorithm (what ``--tree native`` runs); ``alternatives`` maps it to the other algorithms that library
+    can be told to run for the operation (what ``hnow export`` chooses among, with ``native``:
+    :func:`native_choices`). :attr:`variants` lists the variants that serve it, each as its predictor.
     """
 
     name: str
     summary: str
-    variants: Mapping[str, Predictor]
     default_variant: str
-    edge_data: str
+    movement: Movement
     kernel: str
     native: Mapping[str, NativeAlgorithm] = field(default_factory=dict)
     alternatives: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
     network_variant: str = "flow"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "variants", MappingProxyType(dict(self.variants)))
         object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
         object.__setattr__(self, "alternatives", MappingProxyType({k: tuple(v) for k, v in self.alternatives.items()}))
         for v in (self.default_variant, self.network_variant):
-            if v not in self.variants:
+            if not _variants.VARIANTS.get(v, None) or not _variants.VARIANTS[v].serves(self.name):
                 raise ValueError(f"operation {self.name}: default variant {v!r} is not a variant")
+
+    @property
+    def edge_data(self) -> str:
+        """``"one"`` or ``"subtree"``: what the edge into a rank carries (:attr:`movement`)."""
+        return self.movement.edge_data
+
+    @property
+    def variants(self) -> Mapping[str, BoundPredictor]:
+        """The variants that serve this operation, in registry order, each as its predictor
+        (:class:`~hnowmodel.variants.BoundPredictor`)."""
+        return MappingProxyType(
+            {n: BoundPredictor(_variants.VARIANTS[n], self.name) for n in _variants.for_op(self.name)}
+        )
 
 
 # MPICH 5.0.x control variables (checked with the wheel's ``mpivars``): binomial for all three, the ch4 device's
@@ -131,10 +159,10 @@ class Operation:
 _MPICH_COMMON = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
 
 
-def _mpich(cvar: str, root_copy: bool, **flow_kw: Any) -> NativeAlgorithm:
+def _mpich(cvar: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
     name = cvar.split("_")[2].capitalize()  # MPIR_CVAR_BCAST_INTRA_ALGORITHM -> Bcast
     leaf = {f"algorithm=MPIR_{name}_intra_binomial": {}}
-    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", root_copy, flow_kw, leaf)
+    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", schedule, leaf)
 
 
 #: The branching factors offered for MPICH's tree bcast (``kary`` from 2, ``knomial_1`` from 2, ``knomial_2`` from
@@ -201,14 +229,14 @@ def _ompi(
     faninout: int = 0,
     params: Mapping[str, str] | None = None,
     in_rules: bool = True,
-    **kw: Any,
+    schedule: Schedule = DEFAULT,
 ) -> NativeAlgorithm:
     """Open MPI's ``op`` algorithm ``number`` (coll/tuned's numbering), forced by MCA parameters (``params``: the
     algorithm's own, e.g. the chain fanout) and, with ``in_rules``, a rules-file leaf ``(number, faninout, 0)``."""
     env = {f"OMPI_MCA_coll_tuned_{op}_algorithm": str(number), **_OMPI_COMMON, **(params or {})}
     if op == "bcast":
         env["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] = "0"
-    return NativeAlgorithm(name, env, model_tree, rule=(number, faninout, 0) if in_rules else (), **kw)
+    return NativeAlgorithm(name, env, model_tree, schedule, rule=(number, faninout, 0) if in_rules else ())
 
 
 # Open MPI's other bcast algorithms without segmentation (coll_tuned_bcast_decision.c: 1 basic_linear, 2 chain,
@@ -255,25 +283,25 @@ _OMPI_BCAST = (
 # block): for 1, 2, ..., n-1 in turn the root posts the receive, sends the rank an empty message, and waits for the
 # block, which the rank sends only on that signal; then it copies its own block. Modelled as basic linear in which
 # every block waits for its posted receive (flow ``sync``); the signal's round trip is left out.
+_COPY_FIRST = Schedule(root_copy=True, copy_first=True)
 _OMPI_SCATTER = (
-    _ompi("scatter", 1, "ompi-linear", "basic_linear", root_copy=True, copy_first=True),
-    _ompi("scatter", 3, "ompi-linear", "linear_nb", root_copy=True, copy_first=True),
+    _ompi("scatter", 1, "ompi-linear", "basic_linear", schedule=_COPY_FIRST),
+    _ompi("scatter", 3, "ompi-linear", "linear_nb", schedule=_COPY_FIRST),
 )
 _OMPI_GATHER = (
-    _ompi("gather", 1, "ompi-linear", "basic_linear", root_copy=True, flow_kw={"recv_order": "tree"}),
-    _ompi("gather", 3, "ompi-linear", "linear_sync", root_copy=True, flow_kw={"recv_order": "tree", "sync": True}),
+    _ompi("gather", 1, "ompi-linear", "basic_linear", schedule=Schedule(root_copy=True, recv_order="tree")),
+    _ompi("gather", 3, "ompi-linear", "linear_sync", schedule=Schedule(root_copy=True, recv_order="tree", sync=True)),
 )
 
 
 def native_kwargs(op: str, nat: NativeAlgorithm, variant: str) -> dict[str, Any]:
-    """What the predictors of ``op`` under ``variant`` are told about the native algorithm ``nat`` beyond its
-    model tree: the root's local copy where it makes one (before its first send with ``copy_first``), and under
-    the flow variants how it moves its messages (``nat.flow_kw``). :func:`native_predict` and the rank-order search
-    use the same."""
+    """Deprecated (pass ``nat.schedule`` to the predictor instead): the old keyword form of what the predictors
+    of ``op`` under ``variant`` are told about ``nat`` beyond its model tree: the root's local copy where it makes
+    one (before its first send with ``copy_first``), and under a flow-level variant how it moves its messages."""
     kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
     if nat.copy_first:
         kw["copy_first"] = True
-    if variant in FLOW_VARIANTS:
+    if _variants.get(variant).flow_level:
         kw.update(nat.flow_kw)
     return kw
 
@@ -290,17 +318,14 @@ def native_predict(
     algorithm: NativeAlgorithm | None = None,
 ) -> np.ndarray | None:
     """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it (or of
-    ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, with the root's local copy
-    where the algorithm makes one; None when hnow does not pin that library's algorithm for ``op`` (nothing to
-    predict)."""
-    from .trees import make_tree
-
+    ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, run by the algorithm's
+    schedule (the root's copy, the order of its receives, …); None when hnow does not pin that library's
+    algorithm for ``op`` (nothing to predict)."""
     nat = get(op).native.get(library) if algorithm is None else algorithm
     if nat is None:
         return None
     tree = make_tree(nat.model_tree, len(layout), root=root)
-    variant = check_variant(op, variant, profile)
-    return predictor(op, variant)(profile, layout, tree, sizes, **native_kwargs(op, nat, variant))
+    return variant_of(op, variant, profile).predict(op, profile, layout, tree, sizes, nat.schedule)
 
 
 # ---- native tree specs: ``native`` (each library's pinned default) and ``native:ALGO`` -----------------------------
@@ -391,19 +416,12 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
         "bcast": Operation(
             name="bcast",
             summary="one root's m bytes to every rank (eq. 6-7)",
-            variants={
-                "paper": _predict.bcast,
-                "flow": _flow.bcast,
-                "flow-weighted": partial(_flow.bcast, sharing="weighted"),
-                "flow-fifo": partial(_flow.bcast, sharing="fifo"),
-                "flow-rr": partial(_flow.bcast, sharing="rr"),
-            },
             default_variant="paper",
             network_variant="flow-rr",
-            edge_data="one",
+            movement=ONE_DOWN,
             kernel="bcast",
             native={
-                "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM", root_copy=False),
+                "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
             },
@@ -413,47 +431,37 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
         "scatter": Operation(
             name="scatter",
             summary="the root's block i (m bytes) to rank i (eq. 8-9; subtree data per edge off the sequential tree)",
-            variants={
-                "paper": _predict.scatter,
-                "flow": _flow.scatter,
-                "flow-weighted": partial(_flow.scatter, sharing="weighted"),
-                "flow-fifo": partial(_flow.scatter, sharing="fifo"),
-                "flow-rr": partial(_flow.scatter, sharing="rr"),
-            },
             default_variant="paper",
             network_variant="flow-rr",
-            edge_data="subtree",
+            movement=SUBTREE_DOWN,
             kernel="scatter",
             native={
-                "MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", root_copy=True),
+                "MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", Schedule(root_copy=True)),
                 # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
                 # the root copies its own block first, then sends each child its subtree's blocks
-                "Open MPI": _ompi("scatter", 2, "binomial", root_copy=True, copy_first=True),
+                "Open MPI": _ompi("scatter", 2, "binomial", schedule=_COPY_FIRST),
             },
             alternatives={"Open MPI": _OMPI_SCATTER},
         ),
         "gather": Operation(
             name="gather",
             summary="every rank's m bytes to the root (eq. 10-12)",
-            variants={
-                "link": partial(_predict.gather, variant="link"),
-                "paper": partial(_predict.gather, variant="paper"),
-                "flow": _flow.gather,
-                "flow-weighted": partial(_flow.gather, sharing="weighted"),
-            },
             # the receiver's link carries one message at a time: what the emulated testbed and real links do
             default_variant="link",
-            edge_data="subtree",
+            movement=SUBTREE_UP,
             kernel="gather",
             # MPIR_Gather_intra_binomial: blocking receives from rank+1, +2, +4, …; a relay sends its block and the
             # received ones as one struct datatype, which moves only into a posted receive (docs/native-algorithms.md)
             native={
                 "MPICH": _mpich(
-                    "MPIR_CVAR_GATHER_INTRA_ALGORITHM", root_copy=True, recv_order="smallest_first", relay_waits=True
+                    "MPIR_CVAR_GATHER_INTRA_ALGORITHM",
+                    Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
                 ),
                 # ompi_coll_base_gather_intra_binomial: the root copies its block, then blocking receives from the
                 # in-order bmtree's children nearest first (rank+1, +2, +4: the smallest subtree first)
-                "Open MPI": _ompi("gather", 2, "binomial", root_copy=True, flow_kw={"recv_order": "smallest_first"}),
+                "Open MPI": _ompi(
+                    "gather", 2, "binomial", schedule=Schedule(root_copy=True, recv_order="smallest_first")
+                ),
             },
             alternatives={"Open MPI": _OMPI_GATHER},
         ),
@@ -474,8 +482,8 @@ def get(op: str) -> Operation:
         raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPERATIONS)})") from None
 
 
-#: The variants simulated by the flow-level network model (:mod:`hnowmodel.flow`) rather than closed-form equations.
-FLOW_VARIANTS = frozenset({"flow", "flow-weighted", "flow-fifo", "flow-rr"})
+#: Deprecated (read :attr:`hnowmodel.variants.Variant.flow_level`): the flow-level variants' names.
+FLOW_VARIANTS = frozenset(name for name, v in _variants.VARIANTS.items() if v.flow_level)
 #: The flow-level variant every operation has (:mod:`hnowmodel.flow`, max-min sharing); each operation's
 #: ``network_variant`` (the one that measured best on a network) is what a network profile uses by default.
 NETWORK_VARIANT = "flow"
@@ -488,8 +496,8 @@ def is_network_profile(profile: Any) -> bool:
 
 
 def default_variant(op: str, profile: Any = None) -> str:
-    """The variant ``op`` is chosen and compared under by default: the operation's ``network_variant`` for a
-    network profile (:func:`is_network_profile`), else its ``default_variant``.
+    """The name of the variant ``op`` is chosen and compared under by default: the operation's
+    ``network_variant`` for a network profile (:func:`is_network_profile`), else its ``default_variant``.
 
     >>> default_variant("gather"), default_variant("bcast")
     ('link', 'paper')
@@ -502,23 +510,35 @@ def default_variant(op: str, profile: Any = None) -> str:
     return o.default_variant
 
 
+def variant_of(op: str, variant: str | None = None, profile: Any = None) -> Variant:
+    """The :class:`~hnowmodel.variants.Variant` to use for ``op``: ``variant`` by name (None: :func:`default_variant`
+    for ``profile``); :class:`InputError` names the operation (unknown) or the variants that serve it.
+
+    >>> variant_of("bcast").exact_for("bcast")
+    True
+    """
+    get(op)
+    return _variants.check(op, default_variant(op, profile) if variant is None else variant)
+
+
 def check_variant(op: str, variant: str | None, profile: Any = None) -> str:
-    """The variant to use for ``op`` (None: :func:`default_variant` for ``profile``); :class:`InputError` names the
-    valid ones."""
-    o = get(op)
-    if variant is None:
-        return default_variant(op, profile)
-    if variant not in o.variants:
-        raise InputError(f"unknown {op} model variant {variant!r} (choose from: {', '.join(o.variants)})")
-    return variant
+    """The name of the variant to use for ``op`` (None: :func:`default_variant` for ``profile``);
+    :class:`InputError` names the valid ones."""
+    return variant_of(op, variant, profile).name
 
 
 def predictor(op: str, variant: str | None = None, profile: Any = None) -> Predictor:
-    """The predictor of ``op`` under ``variant`` (None: :func:`default_variant` for ``profile``)."""
-    return get(op).variants[check_variant(op, variant, profile)]
+    """The predictor of ``op`` under ``variant`` (None: :func:`default_variant` for ``profile``):
+    ``f(profile, layout, tree, sizes, schedule=None, *, per_rank=False, root=0)`` (µs), the schedule's fields also
+    accepted as keywords (the old form)."""
+    return BoundPredictor(variant_of(op, variant, profile), op)
 
 
 def predict(op: str, profile: Any, layout: Any, tree: Any, sizes: Any, *, variant: str | None = None, **kw: Any):
     """Predicted completion time (µs, one per size) of ``op`` over ``tree`` under ``variant`` (None: the default
-    for ``profile``)."""
-    return predictor(op, variant, profile)(profile, layout, tree, sizes, **kw)
+    for ``profile``); ``kw``: ``schedule``, ``per_rank``, ``root`` and the schedule's fields (the old form)."""
+    per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
+    sched = as_schedule(kw.pop("schedule", None), **kw)
+    return variant_of(op, variant, profile).predict(
+        op, profile, layout, tree, sizes, sched, per_rank=per_rank, root=root
+    )

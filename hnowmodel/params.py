@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "Regime",
     "LinkRegime",
     "Profile",
+    "NetworkTerms",
     "paper_profile",
     "PROFILE_SCHEMA",
     "PROFILE_SCHEMA_V1",
@@ -540,6 +542,94 @@ def _finite_or_null(v: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class NetworkTerms:
+    """The network terms of a profile calibrated on a network: ``profile.extensions["network"]``, parsed and
+    validated once (:attr:`Profile.network_terms`). Every field is None when the profile does not state it (a
+    stated 0 stays 0), so that a reader can tell an absent term from a measured zero; :attr:`burst` and
+    :meth:`first_send_busy` give the model's values (absent terms count as 0).
+
+    * ``burst_bytes``: the links' token-bucket burst (bytes): a link passes that many bytes at once after idling;
+    * ``burst_send_us``, ``burst_send_us_per_byte``: how long a rank's first send after idling keeps it busy beyond
+      ``S``, ``burst_send_us + burst_send_us_per_byte · min(bytes, burst_bytes)`` (µs);
+    * ``queued_bytes``: how many bytes of each message a sender hands its link's queue at once (round-robin
+      egress sharing);
+    * ``struct_rendezvous_from_bytes``: from which size (bytes) a message sent as a struct datatype waits for the
+      posted receive (``math.inf``: never, stored as null in the file).
+
+    >>> t = NetworkTerms.from_doc({"burst_bytes": 1000, "struct_rendezvous_from_bytes": None})
+    >>> t.burst_bytes, t.queued_bytes, t.struct_rendezvous_from_bytes, t.burst
+    (1000.0, None, inf, 1000.0)
+    >>> NetworkTerms.from_doc({"queued_bytes": -1})
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.ProfileError: profile.extensions.network.queued_bytes: must be a number of bytes >= 0, got -1
+    """
+
+    burst_bytes: float | None = None
+    burst_send_us: float | None = None
+    burst_send_us_per_byte: float | None = None
+    queued_bytes: float | None = None
+    struct_rendezvous_from_bytes: float | None = None
+
+    #: The unit of each term (what an error message says a bad value must be).
+    UNITS = MappingProxyType(
+        {
+            "burst_bytes": "bytes",
+            "burst_send_us": "µs",
+            "burst_send_us_per_byte": "µs per byte",
+            "queued_bytes": "bytes",
+            "struct_rendezvous_from_bytes": "bytes",
+        }
+    )
+
+    @classmethod
+    def from_doc(cls, net: Any, where: str = "profile.extensions.network") -> NetworkTerms:
+        """Parse the ``extensions.network`` object (None or absent: every term None); :class:`ProfileError` names
+        the key of a bad value. A null term is absent, except ``struct_rendezvous_from_bytes``, where null means
+        never (``math.inf``). Keys the model does not read (notes, per-link fits) are left to their readers."""
+        if net is None:
+            return cls()
+        if not isinstance(net, Mapping):
+            raise ProfileError(f"{where}: must be an object")
+        got: dict[str, float | None] = {}
+        for key, unit in cls.UNITS.items():
+            v = net.get(key)
+            if v is None:
+                got[key] = math.inf if key == "struct_rendezvous_from_bytes" and key in net else None
+                continue
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, _NUMBER) or not math.isfinite(v) or v < 0:
+                raise ProfileError(f"{where}.{key}: must be a number of {unit} >= 0, got {v!r}")
+            got[key] = float(v)
+        return cls(**got)
+
+    @property
+    def burst(self) -> float:
+        """The token-bucket burst the model uses (bytes; 0 when absent)."""
+        return self.burst_bytes or 0.0
+
+    @property
+    def queued(self) -> float:
+        """The queued bytes the model uses (0 when absent)."""
+        return self.queued_bytes or 0.0
+
+    @property
+    def struct_rendezvous_from(self) -> float:
+        """From which size (bytes) a struct datatype waits for the posted receive: 0 (always) when the profile
+        does not say (profiles calibrated before it was measured), ``math.inf`` when it says never."""
+        v = self.struct_rendezvous_from_bytes
+        return 0.0 if v is None else v
+
+    def first_send_busy(self, b: float) -> float:
+        """What a rank's first send of ``b`` bytes keeps it busy beyond ``S`` (µs): a constant for a send after
+        idling, and the bytes its full egress bucket passes at once, which go through its own kernel in the call.
+
+        >>> NetworkTerms(burst_bytes=100.0, burst_send_us=2.0, burst_send_us_per_byte=0.5).first_send_busy(40)
+        22.0
+        """
+        return (self.burst_send_us or 0.0) + (self.burst_send_us_per_byte or 0.0) * min(self.burst, b)
+
+
+@dataclass(frozen=True)
 class Profile:
     """Everything the predictor needs: node types, the network, optional per-pair links.
 
@@ -631,6 +721,17 @@ class Profile:
         return [(float(m[g[0]]), g) for g in groups]
 
     # ---- model terms -------------------------------------------------------------------------------------
+    @cached_property
+    def network_terms(self) -> NetworkTerms:
+        """``extensions["network"]`` as typed :class:`NetworkTerms` (every term None when the profile has none),
+        parsed and validated on first use; :class:`ProfileError` names a bad key.
+
+        >>> paper_profile().network_terms.burst_bytes is None
+        True
+        """
+        ext = self.extensions if isinstance(self.extensions, Mapping) else {}
+        return NetworkTerms.from_doc(ext.get("network"))
+
     @property
     def type_names(self) -> tuple[str, ...]:
         return tuple(self.types)

@@ -13,11 +13,12 @@ another in the tree's send order):
 * ``scatter`` - eq. 8-9 on the sequential tree; on any other tree the edge into a rank carries its whole subtree's
   data (``subtree_size * m`` bytes), as MPICH's binomial scatter does, and a rank forwards only after it has
   received its own block.
-* ``gather`` - eq. 10-12 on the sequential tree (``variant="paper"``: the i-th arrival is the i-th smallest
-  ``S_j(m)`` plus ``i*X(m)``); ``variant="link"`` lets the root's inbound link carry one message at a time
-  (``arrival_i = max(S_(i)(m), arrival_(i-1)) + X(m)``). The root pays ``R_root(m)`` per message in arrival order
-  (eq. 11). On any other tree a rank sends its subtree's data (``subtree_size * m`` bytes) to its parent once it
-  has received all of its children's, and every parent applies the same rules to its children.
+* ``gather`` - eq. 10-12 on the sequential tree (the ``paper`` variant: the i-th arrival is the i-th smallest
+  ``S_j(m)`` plus ``i*X(m)``); ``one_at_a_time`` (the ``link`` variant) lets the root's inbound link carry one
+  message at a time (``arrival_i = max(S_(i)(m), arrival_(i-1)) + X(m)``). The root pays ``R_root(m)`` per
+  message in arrival order (eq. 11). On any other tree a rank sends its subtree's data (``subtree_size * m``
+  bytes) to its parent once it has received all of its children's, and every parent applies the same rules to its
+  children.
 
 >>> import hnowmodel as hm
 >>> prof = hm.paper_profile()
@@ -29,63 +30,23 @@ another in the tree's send order):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .errors import InputError, LayoutError
 from .params import Profile
+from .schedule import Schedule, as_schedule, as_sizes, common_start_us
 from .trees import Tree, make_tree
 
-__all__ = ["ptp", "bcast", "scatter", "gather", "predict", "GATHER_VARIANTS", "as_sizes", "common_start_us"]
+__all__ = ["ptp", "bcast", "scatter", "gather", "GATHER_VARIANTS", "as_sizes", "common_start_us"]
 
-GATHER_VARIANTS = ("paper", "link")
-
-
-def as_sizes(sizes: Any) -> np.ndarray:
-    """Message sizes in bytes as a 1-D float array; :class:`InputError` on negative or non-finite sizes.
-
-    >>> as_sizes(4096).tolist()
-    [4096.0]
-    """
-    try:
-        m = np.atleast_1d(np.asarray(sizes, dtype=float))
-    except (TypeError, ValueError):
-        raise InputError(f"message sizes must be numbers of bytes, got {sizes!r}") from None
-    if m.ndim != 1:
-        raise InputError("message sizes must be a flat list of byte counts")
-    bad = ~np.isfinite(m) | (m < 0)
-    if bad.any():
-        raise InputError(f"message size {m[bad][0]:g} is not a non-negative number of bytes")
-    return m
-
-
-def common_start_us(profile: Profile, sizes: Any) -> np.ndarray:
-    """What a common-start measurement adds to a message, per size (µs): a receive posted at the instant the message
-    is sent (every rank starting together, as collectives are timed on real MPI) takes longer than the isolated
-    message ``S + X + R`` describes. From the profile's ``extensions.common_start`` (measured by the calibration:
-    common-start minus isolated one-way time, per size), interpolated linearly in size and held beyond the ends;
-    zeros when the profile has none or it is malformed.
-
-    >>> from hnowmodel.params import paper_profile
-    >>> p = Profile.from_dict({**paper_profile().to_dict(), "extensions": {"common_start":
-    ...     {"sizes_bytes": [0, 1000], "extra_us": [0.4, 0.2]}}})
-    >>> common_start_us(p, [0, 500, 4000]).tolist()
-    [0.4, 0.30000000000000004, 0.2]
-    """
-    m = as_sizes(sizes)
-    cs = profile.extensions.get("common_start") if isinstance(profile.extensions, Mapping) else None
-    try:
-        xs = np.asarray(cs["sizes_bytes"], dtype=float)
-        ys = np.asarray(cs["extra_us"], dtype=float)
-        ok = xs.ndim == 1 and xs.size == ys.size and xs.size > 0 and np.all(np.diff(xs) > 0)
-        ok = ok and bool(np.all(np.isfinite(ys)))
-    except (TypeError, KeyError, ValueError):
-        ok = False
-    if not ok:
-        return np.zeros(m.shape, dtype=float)
-    return np.interp(m.astype(float), xs, ys)
+#: The old ``variant=`` keyword of :func:`gather` (deprecated: the model variants are :mod:`hnowmodel.variants`'
+#: entries, which call :func:`gather` with ``one_at_a_time``): whether the receiver's link carries one message at a
+#: time.
+GATHER_VARIANTS = {"paper": False, "link": True}
 
 
 def ptp(profile: Profile, src_type: str, dst_type: str, sizes: Any) -> np.ndarray:
@@ -208,9 +169,20 @@ def _each_group(
     return out
 
 
+#: What the predictors derive from a tree's shape alone, per tree (dropped with the tree).
+_TREE_FACTS: weakref.WeakKeyDictionary[Tree, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _facts(tree: Tree) -> dict[str, Any]:
+    got = _TREE_FACTS.get(tree)
+    if got is None:
+        got = _TREE_FACTS[tree] = {}
+    return got
+
+
 def _levels(tree: Tree) -> list[np.ndarray]:
-    """Ranks grouped by depth (``levels[d]`` = ranks at depth d), cached on the tree."""
-    got = tree._cache.get("levels")
+    """Ranks grouped by depth (``levels[d]`` = ranks at depth d), cached per tree."""
+    got = _facts(tree).get("levels")
     if got is None:
         depth = tree.depth
         # a narrow integer key lets numpy use its O(n) radix sort
@@ -218,19 +190,19 @@ def _levels(tree: Tree) -> list[np.ndarray]:
         by_depth = np.argsort(key, kind="stable")
         bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
         got = [by_depth[bounds[d] : bounds[d + 1]] for d in range(int(depth.max()) + 1)]
-        tree._cache["levels"] = got
+        _facts(tree)["levels"] = got
     return got
 
 
 def _sibling_order(tree: Tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Non-root ranks sorted by (parent, send position), the first of each sibling run, and each rank's run (cached)."""
-    got = tree._cache.get("sibling-order")
+    got = _facts(tree).get("sibling-order")
     if got is None:
         c = np.flatnonzero(tree.parent >= 0)
         c = c[np.lexsort((tree.childrank[c], tree.parent[c]))]
         start = _group_starts(tree.parent[c])
         got = (c, np.flatnonzero(start), np.cumsum(start) - 1)
-        tree._cache["sibling-order"] = got
+        _facts(tree)["sibling-order"] = got
     return got
 
 
@@ -247,10 +219,9 @@ def _prefix_over_siblings(tree: Tree, weight: np.ndarray) -> np.ndarray:
 
 def _sibling_prefix(tree: Tree, weight: np.ndarray, key: str) -> np.ndarray:
     """:func:`_prefix_over_siblings` of a weight that depends only on the tree, cached under ``key``."""
-    got = tree._cache.get(key)
+    got = _facts(tree).get(key)
     if got is None:
-        got = _prefix_over_siblings(tree, weight)
-        tree._cache[key] = got
+        got = _facts(tree)[key] = _prefix_over_siblings(tree, weight)
     return got
 
 
@@ -286,8 +257,7 @@ def _affine_push_down(
     before: np.ndarray,
     m: np.ndarray,
     per_rank: bool,
-    root_copy: bool = False,
-    copy_first: bool = False,
+    schedule: Schedule,
 ) -> np.ndarray:
     """Store-and-forward receive times when the edge into rank c carries ``blocks[c] * m`` bytes.
 
@@ -297,9 +267,9 @@ def _affine_push_down(
     The edge into c costs the parent's send overheads for every sibling up to c's turn, the wire and c's receive:
     ``k*Sc_p + Sm_p*(sum of earlier and own blocks)*m + Xc + Xm*blocks_c*m + Rc_c + Rm_c*blocks_c*m`` - affine in
     m within a group of sizes (:class:`_Costs`), so every rank's time is ``A + B*m`` with A and B two path sums over
-    the tree (independent of len(m)). ``root_copy``: the root's entry is when it has finished its sends and then
-    its local copy of its own block ``C(m)`` (MPICH's scatter order), else 0; with ``copy_first`` the root copies
-    before its first send (Open MPI's binomial scatter), which delays every other rank by ``C(m)``.
+    the tree (independent of len(m)). ``schedule.root_copy``: the root's entry is when it has finished its sends and
+    then its local copy of its own block ``C(m)`` (MPICH's scatter order), else 0; with ``copy_first`` the root
+    copies before its first send (Open MPI's binomial scatter), which delays every other rank by ``C(m)``.
     """
     if costs.uniform:
         a = tree.childrank * costs.Sc + costs.Xc + costs.Rc
@@ -310,12 +280,12 @@ def _affine_push_down(
     root = tree.root
     a[root] = b[root] = 0.0
     A, B = _path_sum(tree, a), _path_sum(tree, b)
-    if root_copy:
+    if schedule.root_copy:
         kids = np.flatnonzero(tree.parent == root)
         nb = blocks[kids] if np.ndim(blocks) else blocks
         A[root] = costs.Sc[kids].sum() + costs.Cc
         B[root] = (costs.Sm[kids] * nb).sum() + costs.Cm
-        if copy_first:
+        if schedule.copy_first:
             others = tree.parent >= 0
             A[others] += costs.Cc
             B[others] += costs.Cm
@@ -327,13 +297,21 @@ def _affine_push_down(
 
 # ---- collectives -----------------------------------------------------------------------------------------------
 def bcast(
-    profile: Profile, layout: Sequence[str], tree: Tree | str, sizes: Any, *, per_rank: bool = False, root: int = 0
+    profile: Profile,
+    layout: Sequence[str],
+    tree: Tree | str,
+    sizes: Any,
+    schedule: Schedule | None = None,
+    *,
+    per_rank: bool = False,
+    root: int = 0,
 ) -> np.ndarray:
     """Broadcast completion time (eq. 6-7) in µs for each message size; the max over ranks of the receive time.
 
     Every parameter is evaluated at the size in question (its regime, :mod:`hnowmodel.params`).
     ``per_rank=True`` returns ``(len(sizes), n)``: when each rank has received the whole message (root: 0).
-    ``root`` is used only when ``tree`` is a name.
+    ``root`` is used only when ``tree`` is a name. The schedule changes nothing here (a bcast's root copies
+    nothing; eq. 7 has no protocol).
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import binomial
@@ -344,7 +322,7 @@ def bcast(
     tree, ti = _resolve(profile, layout, tree, root)
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
-        return _affine_push_down(tree, costs, 1.0, tree.childrank, mm, per_rank)
+        return _affine_push_down(tree, costs, 1.0, tree.childrank, mm, per_rank, Schedule())
 
     return _each_group(profile, ti, tree, m, 1.0, False, run)
 
@@ -354,33 +332,34 @@ def scatter(
     layout: Sequence[str],
     tree: Tree | str,
     sizes: Any,
+    schedule: Schedule | None = None,
     *,
     per_rank: bool = False,
     root: int = 0,
-    root_copy: bool = False,
-    copy_first: bool = False,
+    **fields: Any,
 ) -> np.ndarray:
     """Scatter completion time in µs; every rank receives its own ``m``-byte block (eq. 8-9 on a sequential tree).
 
     On a deeper tree the edge into a rank carries its whole subtree's blocks, and every parameter of that edge is
     evaluated at the edge's own byte count (its regime). ``per_rank=True`` gives each rank's receive time,
-    ``(len(sizes), n)``. ``root_copy=True`` adds the root's local copy of its own block after its sends (MPICH's
-    binomial scatter; the profile's ``Cc_us``/``Cm_us_per_byte``): the root's entry is then when it is done.
-    ``copy_first=True`` (with ``root_copy``) puts that copy before the root's first send, as Open MPI's binomial
-    scatter does: every other rank then receives ``C(m)`` later.
+    ``(len(sizes), n)``. ``schedule.root_copy`` adds the root's local copy of its own block after its sends
+    (MPICH's binomial scatter; the profile's ``Cc_us``/``Cm_us_per_byte``): the root's entry is then when it is
+    done; ``copy_first`` puts that copy before the root's first send, as Open MPI's binomial scatter does: every
+    other rank then receives ``C(m)`` later. ``fields``: the schedule's fields as keywords (the old form).
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
     >>> scatter(paper_profile(), ["fast"] * 3, sequential(3), [0]).tolist()
     [230.0]
     """
+    sched = as_schedule(schedule, **fields)
     m = as_sizes(sizes)
     tree, ti = _resolve(profile, layout, tree, root)
     blocks = tree.subtree_size.astype(float)
     before = _sibling_prefix(tree, tree.subtree_size, "subtree-prefix")
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
-        return _affine_push_down(tree, costs, blocks, before, mm, per_rank, root_copy, copy_first)
+        return _affine_push_down(tree, costs, blocks, before, mm, per_rank, sched)
 
     return _each_group(profile, ti, tree, m, blocks, False, run)
 
@@ -418,7 +397,7 @@ def _maxplus_scan(a: np.ndarray, r: np.ndarray, start: np.ndarray) -> np.ndarray
 
 
 def _gather_group(
-    tree: Tree, costs: _Costs, m: np.ndarray, variant: str, root_copy: bool, rendezvous_from: float | None
+    tree: Tree, costs: _Costs, m: np.ndarray, one_at_a_time: bool, root_copy: bool, rendezvous_from: float | None
 ) -> np.ndarray:
     """Gather ready times ``(len(m), n)`` for sizes of one group (every edge on one line per parameter).
 
@@ -441,10 +420,10 @@ def _gather_group(
         for j in range(k):
             o = np.lexsort((kids, depart[j], par))
             start = _group_starts(par[o])
-            if variant == "paper":
-                arrive = depart[j, o] + _segmented_cumsum(wire[j, o][None, :], start)[0]
-            else:
+            if one_at_a_time:
                 arrive = _maxplus_scan(depart[j, o][None, :], wire[j, o][None, :], start)[0]
+            else:
+                arrive = depart[j, o] + _segmented_cumsum(wire[j, o][None, :], start)[0]
             r_o = rdv[j, o]
             a = np.where(r_o, ready[j, kids[o]], arrive)  # rendezvous: from when the sender is ready
             cost = np.where(r_o, depart[j, o] - ready[j, kids[o]] + wire[j, o] + rcv[j, o], rcv[j, o])
@@ -465,45 +444,39 @@ def gather(
     layout: Sequence[str],
     tree: Tree | str,
     sizes: Any,
+    schedule: Schedule | None = None,
     *,
-    variant: str = "paper",
     per_rank: bool = False,
     root: int = 0,
-    root_copy: bool = False,
+    one_at_a_time: bool = False,
+    **fields: Any,
 ) -> np.ndarray:
     """Gather completion time in µs (eq. 10-12): when the root has received every other rank's ``m`` bytes.
 
-    ``variant="paper"`` is eq. 12 as printed (the i-th arrival is the i-th smallest send completion plus ``i``
-    wire times); ``"link"`` lets a receiver's link carry one message at a time. ``per_rank=True`` gives, for each
-    rank, the time by which it holds its whole subtree's data (leaves: 0; the root: the completion time). Every
-    parameter of an edge is evaluated at the edge's own byte count (its regime). ``root_copy=True`` makes the
-    root copy its own block (``Cc_us``/``Cm_us_per_byte``) before it receives (MPICH's binomial gather).
+    By default eq. 12 as printed (the i-th arrival is the i-th smallest send completion plus ``i`` wire times);
+    ``one_at_a_time`` lets a receiver's link carry one message at a time (the ``link`` variant). ``per_rank=True``
+    gives, for each rank, the time by which it holds its whole subtree's data (leaves: 0; the root: the completion
+    time). Every parameter of an edge is evaluated at the edge's own byte count (its regime).
+    ``schedule.root_copy`` makes the root copy its own block (``Cc_us``/``Cm_us_per_byte``) before it receives
+    (MPICH's binomial gather). ``fields``: the schedule's fields as keywords, and the deprecated ``variant="paper"``
+    or ``"link"`` (:data:`GATHER_VARIANTS`) for ``one_at_a_time``.
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
     >>> gather(paper_profile(), ["fast"] * 3, sequential(3), [0]).tolist()
     [264.0]
     """
-    if variant not in GATHER_VARIANTS:
-        raise InputError(f"unknown gather variant {variant!r} (choose from: {', '.join(GATHER_VARIANTS)})")
+    if "variant" in fields:
+        variant = fields.pop("variant")
+        if variant not in GATHER_VARIANTS:
+            raise InputError(f"unknown gather variant {variant!r} (choose from: {', '.join(GATHER_VARIANTS)})")
+        one_at_a_time = GATHER_VARIANTS[variant]
+    sched = as_schedule(schedule, **fields)
     m = as_sizes(sizes)
     tree, ti = _resolve(profile, layout, tree, root)
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
-        return _gather_group(tree, costs, mm, variant, root_copy, profile.rendezvous_from_bytes)
+        return _gather_group(tree, costs, mm, one_at_a_time, sched.root_copy, profile.rendezvous_from_bytes)
 
     ready = _each_group(profile, ti, tree, m, tree.subtree_size.astype(float), True, run)
     return ready if per_rank else ready[:, tree.root].copy()
-
-
-def predict(op: str, profile: Profile, layout: Sequence[str], tree: Tree | str, sizes: Any, **kw: Any) -> np.ndarray:
-    """Predict operation ``op`` (an entry of :data:`hnowmodel.ops.OPERATIONS`, under its default model variant
-    unless ``variant=`` says otherwise); :class:`InputError` names the valid operations.
-
-    >>> from hnowmodel.params import paper_profile
-    >>> predict("bcast", paper_profile(), ["slow", "slow"], "sequential", [0]).tolist()
-    [230.0]
-    """
-    from . import ops
-
-    return ops.predict(op, profile, layout, tree, sizes, **kw)

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import hnowmodel as hm
+from hnowmodel import schedule, variants
 
 __all__ = ["DATA", "profiles", "cases", "evaluate", "outcome", "load"]
 
@@ -103,15 +104,8 @@ def evaluate(case: dict[str, Any], profs: dict[str, Any]) -> list[float]:
     kind, n = case["kind"], len(layout)
     if kind in ("predict", "per_rank"):
         tree = hm.trees.make_tree(case["tree"], n, root=case["root"], layout=layout, profile=prof)
-        t = hm.ops.predict(
-            case["op"],
-            prof,
-            layout,
-            tree,
-            sizes,
-            variant=case["variant"],
-            **({"per_rank": True} if kind == "per_rank" else {}),
-        )
+        variant = variants.check(case["op"], case["variant"])
+        t = variant.predict(case["op"], prof, layout, tree, sizes, per_rank=kind == "per_rank")
         return np.ravel(t).tolist()
     if kind == "native":
         nat = next(a for a in hm.ops.native_choices(case["op"], case["library"]) if a.algorithm == case["algorithm"])
@@ -130,7 +124,7 @@ def evaluate(case: dict[str, Any], profs: dict[str, Any]) -> list[float]:
         ro = hm.search.rank_order(prof, layout, "binomial", case["op"], sizes[case["size_i"]])
         return [ro.time_us, ro.baseline_us, *map(float, ro.perm)]
     if kind == "common_start":
-        return hm.predict.common_start_us(prof, sizes).tolist()
+        return schedule.common_start_us(prof, sizes).tolist()
     raise ValueError(f"unknown case kind {kind!r}")
 
 

@@ -1,5 +1,6 @@
 """Choosing trees: the exact broadcast optimum for few node types, heuristics for many, sequential orders,
-rank orders for native collectives, and pool planning. Pure model code (eq. 7-12 costs).
+rank orders for native collectives, the best tree under a model variant (:mod:`~hnowmodel.search.best`), and pool
+planning. Pure model code (eq. 7-12 costs).
 
 >>> import hnowmodel as hm
 >>> best = hm.search.best_tree(hm.paper_profile(), ["fast"] * 4 + ["slow"] * 4, op="bcast", size=0)
@@ -9,17 +10,14 @@ rank orders for native collectives, and pool planning. Pure model code (eq. 7-12
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from .. import trees as _trees
 from ..errors import InputError, TreeError
-from ..ops import FLOW_VARIANTS, check_variant, predictor
 from ..ops import OPERATIONS as OPS
-from ..params import Profile
+from ..sizes import parse_size
 from ..trees import Tree
-from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
+from .best import METHODS, BestTree, best_tree
+from .exact import exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve, improve_under
 from .orders import best_sequential, best_sequential_order
 from .plan import PlanChoice, plan
@@ -45,176 +43,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class BestTree:
-    """A chosen tree, its predicted time (µs), how it was found, and the standard trees' times for comparison."""
-
-    tree: Tree
-    time_us: float
-    method: str
-    op: str
-    size: int
-    exact: bool
-    compared: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "size": self.size,
-            "method": self.method,
-            "exact": self.exact,
-            "time_us": self.time_us,
-            "parent": self.tree.parent.tolist(),
-            "children": [list(c) for c in self.tree.children],
-            "compared_us": dict(self.compared),
-            "gain_vs_best_compared_pct": self.gain_pct,
-        }
-
-    @property
-    def gain_pct(self) -> float | None:
-        """How much faster (%) than the best of the compared standard trees; None if none was compared."""
-        if not self.compared:
-            return None
-        ref = min(self.compared.values())
-        return 100.0 * (ref - self.time_us) / ref if ref else 0.0
-
-
-def _counts(layout: Sequence[str], root: int) -> list[int]:
-    out: dict[str, int] = {}
-    for r, t in enumerate(layout):
-        if r != root:
-            out[t] = out.get(t, 0) + 1
-    return list(out.values())
-
-
-def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root: int, method: str):
-    if method == "exact":
-        tree, _ = exact_bcast(profile, layout, size, root)
-        return [("exact", tree)]
-    if method == "fnf":
-        return [("fnf", improve(profile, layout, fnf(profile, layout, size, root), size))]
-    if method == "ecef":
-        return [("ecef", improve(profile, layout, ecef(profile, layout, size, root), size))]
-    # auto: exact when affordable, else the better of the improved heuristics
-    if exact_work(_counts(layout, root)) <= EXACT_AUTO_WORK:
-        return _bcast_candidates(profile, layout, size, root, "exact")
-    return _bcast_candidates(profile, layout, size, root, "fnf") + _bcast_candidates(
-        profile, layout, size, root, "ecef"
-    )
-
-
-METHODS = ("auto", "exact", "fnf", "ecef")
-#: Trees up to this many ranks are improved locally under a flow variant (O(n²) neighbours).
-LOCAL_SEARCH_MAX_RANKS = 64
-#: Under a flow variant these library shapes, each in its best rank order (:func:`rank_order`), and a root → relay
-#: → everyone-else tree (:func:`_relay`) join the candidates as starts of the local search (up to
-#: :data:`SEED_MAX_RANKS` ranks, :data:`SEED_OPS`), and the best of the others and the best candidates overall,
-#: :data:`LOCAL_SEARCH_STARTS` in all, are each improved (else only the best candidate).
-SEED_SHAPES = ("binomial", "knomial:3", "knomial:4", "kary:2", "kary:3", "chain", "mpich-knomial1:2")
-SEED_MAX_RANKS = 32
-#: Operations seeded so: a gather's flow model is an event simulation, too slow for a rank-order search per shape
-#: (32 ranks: minutes), and its single start reached the same times in the checks of docs/model.md.
-SEED_OPS = ("bcast", "scatter")
-LOCAL_SEARCH_STARTS = 3
-
-
-def _relay(n: int, root: int) -> Tree:
-    """The root sends once, to a relay that sends to every other rank (a seed of the flow-variant search: under
-    round-robin egress sharing a fast relay can beat every library shape, measured on the virtual cluster)."""
-    others = [r for r in range(n) if r != root]
-    parent = [-1] * n
-    for r in others:
-        parent[r] = others[0] if r != others[0] else root
-    return _trees.from_parent(parent, name="relay")
-
-
-def best_tree(
-    profile: Profile,
-    layout: Sequence[str],
-    op: str = "bcast",
-    size: float = 0,
-    method: str = "auto",
-    root: int = 0,
-    compare: Sequence[str] = ("binomial", "sequential", "hierarchical"),
-    variant: str | None = None,
-) -> BestTree:
-    """The fastest tree found for ``op`` at ``size`` bytes on this layout (``method``: auto, exact, fnf, ecef).
-
-    Broadcast: ``exact`` is the proven optimum under eq. 7 (DP over per-type counts); ``fnf``/``ecef`` are the
-    heuristics followed by local improvement; ``auto`` is exact when the DP is small enough. Scatter and gather:
-    the sequential tree in its exact best order (:mod:`~hnowmodel.search.orders`; exact among sequential trees),
-    the binomial and hierarchical trees and the FNF/ECEF shapes (``auto``: both; ``fnf``/``ecef``: that one) are
-    compared under the op's own model (:mod:`hnowmodel.predict`: subtree data per edge off the sequential tree)
-    and the fastest is returned; ``exact`` is then False (not a proof over all trees). ``variant`` is the
-    operation's model variant (:mod:`hnowmodel.ops`; None: its default for ``profile``, the one ``hnow compare``
-    compares under). The candidates are built under the paper's equations; under a variant they do not follow
-    (the flow-sharing ones, the default on a network profile) the best of them is improved by a local search under
-    that variant (:func:`improve_under`, up to :data:`LOCAL_SEARCH_MAX_RANKS` ranks), together with the library
-    shapes of :data:`SEED_SHAPES` in their best rank order (the :data:`LOCAL_SEARCH_STARTS` best starts, each
-    improved); ``method`` names the start that won and the search, and ``exact`` is False.
-
-    Every parameter is evaluated at ``size`` (profile regimes): the searches work on ``profile.at(size)``, and
-    candidates are scored with :mod:`hnowmodel.predict` on the full profile, where an edge carrying k blocks
-    (scatter/gather) uses the regime of its own ``k*size`` bytes - so ``time_us`` equals ``predict`` of the tree.
-    """
-    if method not in METHODS:
-        raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
-    if op not in OPS:
-        raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPS)})")
-    n = len(layout)
-    if not 0 <= root < n:
-        raise InputError(f"root {root} is not a rank in 0..{n - 1}")
-    variant = check_variant(op, variant, profile)
-    fn = predictor(op, variant)
-    if op == "bcast":
-        cands = _bcast_candidates(profile, layout, size, root, method)
-    else:
-        cands = [("sequential:best", best_sequential(profile, layout, op, size, root))]
-        # the subtree-data shapes MPICH uses can win at small sizes (fewer root sends): always in the running
-        cands += [(name, _trees.make_tree(name, n, root, layout, profile)) for name in ("binomial", "hierarchical")]
-        if method in ("auto", "fnf"):
-            cands.append(("fnf", fnf(profile, layout, size, root)))
-        if method in ("auto", "ecef"):
-            cands.append(("ecef", ecef(profile, layout, size, root)))
-        # the broadcast optimum's shape (exact or heuristic) also carries scatter/gather data well at small sizes
-        cands += [(f"{name} (bcast shape)", t) for name, t in _bcast_candidates(profile, layout, size, root, method)]
-
-    def cost(t: Tree) -> float:
-        return float(fn(profile, layout, t, [size])[0])
-
-    scored = [(cost(t), name, t) for name, t in cands]
-    first = min(range(len(scored)), key=lambda i: (scored[i][0], i))  # the best candidate, the earliest on ties
-    time_us, name, tree = scored[first]
-    exact = op == "bcast" and name == "exact" and variant == "paper"
-    if variant in FLOW_VARIANTS and n <= LOCAL_SEARCH_MAX_RANKS:
-        # The candidates are built under the paper's equations and a flow variant has no exact search here, so the
-        # best few starts are improved locally under the variant itself. One start is not enough: the local search
-        # stops where every single move leaves the completion as it is (two critical paths), which on a 6-host
-        # cluster with a 60 Mbit/s root left bcast 16-41 % above the brute-force optimum; the library shapes in
-        # their best rank order reach it there (docs/model.md, "Choosing a tree under a flow variant").
-        seeded = n <= SEED_MAX_RANKS and op in SEED_OPS
-        if seeded:
-            for shape in (*SEED_SHAPES, "relay"):
-                sh = _relay(n, root) if shape == "relay" else _trees.make_tree(shape, n, root=root)
-                perm = rank_order(profile, layout, sh, op, size, variant=variant).perm
-                t = sh.relabel(perm, f"{shape} in its best rank order")
-                scored.append((cost(t), t.name, t))
-        starts = dict.fromkeys([first, *sorted(range(len(scored)), key=lambda i: (scored[i][0], i))])
-        starts = list(starts)[: LOCAL_SEARCH_STARTS if seeded else 1]
-        best = None
-        for i in starts:
-            t, c, _ = improve_under(cost, scored[i][2])
-            if best is None or c < best[0] * (1 - 1e-12):
-                best = (c, scored[i][1], t)
-        time_us, name, tree = best
-        name = f"{name} + local search ({variant})"
-    compared = {}
-    for spec in compare:
-        t = _trees.make_tree(spec, n, root=root, layout=layout, profile=profile)
-        compared[spec] = cost(t)
-    return BestTree(tree, time_us, name, op, int(size), exact, compared)
-
-
 def chosen_tree_factory(method: str):
     def factory(n: int, root: int = 0, arg: str | None = None, layout: Any = None, profile: Any = None) -> Tree:
         if layout is None or profile is None:
@@ -231,8 +59,6 @@ def chosen_tree_factory(method: str):
 
 def _tree_arg(method: str, arg: str | None) -> tuple[str, float]:
     """``None`` | ``SIZE`` | ``OP`` | ``OP:SIZE`` -> (op, size in bytes); defaults bcast and 0 bytes."""
-    from ..sizes import parse_size
-
     op, size = "bcast", 0.0
     for part in [] if arg is None else str(arg).split(":"):
         if part in OPS and method == "optimal":

@@ -26,7 +26,7 @@ from ..errors import InputError
 from ..params import Profile
 from ..trees import Tree, from_children
 
-__all__ = ["exact_bcast", "exact_cost", "exact_work", "EXACT_AUTO_WORK", "EXACT_MAX_WORK"]
+__all__ = ["exact_bcast", "exact_cost", "exact_work", "edge_costs", "EXACT_AUTO_WORK", "EXACT_MAX_WORK"]
 
 #: Above this much DP work (:func:`exact_work`), ``method="auto"`` uses the heuristics instead. Measured on this
 #: project's 2-core machine at 10-40 ns per unit (experiments/perf_search.py): about a second at most.
@@ -49,15 +49,11 @@ def exact_work(counts: Sequence[int]) -> float:
     return float(len(counts) ** 2 * np.prod([(c + 1) * (c + 2) / 2 for c in counts]))
 
 
-def _edge_costs(profile: Profile, types: Sequence[str], m: float) -> tuple[np.ndarray, np.ndarray]:
-    """``S[u]`` and ``a[u, v] = S_u + X_uv + R_v`` (µs) at ``m`` bytes, over type indices."""
+def edge_costs(profile: Profile, types: Sequence[str], m: float) -> tuple[np.ndarray, np.ndarray]:
+    """``S[u]`` and ``a[u, v] = S_u + X_uv + R_v`` (µs, the one-way time :meth:`~hnowmodel.params.Profile.ptp_us`)
+    at ``m`` bytes, over type indices: the costs of eq. 7 that the exact search and the heuristics share."""
     S = np.array([profile.types[t].send_us(m) for t in types])
-    a = np.array(
-        [
-            [profile.types[u].send_us(m) + profile.link(u, v).us(m) + profile.types[v].recv_us(m) for v in types]
-            for u in types
-        ]
-    )
+    a = np.array([[profile.ptp_us(u, v, m) for v in types] for u in types])
     return S, a
 
 
@@ -88,7 +84,17 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
             f"exact search for per-type counts {counts} is too large ({exact_work(counts):.2g} steps, "
             f"limit {EXACT_MAX_WORK:.0g}); use method fnf or ecef"
         )
-    S, a = _edge_costs(profile, types, size)
+    S, a = edge_costs(profile, types, size)
+    f, choice_v, choice_m1 = _fill(S, a, shape)
+    root_t = tix[layout[root]]
+    time_us = float(f[(root_t, *counts)])
+    return _rebuild(layout, root, types, choice_v, choice_m1, shape), time_us
+
+
+def _fill(S: np.ndarray, a: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The DP table ``f[u, M]`` (µs) over every count vector M of the box ``shape``, and each state's choice: the
+    first child's type ``choice_v[u, M]`` and the flat index of its subtree's counts ``choice_m1[u, M]``."""
+    k = len(shape)
     f = np.full((k, *shape), np.inf)
     # choice[u][M] = (v, flat index of M1 within the full shape)
     choice_v = np.full((k, *shape), -1, dtype=np.int64)
@@ -124,9 +130,21 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
         f[(slice(None), *M)] = best
         choice_v[(slice(None), *M)] = best_v
         choice_m1[(slice(None), *M)] = best_m1
-    root_t = tix[layout[root]]
-    full = tuple(counts)
-    time_us = float(f[(root_t, *full)])
+    return f, choice_v, choice_m1
+
+
+def _rebuild(
+    layout: Sequence[str],
+    root: int,
+    types: Sequence[str],
+    choice_v: np.ndarray,
+    choice_m1: np.ndarray,
+    shape: tuple[int, ...],
+) -> Tree:
+    """The optimal tree from the DP's choices, with concrete ranks."""
+    n, k = len(layout), len(types)
+    root_t = list(types).index(layout[root])
+    full = tuple(c - 1 for c in shape)
     # Rebuild with concrete ranks: pools of ranks per type, handed out as the choices are replayed.
     pools = [[r for r in range(n) if r != root and layout[r] == t] for t in types]
     for p in pools:
@@ -142,4 +160,4 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
             children[rank].append(child)
             stack.append((child, v, m1))
             M = tuple(M[i] - m1[i] - (1 if i == v else 0) for i in range(k))
-    return from_children(children, "optimal"), time_us
+    return from_children(children, "optimal")

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..params import Profile
+from ..predict import bcast
 from ..trees import Tree, from_children, type_speed_order
-from .exact import _edge_costs
+from .exact import edge_costs
 
 __all__ = ["fnf", "ecef", "improve", "improve_under"]
 
@@ -32,7 +33,7 @@ def _setup(profile: Profile, layout: Sequence[str], size: float):
     types = type_speed_order(profile, size)
     types = [t for t in types if t in set(layout)]
     tix = {t: i for i, t in enumerate(types)}
-    S, a = _edge_costs(profile, types, size)
+    S, a = edge_costs(profile, types, size)
     return types, tix, S, a
 
 
@@ -130,36 +131,53 @@ def improve(
     >>> bool(bcast(p, lay, improve(p, lay, chain(6)), [0])[0] < bcast(p, lay, chain(6), [0])[0])
     True
     """
-    from ..predict import bcast
-
     n = tree.n
     if n <= 2:
         return tree
-    profile = profile.at(size)  # one regime for every evaluation below: exact at ``size``, and fast
-    types, tix, S, a = _setup(profile, layout, size)
-    ti = np.array([tix[t] for t in layout])
-    Sr = S[ti]  # per-rank send overhead (µs)
-    budget = [int(np.clip(10**6 // n, 8, 400)) if max_evals is None else max_evals]
-    name = tree.name or "improved"
+    run = _Improver(profile, layout, tree, size, max_evals)
+    while run.budget > 0:
+        kept = run.resort_siblings()
+        if run.budget <= 0:
+            break
+        moved = run.move_last()
+        if moved is None:
+            break
+        if moved:
+            continue
+        if not (run.swap_critical() or kept):
+            break
+    return run.best
 
-    def times_of(t: Tree) -> np.ndarray:
-        budget[0] -= 1
-        return bcast(profile, layout, t, [size], per_rank=True)[0]
 
-    best, times = tree, times_of(tree)
-    best_time = float(times.max())
+class _Improver:
+    """The state of :func:`improve`: the best tree so far, its per-rank times, and the evaluation budget."""
 
-    def accept(t: Tree) -> bool:
-        nonlocal best, times, best_time
-        tt = times_of(t)
-        if tt.max() < best_time - 1e-9:
-            best, times, best_time = t, tt, float(tt.max())
+    def __init__(self, profile: Profile, layout: Sequence[str], tree: Tree, size: float, max_evals: int | None) -> None:
+        self.profile = profile.at(size)  # one regime for every evaluation below: exact at ``size``, and fast
+        self.layout, self.size, self.n = layout, size, tree.n
+        self.types, tix, S, self.a = _setup(self.profile, layout, size)
+        self.ti = np.array([tix[t] for t in layout])
+        self.Sr = S[self.ti]  # per-rank send overhead (µs)
+        self.budget = int(np.clip(10**6 // self.n, 8, 400)) if max_evals is None else max_evals
+        self.name = tree.name or "improved"
+        self.best, self.times = tree, self.times_of(tree)
+        self.best_time = float(self.times.max())
+
+    def times_of(self, t: Tree) -> np.ndarray:
+        self.budget -= 1
+        return bcast(self.profile, self.layout, t, [self.size], per_rank=True)[0]
+
+    def accept(self, t: Tree) -> bool:
+        """Keep ``t`` if it is faster than the best so far."""
+        tt = self.times_of(t)
+        if tt.max() < self.best_time - 1e-9:
+            self.best, self.times, self.best_time = t, tt, float(tt.max())
             return True
         return False
 
-    while budget[0] > 0:
-        kept = False
-        # 1. siblings by decreasing tail (subtree max finish time measured from the parent's send slot)
+    def resort_siblings(self) -> bool:
+        """1. siblings by decreasing tail (subtree max finish time measured from the parent's send slot)."""
+        best, times, Sr = self.best, self.times, self.Sr
         sub = times.copy()
         depth = best.depth
         for d in range(int(depth.max()), 0, -1):
@@ -171,59 +189,57 @@ def improve(
         o = np.lexsort((k, -tail, par))
         starts = np.r_[True, par[o][1:] != par[o][:-1]]
         pos = np.arange(o.size) - np.maximum.accumulate(np.where(starts, np.arange(o.size), 0)) + 1
-        if (pos != k[o]).any():
-            cr = best.childrank.copy()
-            cr[nonroot[o]] = pos
-            kept |= accept(Tree(best.parent, cr, name))
-        if budget[0] <= 0:
-            break
-        # 2. move the last rank to where it would be received earliest, as a new last child
+        if not (pos != k[o]).any():
+            return False
+        cr = best.childrank.copy()
+        cr[nonroot[o]] = pos
+        return self.accept(Tree(best.parent, cr, self.name))
+
+    def move_last(self) -> bool | None:
+        """2. move the last rank to where it would be received earliest, as a new last child: whether it was
+        kept; None when the last rank is the root (nothing to move: the pass ends)."""
+        best, times, ti = self.best, self.times, self.ti
         last = int(np.argmax(times))
         if last == best.root:
-            break
-        cand = times + best.nchildren * Sr + a[ti, ti[last]]
+            return None
+        cand = times + best.nchildren * self.Sr + self.a[ti, ti[last]]
         cand[_subtree_mask(best, last)] = np.inf
         target = int(np.argmin(cand))
-        if cand[target] < times[last] - 1e-9:
-            parent, cr = best.parent.copy(), best.childrank.copy()
-            old = parent[last]
-            cr[(parent == old) & (cr > cr[last])] -= 1
-            parent[last] = target
-            cr[last] = np.count_nonzero(parent == target)
-            if accept(Tree(parent, cr, name)):
-                continue
-        # 3. swap a critical-path rank with an early rank of another type
+        if cand[target] >= times[last] - 1e-9:
+            return False
+        parent, cr = best.parent.copy(), best.childrank.copy()
+        old = parent[last]
+        cr[(parent == old) & (cr > cr[last])] -= 1
+        parent[last] = target
+        cr[last] = np.count_nonzero(parent == target)
+        return self.accept(Tree(parent, cr, self.name))
+
+    def swap_critical(self) -> bool:
+        """3. swap a critical-path rank with an early rank of another type: whether one was kept."""
+        best, times, ti = self.best, self.times, self.ti
         path = []
         r = int(np.argmax(times))
         while best.parent[r] >= 0:
             path.append(r)
             r = int(best.parent[r])
-        onpath = np.zeros(n, dtype=bool)
+        onpath = np.zeros(self.n, dtype=bool)
         onpath[path] = True
         onpath[best.root] = True
         leaf = best.nchildren == 0
-        swapped = False
         for p in reversed(path):  # nearest the root first: the biggest effect
-            for w in range(len(types)):
+            for w in range(len(self.types)):
                 if w == ti[p]:
                     continue
                 for group in (leaf, ~leaf):
                     ok = (ti == w) & group & ~onpath
-                    if not ok.any() or budget[0] <= 0:
+                    if not ok.any() or self.budget <= 0:
                         continue
                     q = int(np.flatnonzero(ok)[np.argmin(times[ok])])
-                    perm = np.arange(n)
+                    perm = np.arange(self.n)
                     perm[p], perm[q] = q, p
-                    if accept(best.relabel(perm, name)):
-                        swapped = True
-                        break
-                if swapped:
-                    break
-            if swapped:
-                break
-        if not (kept or swapped):
-            break
-    return best
+                    if self.accept(best.relabel(perm, self.name)):
+                        return True
+        return False
 
 
 def _subtree_mask(tree: Tree, r: int) -> np.ndarray:

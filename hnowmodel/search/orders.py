@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InputError
+from .. import ops as _ops
 from ..params import Profile
 from ..trees import Tree, sequential
 
@@ -33,16 +33,16 @@ def best_sequential_order(
     >>> best_sequential_order(paper_profile(), ["fast", "fast", "slow", "slow"], "scatter", 1000)
     [2, 3, 1]
     """
+    toward_root = _ops.get(op).movement.toward_root
     profile = profile.at(size)
     others = [r for r in range(len(layout)) if r != root]
     rt = layout[root]
-    if op in ("scatter", "bcast"):
-        tail = {r: profile.link(rt, layout[r]).us(size) + profile.types[layout[r]].recv_us(size) for r in others}
-        return sorted(others, key=lambda r: (-tail[r], r))
-    if op == "gather":
+    if toward_root:  # gather: the order the messages arrive in
         arrive = {r: profile.types[layout[r]].send_us(size) + profile.link(layout[r], rt).us(size) for r in others}
         return sorted(others, key=lambda r: (arrive[r], r))
-    raise InputError(f"no sequential order rule for operation {op!r} (choose from: bcast, scatter, gather)")
+    # scatter, bcast: the slowest receivers first
+    tail = {r: profile.link(rt, layout[r]).us(size) + profile.types[layout[r]].recv_us(size) for r in others}
+    return sorted(others, key=lambda r: (-tail[r], r))
 
 
 def best_sequential(profile: Profile, layout: Sequence[str], op: str, size: float = 0.0, root: int = 0) -> Tree:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from ..errors import InputError
 from ..params import Profile
 from ..trees import type_speed_order
+from .best import best_tree
 
 __all__ = ["PlanChoice", "plan"]
 
@@ -54,8 +55,6 @@ def plan(
     >>> best.mix
     {'fast': 4, 'slow': 2}
     """
-    from . import best_tree
-
     for t, c in pool.items():
         if t not in profile.types:
             raise InputError(f"--pool names unknown node type {t!r} (profile has: {', '.join(profile.types)})")

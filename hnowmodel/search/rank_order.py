@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, LayoutError
-from ..ops import OPERATIONS as OPS
-from ..ops import NativeAlgorithm, check_variant, native_kwargs, predictor
+from .. import ops as _ops
+from ..errors import LayoutError
+from ..ops import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
 
@@ -71,30 +71,29 @@ def rank_order(
 ) -> RankOrder:
     """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape, under the operation's
     model ``variant`` (None: its default for ``profile``). ``native``: the tree is that MPI library algorithm's,
-    and it is predicted as :func:`hnowmodel.ops.native_predict` predicts it (the root's copy, the order its messages
-    move in).
+    and it is predicted run by its schedule, as :func:`hnowmodel.ops.native_predict` predicts it (the root's copy,
+    the order its messages move in).
 
     >>> from hnowmodel.params import paper_profile
     >>> ro = rank_order(paper_profile(), ["slow", "slow", "fast", "fast"], "binomial", "bcast", 0)
     >>> ro.time_us <= ro.baseline_us
     True
     """
-    if op not in OPS:
-        raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPS)})")
+    o = _ops.get(op)
     n = len(layout)
     if isinstance(tree, str):
         tree = make_tree(tree, n, layout=layout, profile=profile)
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
-    variant = check_variant(op, variant, profile)
-    fn = predictor(op, variant)
-    kw = {} if native is None else native_kwargs(op, native, variant)
-    # bcast: every edge carries ``size`` bytes, so the lines in force at ``size`` are exact (and one pass is fast);
-    # scatter/gather edges carry subtrees' data, each at its own regime: the predictor handles the full profile
-    model = profile.at(size) if op == "bcast" else profile
+    var = _ops.variant_of(op, variant, profile)
+    schedule = None if native is None else native.schedule
+    # one message per edge (bcast): every edge carries ``size`` bytes, so the lines in force at ``size`` are exact
+    # (and one pass is fast); scatter/gather edges carry subtrees' data, each at its own regime: the predictor
+    # handles the full profile
+    model = profile.at(size) if o.movement.one_message else profile
 
     def cost(pos_types: Sequence[str]) -> float:
-        return float(fn(model, list(pos_types), tree, [size], **kw)[0])
+        return float(var.predict(op, model, list(pos_types), tree, [size], schedule)[0])
 
     baseline = cost(layout)
     # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed

@@ -314,7 +314,7 @@ def test_round_robin_moves_every_byte_at_the_egress_rate(seed):
     k = int(rng.integers(1, 6))
     arrive = np.sort(rng.uniform(0, 50, k)).tolist()
     size = rng.uniform(1, 500, k).tolist()
-    curves, _ = F._round_robin(arrive, size, 10.0, 0.0)
+    curves, _ = F.disciplines.round_robin(arrive, size, 10.0, 0.0)
     for a, b, cv in zip(arrive, size, curves, strict=True):
         assert cv[0] == (pytest.approx(a), 0.0) and cv[-1][1] == pytest.approx(b)
         assert all(t1 >= t0 and d1 >= d0 for (t0, d0), (t1, d1) in zip(cv, cv[1:], strict=False))
@@ -397,7 +397,7 @@ def test_chain_is_one_message_at_a_time_as_in_the_paper(case):
     for op, paper in (("bcast", P.bcast), ("scatter", P.scatter)):
         want = paper(prof, layout, tree, [m], per_rank=True)[0]
         for sharing in ("maxmin", "fifo"):
-            got = F._predict(op, prof, layout, tree, [m], True, 0, sharing=sharing)[0]
+            got = getattr(F, op)(prof, layout, tree, [m], per_rank=True, sharing=sharing)[0]
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-6)
     np.testing.assert_allclose(
         F.gather(prof, layout, tree, [m], per_rank=True)[0],
@@ -443,7 +443,7 @@ def _lone(prof: Profile, layout, p: int, c: int, b: float) -> float:
 def test_never_faster_than_a_lone_flow(case, m):
     prof, layout, tree = case
     for op, sharing in (("bcast", "maxmin"), ("scatter", "maxmin"), ("bcast", "fifo"), ("scatter", "fifo")):
-        done = F._predict(op, prof, layout, tree, [m], True, 0, sharing=sharing)[0]
+        done = getattr(F, op)(prof, layout, tree, [m], per_rank=True, sharing=sharing)[0]
         for c in range(tree.n):
             p = int(tree.parent[c])
             if p >= 0:
@@ -551,3 +551,18 @@ def test_the_search_under_fifo_finds_the_brute_force_optimum_on_6_ranks(op):
         brute = min(float(fn(net, layout, t, [m])[0]) for t in _all_ordered_trees(6))
         best = hm.search.best_tree(net, layout, op=op, size=m)
         assert best.time_us == pytest.approx(brute, rel=1e-9), (m, best.method)
+
+
+def test_the_schedule_and_its_keywords_are_one_call():
+    from hnowmodel.schedule import Schedule
+
+    prof = _profile({"f": 100.0}, rendezvous=0)
+    tree = T.binomial(4)
+    sched = Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True)
+    a = F.simulate("gather", prof, ["f"] * 4, tree, 1000, sched)
+    b = F.simulate("gather", prof, ["f"] * 4, tree, 1000, root_copy=True, recv_order="smallest_first", relay_waits=True)
+    assert a.done_us.tolist() == b.done_us.tolist() and a.flows == b.flows
+    assert F.gather(prof, ["f"] * 4, tree, [1000], sched).tolist() == [a.completion_us]
+    # which sharings are queue disciplines of the egress is the registry's, not a list of names
+    assert [name for name, s in F.LINK_SHARINGS.items() if s.queued] == ["fifo", "rr"]
+    assert F.SHARINGS == tuple(F.LINK_SHARINGS)

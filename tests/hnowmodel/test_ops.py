@@ -15,7 +15,15 @@ def test_every_entry_is_complete(name):
     o = ops.get(name)
     assert o.name == name and o.summary
     assert o.default_variant in o.variants
-    assert o.edge_data in ("one", "subtree")
+    # what an edge carries is read by the engines from the operation's movement: the flow engine simulates it
+    assert o.edge_data == o.movement.edge_data and hm.flow.OPS[name] == o.movement
+    tree = hm.trees.chain(3)
+    run = hm.flow.simulate(name, hm.paper_profile(), ["fast"] * 3, tree, 100.0)
+    moved = {(r.src, r.dst): r.nbytes for r in run.flows}
+    edge = {c: 100.0 * (1 if o.edge_data == "one" else tree.subtree_size[c]) for c in (1, 2)}
+    assert moved == (
+        {(1, 0): edge[1], (2, 1): edge[2]} if o.movement.toward_root else {(0, 1): edge[1], (1, 2): edge[2]}
+    )
     layout = ["fast", "slow", "fast"]
     for variant, fn in o.variants.items():
         t = fn(hm.paper_profile(), layout, hm.trees.binomial(3), [0, 1024])

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from hnowmodel import ops, search
 from hnowmodel import predict as P
 from hnowmodel import reference as R
-from hnowmodel import search
 from hnowmodel import trees as T
 from hnowmodel.errors import ProfileError
 from hnowmodel.params import (
@@ -360,8 +360,8 @@ def piecewise_cases(draw, max_n=14):
 def test_many_sizes_at_once_equal_one_size_at_a_time(case):
     prof, layout, tree, sizes = case
     for op in ("bcast", "scatter", "gather"):
-        together = P.predict(op, prof, layout, tree, sizes)
-        alone = [P.predict(op, prof, layout, tree, [m])[0] for m in sizes]
+        together = ops.predict(op, prof, layout, tree, sizes)
+        alone = [ops.predict(op, prof, layout, tree, [m])[0] for m in sizes]
         assert together.tolist() == pytest.approx(alone), op
     got = P.bcast(prof, layout, tree, sizes)
     assert got.tolist() == pytest.approx([P.bcast(prof.at(m), layout, tree, [m])[0] for m in sizes])

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hnowmodel import predict, search, trees
+from hnowmodel import ops, predict, search, trees
 from hnowmodel.errors import InputError, TreeError
 
 from .profiles import PROF, THREE, TYPES3
@@ -80,9 +80,9 @@ def test_registered_trees_and_errors():
 @pytest.mark.parametrize("op", ["scatter", "gather"])
 @pytest.mark.parametrize("size", [0, 1024, 4096])
 def test_op_optimal_never_worse_than_the_broadcast_optimum_on_that_op(op, size):
-    from hnowmodel import paper_profile, predict, trees
+    from hnowmodel import paper_profile, trees
 
     prof, layout = paper_profile(), ["fast"] * 4 + ["slow"] * 4
     own = trees.make_tree(f"optimal:{op}:{size}", 8, layout=layout, profile=prof)
     bshape = trees.make_tree(f"optimal:bcast:{size}", 8, layout=layout, profile=prof)
-    assert predict.predict(op, prof, layout, own, [size])[0] <= predict.predict(op, prof, layout, bshape, [size])[0]
+    assert ops.predict(op, prof, layout, own, [size])[0] <= ops.predict(op, prof, layout, bshape, [size])[0]

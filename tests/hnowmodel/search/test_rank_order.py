@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hnowmodel import predict, search, trees
+from hnowmodel import ops, search, trees
 
 from .profiles import PROF
 
@@ -23,7 +23,7 @@ def test_rank_order_is_a_local_optimum_or_the_identity(layout, op, size):
     tree = trees.binomial(n)
 
     def cost(order):
-        return predict.predict(op, PROF, [layout[r] for r in order], tree, [size])[0]
+        return ops.predict(op, PROF, [layout[r] for r in order], tree, [size])[0]
 
     ro = search.rank_order(PROF, layout, "binomial", op, size)
     assert sorted(ro.perm) == list(range(n)) and ro.perm[0] == 0

@@ -1,0 +1,206 @@
+"""Queue disciplines of a sender's egress for bcast and scatter (``fifo``, ``rr``): a rank queues its messages in
+its egress, which a discipline drains, and each receiver's ingress drains its own; and the registry of link
+sharings (:data:`SHARINGS`), the fluid max-min ones included."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+
+from ..schedule import Schedule
+from ..trees import Tree
+from .costs import MessageCosts
+from .network import FlowRecord
+
+__all__ = ["Sharing", "LINK_SHARINGS", "fifo", "round_robin", "downward_queued"]
+
+Curves = tuple[list[list[tuple[float, float]]], list[float]]
+
+
+class _Bucket:
+    """One shaped link as a FIFO server with a token bucket (``tbf``): rate ``c`` bytes/µs, ``burst`` bytes of
+    tokens, full at the start."""
+
+    __slots__ = ("c", "burst", "tokens", "t", "free")
+
+    def __init__(self, c: float, burst: float) -> None:
+        self.c, self.burst, self.tokens, self.t, self.free = c, burst, burst, 0.0, 0.0
+
+    def serve(self, arrive: float, b: float) -> tuple[float, float]:
+        """A message of ``b`` bytes queued whole at ``arrive``: (when it starts leaving, when its last byte left).
+        The tokens it finds pass at once; the rest at ``c``."""
+        start = max(arrive, self.free)
+        tokens = min(self.burst, self.tokens + (start - self.t) * self.c)
+        if not math.isfinite(self.c) or tokens >= b:
+            end, self.tokens = start, tokens - (0.0 if not math.isfinite(self.c) else b)
+        else:
+            end, self.tokens = start + (b - tokens) / self.c, 0.0
+        self.t = self.free = end
+        return start, end
+
+
+def fifo(arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0) -> Curves:
+    """One egress link as a FIFO (``tbf``): message k is queued whole at ``arrive[k]`` and leaves after the ones
+    before it, its bucket's tokens at once, the rest at ``c`` bytes/µs. The same result as :func:`round_robin`:
+    each message's departure curve and when its first byte leaves (``queued`` is not read: a message waits for
+    the whole of the ones before it).
+
+    >>> fifo([0, 0], [100, 300], 10.0, 0)
+    ([[(0.0, 0.0), (10.0, 100.0)], [(10.0, 0.0), (40.0, 300.0)]], [0.0, 10.0])
+    """
+    out = _Bucket(c, burst)
+    curves, first = [], []
+    for a, b in zip(arrive, size, strict=True):
+        start, end = out.serve(float(a), float(b))
+        got = float(b) - (end - start) * c if end > start else float(b)  # what passed at once on the bucket's tokens
+        curve = [(start, 0.0)] + ([(start, got)] if 0 < got < b else []) + [(end, float(b))]
+        curves.append(curve)
+        first.append(start)
+    return curves, first
+
+
+def round_robin(arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0) -> Curves:
+    """One egress link served round-robin (processor sharing): message k of ``size[k]`` bytes is queued at
+    ``arrive[k]`` (µs, non-decreasing); every queued message leaves at an equal share of ``c`` bytes/µs. A full
+    token bucket of ``burst`` bytes passes at once to the messages that find tokens (refilled at ``c`` while the
+    link is idle). Returns each message's departure curve, ``(time, bytes left so far)`` points, linear between,
+    and when its first byte leaves: a link serves whole packets in turn, and a message queued behind others
+    waits for one round of them, the ``queued`` bytes each connection keeps in the link's queue (TCP's small
+    queues; the fluid share alone would have it start at once).
+
+    >>> round_robin([0, 0], [100, 300], 10.0, 0)
+    ([[(0.0, 0.0), (20.0, 100.0)], [(0.0, 0.0), (20.0, 100.0), (40.0, 300.0)]], [0.0, 0.0])
+    >>> round_robin([0, 0], [100, 300], 10.0, 0, queued=50)[1]   # the second waits for the first's 50 bytes
+    [0.0, 5.0]
+    """
+    n = len(size)
+    curves: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    first = [0.0] * n
+    sent = [0.0] * n
+    active: list[int] = []
+    tokens, t, k = float(burst), 0.0, 0
+    finite = math.isfinite(c)
+    while k < n or active:
+        if not active:  # idle until the next message: the bucket refills
+            gap = max(0.0, float(arrive[k]) - t)
+            tokens = min(float(burst), tokens + gap * c) if finite else float(burst)
+            t = max(t, float(arrive[k]))
+        while k < n and arrive[k] <= t:
+            ahead = sum(min(queued, float(size[i]) - sent[i]) for i in active)
+            first[k] = t + ahead / c if finite else t
+            sent[k] = got = min(tokens, float(size[k]))
+            tokens -= got
+            curves[k].append((t, 0.0))
+            if got:
+                curves[k].append((t, got))
+            if got < size[k]:
+                active.append(k)
+            k += 1
+        if not active:
+            continue
+        if not finite:
+            for i in active:
+                sent[i] = float(size[i])
+                curves[i].append((t, sent[i]))
+            active = []
+            continue
+        share = c / len(active)
+        step = min(float(size[i]) - sent[i] for i in active) / share
+        if k < n:
+            step = min(step, float(arrive[k]) - t)
+        t += step
+        for i in active:
+            sent[i] = min(float(size[i]), sent[i] + share * step)
+            curves[i].append((t, sent[i]))
+        active = [i for i in active if sent[i] < float(size[i]) * (1 - 1e-12)]
+    return curves, first
+
+
+def downward_queued(
+    cost: MessageCosts,
+    tree: Tree,
+    edge_bytes: np.ndarray,
+    m: float,
+    schedule: Schedule,
+    egress: np.ndarray,
+    serve: Callable[..., Curves],
+) -> tuple[np.ndarray, list[FlowRecord]]:
+    """bcast/scatter under a queue discipline: a rank that holds its data queues its messages in its egress (the
+    k-th after the first k send overheads ``S``, and the first send's :meth:`MessageCosts.first_send_busy`), which
+    ``serve`` drains: :func:`fifo` (whole messages in send order) or :func:`round_robin` (an equal share each); a
+    receiver's ingress, shaped at the pair's rate ``1/Xm``, passes its bucket's burst as it arrives and queues the
+    rest (a greedy shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so
+    its last byte leaves at the latest of the egress's end, the first byte's time + ``(b - burst)·Xm`` and
+    ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve. Every rank receives one
+    message, so an ingress never mixes flows. Times from the root's start (µs); the root's copy of its own block
+    (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``."""
+    root_copy, copy_first = schedule.root_copy, schedule.copy_first
+    burst, queued = cost.burst, cost.terms.queued
+    n = tree.n
+    done = np.full(n, np.nan)
+    done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
+    records: list[FlowRecord] = []
+    order = [tree.root]
+    for p in order:  # parents before children: a rank's hold time is known when its turn comes
+        kids = [int(c) for c in tree.children[p]]
+        sizes = [float(edge_bytes[c]) for c in kids]
+        arrive, acc = cost.posts(p, float(done[p]), sizes)
+        curves, first = serve(arrive, sizes, float(egress[p]), burst, queued)
+        for c, curve, t1 in zip(kids, curves, first, strict=True):
+            b = float(edge_bytes[c])
+            rate = cost.pair_rate(p, c, b)
+            start, end = curve[0][0], curve[-1][0]
+            last = end
+            if math.isfinite(rate):
+                last = max(
+                    end, t1 + max(0.0, b - burst) / rate, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve)
+                )
+            delivered = last + cost.latency(p, c, b)
+            records.append(FlowRecord(p, c, b, start, last, delivered, False))
+            done[c] = delivered + cost.recv(c, b)
+            order.append(c)
+        if p == tree.root and root_copy:
+            done[p] = acc if copy_first else acc + cost.copy(p, m)
+    records.sort(key=lambda r: r.end_us)
+    return done, records
+
+
+@dataclass(frozen=True)
+class Sharing:
+    """How concurrent messages share a link: through the fluid network (:class:`~hnowmodel.flow.network.Network`,
+    max-min fair, ``weighted`` by each flow's lone rate ``1/Xm``), or, with ``serve``, through a queue discipline
+    of each sender's egress (:func:`downward_queued`: bcast and scatter only, one message into each rank)."""
+
+    name: str
+    summary: str
+    weighted: bool = False
+    serve: Callable[..., Curves] | None = None
+
+    @property
+    def queued(self) -> bool:
+        """Whether this sharing is a queue discipline of the egress (not the fluid network)."""
+        return self.serve is not None
+
+
+#: The link sharings, by name: ``maxmin`` (every flow the same share, SimGrid's flow model), ``weighted`` (weighted
+#: max-min, each flow's share proportional to its own lone rate ``1/Xm``), ``fifo`` (bcast and scatter: a sender's
+#: messages leave its egress one after another in send order, each at the egress rate, and each receiver's ingress
+#: drains its own: one FIFO queue per shaped link, as Linux ``tbf`` has) or ``rr`` (bcast and scatter: a sender's
+#: egress serves its queued messages round-robin, packet by packet, an equal share each whatever their receivers
+#: take, and each receiver's ingress drains its own queue: what a host whose sockets may each hold only a few
+#: packets below TCP does, as the virtual cluster's hosts do).
+LINK_SHARINGS: Mapping[str, Sharing] = MappingProxyType(
+    {
+        s.name: s
+        for s in (
+            Sharing("maxmin", "max-min fair shares of every link"),
+            Sharing("weighted", "max-min shares weighted by each flow's lone rate", weighted=True),
+            Sharing("fifo", "a sender's egress sends whole messages in send order", serve=fifo),
+            Sharing("rr", "a sender's egress serves its messages round-robin", serve=round_robin),
+        )
+    }
+)
