@@ -106,9 +106,9 @@ QUEUED_PROBE_BYTES = 8
 QUEUED_FLOW_US = 20_000.0
 #: The sender posts the small message this long (µs) after the large one, the large one's sends progressing
 #: meanwhile: its token-bucket burst has passed and its connection holds its queued packets.
-QUEUED_LEAD_US = 1_000.0
+QUEUED_LEAD_US = 3_000.0
 #: Timed fan-outs, and as many isolated small messages interleaved with them: ``(with --quick, without)``.
-QUEUED_REPS = (9, 15)
+QUEUED_REPS = (15, 25)
 
 # ---- ranks that wait (sleeping, so that the measuring ranks keep the CPU) -------------------------------------
 #: A rank taking part in a Python-timed measurement tests its request between sleeps of this long (s; MPICH's
