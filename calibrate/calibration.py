@@ -19,8 +19,8 @@ pair of types), then for every type its send overhead
 On real MPI with the C kernels, ranks on one host are calibrated in interleaved rounds with piecewise regimes
 (:mod:`calibrate.sharedmemory`, fitted by :mod:`calibrate.shmprofile`); ranks on several hosts in the network mode
 (:mod:`calibrate.network`, fitted by :mod:`calibrate.netprofile`: links per pair of host groups in both directions,
-token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``, the bytes queued
-ahead in a fan-out). The steps and their modules: docs/architecture.md, "The calibration, by step".
+token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``). The steps and
+their modules: docs/architecture.md, "The calibration, by step".
 
 The testbed's parameters are never read: only its layout (which type each rank is) is used, as a user would
 know which nodes are which. ``--layout auto`` finds types by host name and by clustering per-rank overheads.
@@ -468,7 +468,7 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], Any, 
     rounds = args.rounds or (NET_ROUNDS[0] if args.quick else NET_ROUNDS[1])
     plan = NetworkRun(
         pairs, roles, sizes, rounds, gap_min, args.quick, budget, slopes,
-        prepared["native_ops"], prepared["native_sizes"], tuple(hosts),
+        prepared["native_ops"], prepared["native_sizes"],
     )  # fmt: skip
     return layout, auto_info, plan
 

@@ -657,8 +657,9 @@ def fit_piecewise(
     Sakkas (2013, "Inference on structural breaks using information criteria", The Manchester School), where a
     break counts as three coefficients: a new regime must cut SSR_w by a factor ``N^(-5/N)`` (27 % for 65
     sizes). On the 0..4 MiB grid (65 sizes) it invented a regime in 1 of 2000 noisy lines (1-5 % noise) and
-    found all four regimes of DESIGN.md's MPICH profile at 1 % noise in 100 of 100 seeds; at 2-3 % noise it
-    may merge the two middle regimes (they differ by <= 7 %) but keeps the eager and cache switches.
+    found all four regimes of an MPICH shared-memory profile (docs/model.md, "Regimes") at 1 % noise in 100 of
+    100 seeds; at 2-3 % noise it may merge the two middle regimes (they differ by <= 7 %) but keeps the eager
+    and cache switches.
     SSR_w / N is floored at 1e-12 of the weighted mean square of the values, so that on exact data the fewest
     regimes that fit exactly win. The smallest k wins ties.
 

@@ -45,8 +45,7 @@ def fit_network_profile(
     exactly the fitted one. Where the separately timed ``Sc + Rc`` exceed a link's constant ``c`` (they overlap
     the wire inside a one-way time), ``R`` and then ``S`` are capped so that ``Xc ≥ 0`` and ``S + X + R`` stays
     ``T``. The burst (median over links) goes to ``extensions.network.burst_bytes``; every link's own to
-    ``burst_bytes_by_link``. The bytes queued ahead of a message in a fan-out, when measured
-    (:mod:`calibrate.queued`), go to ``extensions.network.queued_bytes``."""
+    ``burst_bytes_by_link``."""
     warnings: list[str] = []
     reg = _regimes(raw["protocol"], raw["sizes"], warnings)
     lines_t = {t: {k: _type_lines(raw, k, t, reg, warnings) for k in ("S", "R", "C")} for t in roles}
@@ -66,12 +65,11 @@ def fit_network_profile(
         for t in roles
     }
     network = {"regimes": links[0]["regimes"] if links else [{"upto_bytes": None, "Xc_us": 0.0, "Xm_us_per_byte": 0.0}]}
-    queued = raw.get("queued")
     prov = _provenance(raw, reg, fits, pairs, warnings)
     prov.update(burst={"burst_bytes": burst_all, "by_link": by_link, "how": BURST_HOW}, burst_send=burst_send)
     prov.update(link_costs=per_link_cost, regime_breaks_bytes=[u for u in reg.uptos if u is not None])
     prov.update(fits={"T": fits}, spread_over_rounds=_net_spread(raw, pairs, reg.breaks), raw_rounds=raw_rounds(raw))
-    prov.update(**({"queued": queued} if queued is not None else {}), warnings=warnings)
+    prov["warnings"] = warnings
     return profile_document(
         types_doc,
         network,
@@ -79,7 +77,7 @@ def fit_network_profile(
         layout,
         hosts,
         prov,
-        extensions={"network": _network_extension(reg, burst_all, by_link, burst_send, queued)},
+        extensions={"network": _network_extension(reg, burst_all, by_link, burst_send)},
         protocol=None if reg.rdv_from is None else {"rendezvous_from_bytes": int(reg.rdv_from)},
     )
 
@@ -309,10 +307,9 @@ def _network_extension(
     burst_all: float,
     by_link: dict[str, float],
     burst_send: dict[str, Any],
-    queued: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """The profile's ``extensions.network``: the burst, where sends wait, the struct sends' rendezvous, the rested
-    send's extra busy time and the queued bytes (each where measured), with what each means."""
+    send's extra busy time (where measured), with what each means."""
     net: dict[str, Any] = {
         "burst_bytes": burst_all,
         "burst_bytes_by_link": by_link,
@@ -334,13 +331,6 @@ def _network_extension(
             "a rank's first send after idling (its link's token bucket full) keeps it busy burst_send_us + "
             "burst_send_us_per_byte · min(bytes, burst_bytes) beyond S: the bytes that pass at once go through "
             "the sender's own kernel inside the call; measured as a send after idling minus S"
-        )
-    if queued is not None:
-        net["queued_bytes"] = round(float(queued["queued_bytes"]), 1)
-        net["queued_meaning"] = (
-            "a message posted behind others on a sender's link waits until one round of the bytes each of them "
-            "keeps queued there has left (payload bytes; measured in a fan-out: a small message posted behind a "
-            "large one, its round trip minus the isolated one, over the link's per-byte cost)"
         )
     return net
 
@@ -465,7 +455,6 @@ def raw_from_profile(doc: dict[str, Any]) -> dict[str, Any]:
         "budget_us": timing.get("budget_us"),
         "reps": timing.get("reps_per_round"),
         "native_lead_us": timing.get("native_lead_us"),
-        **({"queued": prov["queued"]} if "queued" in prov else {}),
     }
 
 

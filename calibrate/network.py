@@ -4,8 +4,8 @@
 * :func:`network_auto_layout` - host groups discovered from the measured links (never from a cluster spec);
 * :func:`plan_network` - which pairs and which (rank, partner) per type are measured;
 * :func:`run_network` - every pair's one-way times and every type's overheads in interleaved rounds, with idle
-  gaps that let the token buckets refill (:func:`refill_gap_us`), the protocol test
-  (:func:`calibrate.sendmodes.network_protocol`) and the fan-out of :mod:`calibrate.queued`.
+  gaps that let the token buckets refill (:func:`calibrate.protocol.refill_gap_us`) and the protocol test
+  (:func:`calibrate.sendmodes.network_protocol`).
 
 The profile is fitted from :func:`run_network`'s raw medians by :func:`calibrate.netprofile.fit_network_profile`.
 """
@@ -23,7 +23,6 @@ import numpy as np
 
 from .pairkernels import PairKernels
 from .protocol import GROUP_TOLERANCE, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
-from .queued import measure_queued
 from .rounds import gather_round
 from .sendmodes import network_protocol
 from .stats import median
@@ -239,8 +238,7 @@ class NetworkRun:
     (measured rank, a partner on another host), the ``sizes`` (bytes; each pair measures those its budget allows),
     ``rounds``, the smallest idle gap ``gap_min_us`` (µs), ``quick`` (fewer repetitions), the time ``budget_us``
     one message may take (µs), per-byte costs already measured per ordered pair (``slopes``, µs/byte; the others
-    are probed), the native collectives timed in every round at ``native_sizes``, and every rank's host
-    (``hosts``; without them no fan-out is measured)."""
+    are probed), and the native collectives timed in every round at ``native_sizes``."""
 
     pairs: Sequence[tuple[int, int]]
     roles: dict[str, tuple[int, int]]
@@ -252,7 +250,6 @@ class NetworkRun:
     slopes: dict[tuple[int, int], float] | None = None
     native_ops: Sequence[str] = ()
     native_sizes: Sequence[int] = ()
-    hosts: Sequence[str] = ()
 
 
 def _link_costs(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[tuple[int, int], float]:
@@ -350,8 +347,7 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
     has the message, so it times the wire); ``R`` a receive after the message surely arrived (not at rendezvous
     sizes: a rendezvous message does not move before its receive is posted); ``C`` a local copy. When sends wait
     from some size on, two sizes below it are added to every grid (:func:`_below_wait_sizes`) so that the regime
-    below has points of its own. Then the bytes queued ahead of a message in a fan-out
-    (:func:`calibrate.queued.measure_queued`)."""
+    below has points of its own."""
     t0 = time.monotonic()
     k_of = _link_costs(pk, rt, plan)
 
@@ -379,7 +375,6 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
         merged = gather_round(pk.comm, mine)
         if merged is not None:
             per_round.append(merged)
-    queued = measure_queued(pk, rt, plan.hosts, k_of, plan.gap_min_us, plan.quick)
     if pk.rank != 0:
         return None
     return {
@@ -394,5 +389,4 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
         "reps": reps,
         "native_lead_us": lead,
         "wall_measure_s": round(time.monotonic() - t0, 2),
-        **({"queued": queued} if queued is not None else {}),
     }

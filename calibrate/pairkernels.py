@@ -1,4 +1,4 @@
-"""The C kernels run by two ranks (or a small group) on their own communicator while every other rank sleeps.
+"""The C kernels run by two ranks on their own communicator while every other rank sleeps.
 
 On a network of hosts sharing two cores, a rank that busy-polls while two others measure delays their messages by
 whole scheduler time slices: :class:`PairKernels` gives every measured pair its own communicator and parks the
@@ -7,7 +7,6 @@ other ranks in a sleeping ``Ibarrier`` (:func:`calibrate.transport.sleep_wait`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from .protocol import PAIR_BYSTANDER_SLEEP_S
@@ -31,7 +30,6 @@ class PairKernels:
         self.rank = comm.Get_rank()
         self.world = Kernels(comm)  # collectives over every rank, and the local copy
         self._subs: dict[tuple[int, int], Any] = {}
-        self._groups: dict[tuple[int, ...], Any] = {}
 
     def _sub(self, a: int, b: int) -> tuple[Any, tuple[int, int]]:
         from mpi4py import MPI
@@ -56,28 +54,8 @@ class PairKernels:
         sleep_wait(self.comm.Ibarrier(), *PAIR_BYSTANDER_SLEEP_S)
         return out
 
-    def call_group(self, ranks: Sequence[int], fn: Any, *args: Any, **kw: Any) -> Any:
-        """Like :meth:`call` for any group of ranks (world ranks, in the order the function takes them): the group
-        runs ``fn(group_comm, *group_indices, *args, **kw)`` on its own communicator (made once per group,
-        collective), the others sleep; every rank returns the function's result (None outside the group)."""
-        key = tuple(sorted(set(int(r) for r in ranks)))
-        if key not in self._groups:
-            from mpi4py import MPI
-
-            sub = self.comm.Split(0 if self.rank in key else MPI.UNDEFINED, key=self.rank)
-            self._groups[key] = sub if sub != MPI.COMM_NULL else None
-        out = None
-        if self.rank in key:
-            out = fn(self._groups[key], *(key.index(r) for r in ranks), *args, **kw)
-        sleep_wait(self.comm.Ibarrier(), *PAIR_BYSTANDER_SLEEP_S)
-        return out
-
     def free(self) -> None:
         for k in self._subs.values():
             if k is not None:
                 k.comm.Free()
-        for g in self._groups.values():
-            if g is not None:
-                g.Free()
         self._subs.clear()
-        self._groups.clear()

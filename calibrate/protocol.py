@@ -5,7 +5,7 @@ its unit: passes and rounds, repetitions, the idle gaps between isolated message
 sizes measured on a network, the sleeps of the ranks that wait, and the size bounds of the special measurements.
 The steps that use them are :mod:`calibrate.sharedmemory` (ranks on one host), :mod:`calibrate.network` (ranks on
 several hosts), :mod:`calibrate.sendmodes` (eager / delivery / rendezvous), :mod:`calibrate.hinge` (the token
-bucket's burst), :mod:`calibrate.queued` (the bytes queued ahead in a fan-out) and :mod:`calibrate.checks`.
+bucket's burst) and :mod:`calibrate.checks`.
 The why of each value is in docs/model.md ("How the regimes are measured on real MPI") and
 docs/calibrating-a-cluster.md.
 """
@@ -36,10 +36,6 @@ __all__ = [
     "QUIET_POLL_S",
     "BYSTANDER_SLEEP_S",
     "PAIR_BYSTANDER_SLEEP_S",
-    "QUEUED_PROBE_BYTES",
-    "QUEUED_FLOW_US",
-    "QUEUED_LEAD_US",
-    "QUEUED_REPS",
     "refill_gap_us",
 ]
 
@@ -97,18 +93,6 @@ SMALL_BYTES = 2048
 #: 16 KiB bcast on the virtual cluster took 6.4 ms instead of 4.9 ms (docs/model.md). 20 ms refills a tbf burst of
 #: 8 KiB down to 3.3 Mbit/s.
 REFILL_IDLE_MAX_US = 20000.0
-
-# ---- the bytes queued ahead of a message in a fan-out (calibrate.queued) --------------------------------------
-#: The small message posted behind the large one (bytes): one packet, so its own transfer adds almost nothing.
-QUEUED_PROBE_BYTES = 8
-#: The large message posted first lasts about this long on the sender's link (µs; at least 64 KiB, at most 1 MiB):
-#: it must still be queued when the small one is posted and for the whole wait.
-QUEUED_FLOW_US = 20_000.0
-#: The sender posts the small message this long (µs) after the large one, the large one's sends progressing
-#: meanwhile: its token-bucket burst has passed and its connection holds its queued packets.
-QUEUED_LEAD_US = 3_000.0
-#: Timed fan-outs, and as many isolated small messages interleaved with them: ``(with --quick, without)``.
-QUEUED_REPS = (15, 25)
 
 # ---- ranks that wait (sleeping, so that the measuring ranks keep the CPU) -------------------------------------
 #: A rank taking part in a Python-timed measurement tests its request between sleeps of this long (s; MPICH's

@@ -2,7 +2,7 @@
 
 A testbed (``hnowmodel.testbed/1``) has the same ``types``/``network``/``links`` as a profile, plus ``ranks`` (the
 node type of each rank) and ``time_scale``. :class:`EmulatedTransport` makes every rank behave like its type, with
-the semantics of DESIGN.md ("Emulated testbed semantics"), at ``time_scale`` times the model's durations:
+these semantics, at ``time_scale`` times the model's durations:
 
 * a sender of type t is busy ``s*S_t(m)`` before its message leaves (it then carries its departure time);
 * the receiver's inbound link carries one message at a time, in departure order: a message that left at ``d``
