@@ -16,9 +16,11 @@ pair of types), then for every type its send overhead
   regime that holds at most of the calibrated sizes (``--regime`` to choose), the other regime's fits go into
   ``provenance``.
 
-On real MPI with the C kernels, ranks on one host are calibrated by :mod:`calibrate.realmpi` (interleaved rounds,
-piecewise regimes); ranks on several hosts by its network mode (links per pair of host groups in both directions,
-token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``).
+On real MPI with the C kernels, ranks on one host are calibrated in interleaved rounds with piecewise regimes
+(:mod:`calibrate.sharedmemory`, fitted by :mod:`calibrate.shmprofile`); ranks on several hosts in the network mode
+(:mod:`calibrate.network`, fitted by :mod:`calibrate.netprofile`: links per pair of host groups in both directions,
+token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``). The steps and
+their modules: docs/architecture.md, "The calibration, by step".
 
 The testbed's parameters are never read: only its layout (which type each rank is) is used, as a user would
 know which nodes are which. ``--layout auto`` finds types by host name and by clustering per-rank overheads.
@@ -37,14 +39,28 @@ import numpy as np
 from hnowmodel.errors import InputError
 from hnowmodel.layout import parse_layout
 from hnowmodel.options import parse_assignments
-from hnowmodel.params import PROFILE_SCHEMA
 from hnowmodel.sizes import parse_sizes
 
-from .fit import LineFit, find_breakpoint, fit_line
+from .checks import native_rows, net_self_check, reference_rows, self_check
 from .info import version_text
-from .microbenchmarks import measure
+from .microbenchmarks import Sampling, measure
+from .netprofile import fit_network_profile
+from .network import NetworkRun, net_grid, network_auto_layout, plan_network, run_network
+from .pairkernels import PairKernels
+from .paperfit import fit_paper_profile
+from .protocol import (
+    DEFAULT_GAP_US,
+    NET_BUDGET_QUICK_US,
+    NET_BUDGET_US,
+    NET_GAP_MIN_US,
+    NET_ROUNDS,
+    SHM_ROUNDS,
+)
 from .runtime import node_name
-from .stats import median_ci, summary
+from .sharedmemory import SharedMemoryRun, default_sizes
+from .sharedmemory import run as run_shared_memory
+from .shmprofile import fit_profile
+from .stats import median_ci
 
 __all__ = ["HELP", "add_arguments", "prepare", "main", "DEFAULT_SIZES", "parse_network_spec", "auto_layout"]
 
@@ -173,7 +189,7 @@ def auto_layout(tr: Any, rt: Any, hosts: list[str], emulated: bool = False) -> t
     overhead, ci = [], []
     for r in range(n):
         peer = 1 if r == 0 else 0
-        s = measure(tr, "sends", r, peer, 1024, min_samples=8, max_samples=60, budget_s=0.5)
+        s = measure(tr, "sends", r, peer, 1024, Sampling(min_samples=8, max_samples=60, budget_s=0.5))
         med, lo, hi = tr.comm.bcast((float(np.median(s)), *median_ci(s)) if s else None, root=r)
         overhead.append(med)
         ci.append(hi - lo)
@@ -226,8 +242,8 @@ def _plan(layout: tuple[str, ...]) -> tuple[list[tuple[int, int]], dict[str, tup
 
 
 def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any] | None:
-    from mpi4py import MPI
-
+    """Calibrate (every rank): the network mode on several hosts with the C kernels, the shared-memory rounds on
+    one host with them, else the Python kernels (plain MPI or the emulated testbed). Rank 0 returns the profile."""
     from .testbed import make_transport
 
     comm = rt.comm
@@ -243,19 +259,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         tr = make_transport(comm, testbed)
     with rt.step("hosts"):
         hosts = comm.allgather(node_name())
-    use_c = False
-    if prepared["mode"] == "plain" and prepared["network"] is None and args.kernels != "python":
-        from .ckernels import available
-
-        ok, why = available()
-        oks = comm.allgather((ok, why))
-        bad = next((w for good, w in oks if not good), None)
-        use_c = bad is None
-        if not use_c:
-            if args.kernels == "c":
-                raise InputError(f"--kernels c: the C kernels cannot be used here ({bad})")
-            rt.progress(f"C kernels unavailable ({bad}): timing with the Python kernels (less accurate on real MPI)")
-            prepared["kernel_note"] = f"Python kernels: the C kernels could not be used ({bad})"
+    use_c = _use_c_kernels(args, rt, prepared)
     if use_c and len(set(hosts)) > 1:  # ranks on several hosts: the network mode (links, bursts, host groups)
         if prepared["layout"] is not None and len(prepared["layout"]) != tr.size:
             raise InputError(f"--layout has {len(prepared['layout'])} ranks, the job has {tr.size}")
@@ -271,29 +275,62 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     pairs, roles = _plan(tuple(layout))
     if use_c:
         return _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start)
-    sizes = prepared["sizes"] or prepared["default_sizes"]
+    return _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start)
+
+
+def _use_c_kernels(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> bool:
+    """Whether the C kernels time this plain-MPI calibration (every rank can load them, ``--kernels`` allows);
+    why not goes to ``prepared["kernel_note"]``."""
+    if prepared["mode"] != "plain" or prepared["network"] is not None or args.kernels == "python":
+        return False
+    from .ckernels import available
+
+    ok, why = available()
+    oks = rt.comm.allgather((ok, why))
+    bad = next((w for good, w in oks if not good), None)
+    if bad is None:
+        return True
+    if args.kernels == "c":
+        raise InputError(f"--kernels c: the C kernels cannot be used here ({bad})")
+    rt.progress(f"C kernels unavailable ({bad}): timing with the Python kernels (less accurate on real MPI)")
+    prepared["kernel_note"] = f"Python kernels: the C kernels could not be used ({bad})"
+    return False
+
+
+def _sampling(args: argparse.Namespace, prepared: dict[str, Any]) -> Sampling:
+    """When the Python kernels stop sampling one size."""
     quick = args.quick
     if prepared["mode"] == "plain":  # µs-scale samples: cheap, and noisy on a shared machine, so take many
-        opts = {
-            "rel": args.precision,
-            "budget_s": args.budget or (0.3 if quick else 1.0),
-            "min_samples": 20,
-            "max_samples": 200 if quick else 600,
-            "batch": 10,
-            "warmup": 10,
-        }
-    else:
-        opts = {
-            "rel": args.precision,
-            "budget_s": args.budget or (0.5 if quick else 1.5),
-            "min_samples": 4 if quick else 6,
-            "max_samples": 20 if quick else 40,
-        }
+        return Sampling(
+            rel=args.precision,
+            budget_s=args.budget or (0.3 if quick else 1.0),
+            min_samples=20,
+            max_samples=200 if quick else 600,
+            batch=10,
+            warmup=10,
+        )
+    return Sampling(
+        rel=args.precision,
+        budget_s=args.budget or (0.5 if quick else 1.5),
+        min_samples=4 if quick else 6,
+        max_samples=20 if quick else 40,
+    )
+
+
+def _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start) -> dict[str, Any] | None:
+    """The Python kernels (plain MPI or the emulated testbed), size by size: ping-pong of every pair, then every
+    type's send and receive overheads; the fit of :mod:`calibrate.paperfit` on rank 0."""
+    from mpi4py import MPI
+
+    comm = rt.comm
+    pairs, roles = _plan(tuple(layout))
+    sizes = prepared["sizes"] or prepared["default_sizes"]
+    sampling = _sampling(args, prepared)
     records: list[dict[str, Any]] = []
 
     def run(name: str, a: int, b: int, m: int, **kw: Any) -> float:
         with rt.step(f"{name} {a}->{b} {m} B"):
-            samples = measure(tr, name, a, b, m, **opts, **kw)
+            samples = measure(tr, name, a, b, m, sampling, **kw)
         if samples is not None:
             records.append({"experiment": name, "a": a, "b": b, "size": m, "samples_us": samples})
         who = a if name != "recv" else b
@@ -315,7 +352,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         return None
     with rt.step("fit"):
         recs = [r for part in everything for r in part]
-        doc = _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
+        doc = fit_paper_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
     doc["provenance"]["mpi_library"] = version_text(MPI).splitlines()[0].strip()
     doc["provenance"]["kernels"] = (
         {"kind": "Python", "why": prepared.get("kernel_note", "asked for (--kernels)")}
@@ -354,79 +391,70 @@ def _transport(hosts: list[str]) -> str:
 
 
 def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> dict[str, Any] | None:
-    """Plain MPI with the C kernels, in interleaved rounds (:mod:`calibrate.realmpi`)."""
-    from mpi4py import MPI
-
+    """Plain MPI on one host with the C kernels, in interleaved rounds (:mod:`calibrate.sharedmemory`; the fit:
+    :mod:`calibrate.shmprofile`)."""
     from hnowmodel.params import Profile
 
-    from . import realmpi
     from .ckernels import Kernels
 
     comm = rt.comm
     with rt.step("C kernels"):
         k = Kernels(comm)
-    sizes = prepared["sizes"] or realmpi.default_sizes(args.quick)
-    sizes = sorted({0, *sizes})
-    rounds = args.rounds or (3 if args.quick else 9)
-    gap = realmpi.DEFAULT_GAP_US if args.gap_us is None else args.gap_us
-    raw = realmpi.run(
-        k,
-        comm,
-        rt,
-        pairs=pairs,
-        roles=roles,
-        sizes=sizes,
-        rounds=rounds,
-        gap_us=gap,
-        quick=args.quick,
-        native_ops=prepared["native_ops"],
-        native_sizes=prepared["native_sizes"],
+    sizes = sorted({0, *(prepared["sizes"] or default_sizes(args.quick))})
+    rounds = args.rounds or (SHM_ROUNDS[0] if args.quick else SHM_ROUNDS[1])
+    gap = DEFAULT_GAP_US if args.gap_us is None else args.gap_us
+    plan = SharedMemoryRun(
+        pairs, roles, sizes, rounds, gap, args.quick, prepared["native_ops"], prepared["native_sizes"]
     )
+    raw = run_shared_memory(k, comm, rt, plan)
     if rt.rank != 0:
         return None
     with rt.step("fit"):
-        doc = realmpi.fit_profile(raw, layout, hosts, pairs, roles)
+        doc = fit_profile(raw, layout, hosts, pairs, roles)
         prof = Profile.from_dict(doc, where="fitted profile")
         prov = doc["provenance"]
-        prov["self_check"] = realmpi.self_check(doc, raw, pairs, layout, prof)
-        prov["reference_pingpong"] = realmpi.reference_rows(raw, pairs, layout, prof)
-        prov["kernels"] = {"kind": "C", **k.info()}
-        lib = version_text(MPI)
-        prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
-        prov["transport"] = _transport(hosts)
-        prov["mode"] = "plain"
+        prov["self_check"] = self_check(doc, raw, pairs, layout, prof)
+        prov["reference_pingpong"] = reference_rows(raw, pairs, layout, prof)
+        _describe_run(prov, {"kind": "C", **k.info()}, hosts, "plain")
         prov["wall_s"] = round(time.monotonic() - t_start, 2)
-        natives = realmpi.native_rows(raw)
-        if natives:
-            doc["interleaved_native"] = {
-                "rows": natives,
-                "gap_us": gap,
-                "rounds": rounds,
-                "pinning": {o: "binomial" for o in prepared["native_ops"]},
-                "native": _pinning(),
-            }
+        _interleaved_natives(doc, raw, gap, rounds, prepared)
     return doc
 
 
-def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | None:
-    """Ranks on several hosts, C kernels (:func:`calibrate.realmpi.run_network`): the host groups are discovered
-    from the links when no layout is given, every pair of groups gets its own link (both directions), the token
-    buckets' burst is fitted, and the idle gaps let the buckets refill."""
+def _describe_run(prov: dict[str, Any], kernels: dict[str, Any], hosts: list[str], mode: str) -> None:
+    """The provenance's kernels, MPI library, transport and mode (in place)."""
     from mpi4py import MPI
 
-    from . import realmpi
+    prov["kernels"] = kernels
+    lib = version_text(MPI)
+    prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
+    prov["transport"] = _transport(hosts)
+    prov["mode"] = mode
 
-    comm = rt.comm
-    with rt.step("C kernels"):
-        pk = realmpi.PairKernels(comm)
-    budget = realmpi.NET_BUDGET_QUICK_US if args.quick else realmpi.NET_BUDGET_US
-    gap_min = realmpi.NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
+
+def _interleaved_natives(doc: dict[str, Any], raw: dict[str, Any], gap: float, rounds: int, prepared: dict) -> None:
+    """The native collectives measured in the rounds, when any (the document's ``interleaved_native``)."""
+    natives = native_rows(raw)
+    if natives:
+        doc["interleaved_native"] = {
+            "rows": natives,
+            "gap_us": gap,
+            "rounds": rounds,
+            "pinning": {o: "binomial" for o in prepared["native_ops"]},
+            "native": _pinning(),
+        }
+
+
+def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], Any, NetworkRun]:
+    """The layout (given, or found from the measured links), what finding it measured, and the network run."""
+    budget = NET_BUDGET_QUICK_US if args.quick else NET_BUDGET_US
+    gap_min = NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
     layout = prepared["layout"]
     auto_info = None
     if layout is None:
-        layout, auto_info = realmpi.network_auto_layout(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
+        layout, auto_info = network_auto_layout(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
     layout = tuple(layout)
-    pairs, roles = realmpi.plan_network(layout, hosts)
+    pairs, roles = plan_network(layout, hosts)
     slopes = None
     if auto_info is not None:  # the links measured for the layout also set each pair's sizes and gaps
         names = auto_info["hosts"]
@@ -436,250 +464,34 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
             for b in range(len(hosts)):
                 if hosts[a] != hosts[b]:
                     slopes[(a, b)] = cost[names.index(hosts[a])][names.index(hosts[b])]
-    sizes = sorted({0, *(prepared["sizes"] or realmpi.net_grid(args.quick))})
-    rounds = args.rounds or (2 if args.quick else 3)
-    raw = realmpi.run_network(
-        pk,
-        rt,
-        pairs=pairs,
-        roles=roles,
-        sizes=sizes,
-        rounds=rounds,
-        gap_min_us=gap_min,
-        quick=args.quick,
-        budget_us=budget,
-        slopes=slopes,
-        native_ops=prepared["native_ops"],
-        native_sizes=prepared["native_sizes"],
-    )
+    sizes = sorted({0, *(prepared["sizes"] or net_grid(args.quick))})
+    rounds = args.rounds or (NET_ROUNDS[0] if args.quick else NET_ROUNDS[1])
+    plan = NetworkRun(
+        pairs, roles, sizes, rounds, gap_min, args.quick, budget, slopes,
+        prepared["native_ops"], prepared["native_sizes"],
+    )  # fmt: skip
+    return layout, auto_info, plan
+
+
+def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | None:
+    """Ranks on several hosts, C kernels (:func:`calibrate.network.run_network`): the host groups are discovered
+    from the links when no layout is given, every pair of groups gets its own link (both directions), the token
+    buckets' burst is fitted, and the idle gaps let the buckets refill (the fit: :mod:`calibrate.netprofile`)."""
+    with rt.step("C kernels"):
+        pk = PairKernels(rt.comm)
+    layout, auto_info, plan = _network_plan(args, rt, prepared, pk, hosts)
+    raw = run_network(pk, rt, plan)
     pk.free()
     if rt.rank != 0:
         return None
     with rt.step("fit"):
-        doc = realmpi.fit_network_profile(raw, layout, hosts, pairs, roles)
+        doc = fit_network_profile(raw, layout, hosts, plan.pairs, plan.roles)
         prov = doc["provenance"]
-        prov["self_check"] = realmpi.net_self_check(doc, raw, pairs, layout)
+        prov["self_check"] = net_self_check(doc, raw, plan.pairs, layout)
         prov["reference_pingpong"] = []
         prov["reference_note"] = "no plain ping-pong reference on the network (it is for shared memory)"
-        prov["kernels"] = {"kind": "C", **pk.world.info()}
-        lib = version_text(MPI)
-        prov["mpi_library"] = lib.splitlines()[0].strip() if lib else "unknown"
-        prov["transport"] = _transport(hosts)
-        prov["mode"] = "network"
+        _describe_run(prov, {"kind": "C", **pk.world.info()}, hosts, "network")
         prov["layout"] = {"given": prepared["layout"] is not None, **({"auto": auto_info} if auto_info else {})}
         prov["wall_s"] = round(time.monotonic() - t_start, 2)
-        natives = realmpi.native_rows(raw)
-        if natives:
-            doc["interleaved_native"] = {
-                "rows": natives,
-                "gap_us": raw["native_lead_us"],
-                "rounds": rounds,
-                "pinning": {o: "binomial" for o in prepared["native_ops"]},
-                "native": _pinning(),
-            }
+        _interleaved_natives(doc, raw, raw["native_lead_us"], plan.rounds, prepared)
     return doc
-
-
-# ---- fitting on rank 0 ------------------------------------------------------------------------------------------
-def _medians(recs: list[dict[str, Any]], exp: str, a: int, b: int) -> tuple[list[int], list[float]]:
-    pts = sorted(
-        (r["size"], float(np.median(r["samples_us"])))
-        for r in recs
-        if r["experiment"] == exp and r["a"] == a and r["b"] == b
-    )
-    return [p[0] for p in pts], [p[1] for p in pts]
-
-
-def _nonneg(x: float, what: str, warnings: list[str]) -> float:
-    if x < 0:
-        warnings.append(f"{what} fitted as {x:.4g}, below zero: set to 0 (the overhead is too small to measure)")
-        return 0.0
-    return x
-
-
-def _fit_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args) -> dict[str, Any]:
-    warnings: list[str] = []
-    # protocol switch, seen on the first pair's ping-pong
-    a0, b0 = pairs[0]
-    pp_sizes, pp_vals = _medians(recs, "pingpong", a0, b0)
-    k = find_breakpoint(pp_sizes, pp_vals)
-    regimes = [slice(0, None)] if k is None else [slice(0, k), slice(k, None)]
-    if k is None:
-        main_idx = 0
-    elif args.regime == "below":
-        main_idx = 0
-    elif args.regime == "above":
-        main_idx = 1
-    else:
-        main_idx = 0 if k >= len(pp_sizes) - k else 1
-    regime_sizes = [set(pp_sizes[s]) for s in regimes]
-    few = len(regime_sizes[main_idx])
-    if few < 3:
-        warnings.append(
-            f"the profile's lines are fitted through only {few} message sizes: a line through 2 points has no "
-            "confidence interval and nothing checks it; calibrate with 3 or more sizes (--sizes) in each regime"
-        )
-
-    def fits_for(sel: set[int]) -> dict[str, Any]:
-        out: dict[str, Any] = {"types": {}, "pairs": []}
-        for t, (r, partner) in roles.items():
-            s_x, s_y = _medians(recs, "sends", r, partner)
-            r_x, r_y = _medians(recs, "recv", partner, r)
-            out["types"][t] = {
-                "S": fit_line(*zip(*[(x, y) for x, y in zip(s_x, s_y, strict=True) if x in sel], strict=True)),
-                "R": fit_line(*zip(*[(x, y) for x, y in zip(r_x, r_y, strict=True) if x in sel], strict=True)),
-                "S_points": dict(zip(s_x, s_y, strict=True)),
-                "R_points": dict(zip(r_x, r_y, strict=True)),
-            }
-        x_all: list[tuple[int, float]] = []
-        for a, b in pairs:
-            ta, tb = layout[a], layout[b]
-            ts = out["types"]
-            xs, ys = _medians(recs, "pingpong", a, b)
-            pts = []
-            for m, half_rtt in zip(xs, ys, strict=True):
-                if m not in sel:
-                    continue
-                sr = ts[ta]["S_points"][m] + ts[tb]["R_points"][m] + ts[tb]["S_points"][m] + ts[ta]["R_points"][m]
-                pts.append((m, half_rtt - sr / 2))
-            x_all += pts
-            out["pairs"].append(
-                {
-                    "a": a,
-                    "b": b,
-                    "types": (ta, tb),
-                    "X": fit_line(*zip(*pts, strict=True)),
-                    "pingpong": dict(zip(xs, ys, strict=True)),
-                }
-            )
-        out["X"] = fit_line(*zip(*x_all, strict=True))
-        return out
-
-    per_regime = [fits_for(s) for s in regime_sizes]
-    main = per_regime[main_idx]
-    types_doc: dict[str, dict[str, float]] = {}
-    for t, f in main["types"].items():
-        S: LineFit = f["S"]
-        R: LineFit = f["R"]
-        types_doc[t] = {
-            "Sc_us": _nonneg(S.intercept, f"{t}.Sc_us", warnings),
-            "Sm_us_per_byte": _nonneg(S.slope, f"{t}.Sm_us_per_byte", warnings),
-            "Rc_us": _nonneg(R.intercept, f"{t}.Rc_us", warnings),
-            "Rm_us_per_byte": _nonneg(R.slope, f"{t}.Rm_us_per_byte", warnings),
-        }
-    X: LineFit = main["X"]
-    if prepared["network"] is not None:
-        xc, xm = prepared["network"]
-        network = {"Xc_us": xc, "Xm_us_per_byte": xm}
-        x_source = "network configuration (--network)"
-    else:
-        network = {
-            "Xc_us": _nonneg(X.intercept, "network.Xc_us", warnings),
-            "Xm_us_per_byte": _nonneg(X.slope, "network.Xm_us_per_byte", warnings),
-        }
-        x_source = "ping-pong minus measured S and R, all pairs fitted together"
-    links = []
-    pair_rows = []
-    for pf in main["pairs"]:
-        px: LineFit = pf["X"]
-        ta, tb = pf["types"]
-        differs = any(
-            abs(v_pair - v_all) > (ci_pair + ci_all) and abs(v_pair - v_all) > 0.05 * max(abs(v_all), 1e-9)
-            for v_pair, v_all, ci_pair, ci_all in (
-                (px.intercept, X.intercept, px.intercept_ci, X.intercept_ci),
-                (px.slope * 65536, X.slope * 65536, px.slope_ci * 65536, X.slope_ci * 65536),
-            )
-            if math.isfinite(ci_pair) and math.isfinite(ci_all)
-        )
-        if differs and prepared["network"] is None and ta != tb:
-            for src, dst in ((ta, tb), (tb, ta)):
-                links.append(
-                    {"from": src, "to": dst, "Xc_us": max(px.intercept, 0.0), "Xm_us_per_byte": max(px.slope, 0.0)}
-                )
-        # additivity: measured half round trip vs the fitted S + X + R of both directions
-        resid = []
-        for m, meas in pf["pingpong"].items():
-            if m not in regime_sizes[main_idx]:
-                continue
-            net = network["Xc_us"] + network["Xm_us_per_byte"] * m
-            pred = 0.0
-            for s_t, r_t in ((ta, tb), (tb, ta)):
-                pred += (
-                    types_doc[s_t]["Sc_us"]
-                    + types_doc[s_t]["Sm_us_per_byte"] * m
-                    + net
-                    + types_doc[r_t]["Rc_us"]
-                    + types_doc[r_t]["Rm_us_per_byte"] * m
-                ) / 2
-            resid.append({"size": m, "measured_us": meas, "model_us": pred, "residual_pct": 100 * (meas - pred) / pred})
-        pair_rows.append(
-            {
-                "ranks": [pf["a"], pf["b"]],
-                "types": [ta, tb],
-                "X_fit": px.to_dict(),
-                "max_abs_residual_pct": max((abs(r["residual_pct"]) for r in resid), default=0.0),
-                "residuals": resid,
-            }
-        )
-    # spread of the raw samples: warn where the CI of the median is wide
-    sample_rows = []
-    for r in recs:
-        s = summary(r["samples_us"])
-        spread = (s["ci_high_us"] - s["ci_low_us"]) / max(s["median_us"], 1e-9)
-        sample_rows.append(
-            {
-                "experiment": r["experiment"],
-                "a": r["a"],
-                "b": r["b"],
-                "size": r["size"],
-                **s,
-                "ci_rel": spread,
-                "raw_us": [round(v, 3) for v in r["samples_us"]],
-            }
-        )
-    noisy = sorted((row for row in sample_rows if row["ci_rel"] > 0.10), key=lambda row: -row["ci_rel"])
-    if noisy:
-        w = noisy[0]
-        warnings.append(
-            f"{len(noisy)} of {len(sample_rows)} measurements have a 95% CI of the median wider than 10% of it "
-            f"(worst: {w['experiment']} {w['a']}->{w['b']} at {w['size']} B, {100 * w['ci_rel']:.0f}%); "
-            "a quieter machine narrows them, and a smaller --precision takes more samples"
-        )
-    fits_doc = {t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in main["types"].items()}
-    fits_doc["network"] = X.to_dict()
-    other = [
-        {
-            "sizes": sorted(regime_sizes[i]),
-            "types": {t: {"S": f["S"].to_dict(), "R": f["R"].to_dict()} for t, f in per_regime[i]["types"].items()},
-            "network": per_regime[i]["X"].to_dict(),
-        }
-        for i in range(len(per_regime))
-        if i != main_idx
-    ]
-    return {
-        "schema": PROFILE_SCHEMA,
-        "types": types_doc,
-        "network": network,
-        **({"links": links} if links else {}),
-        "nodes": [{"rank": r, "host": hosts[r], "type": t} for r, t in enumerate(layout)],
-        "provenance": {
-            "method": "Banikazemi et al., Communication Modeling of Heterogeneous Networks of Workstations for "
-            "Performance Characterization of Collective Operations, section 2: ping-pong (eq. 5), consecutive "
-            "sends (S), receive after arrival (R); "
-            "X = T_ptp - S - R",
-            "x_source": x_source,
-            "mode": prepared["mode"],
-            "testbed": None
-            if prepared["testbed"] is None
-            else {"name": prepared["testbed"].name, "time_scale": prepared["testbed"].time_scale},
-            "sizes": sizes,
-            "precision": args.precision,
-            "protocol_breakpoint_bytes": None if k is None else [pp_sizes[k - 1], pp_sizes[k]],
-            "regime_sizes": sorted(regime_sizes[main_idx]),
-            "fits": fits_doc,
-            "other_regimes": other,
-            "pairs": pair_rows,
-            "warnings": warnings,
-            "samples": sample_rows,
-        },
-    }

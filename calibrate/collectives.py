@@ -67,6 +67,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -82,7 +83,9 @@ from hnowmodel.options import (
     check_trees,
     split_list,
 )
-from hnowmodel.trees import subtree_preorder
+
+from .protocol import REFILL_IDLE_MAX_US
+from .treeexec import TreeExecutor, bcast_payload, payload_block
 
 __all__ = [
     "HELP",
@@ -104,7 +107,6 @@ __all__ = [
 HELP = "run bcast/scatter/gather over hnowmodel trees or the MPI library's own, and time them (µs)"
 OPS = MEASURE_OPS
 METHODS = TIMING_METHODS
-TAG = 4242
 
 
 def native_env(library: str | None, ops: Sequence[str]) -> dict[str, str]:
@@ -143,55 +145,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--keys", default=None, help="comma list: rank i joins the measuring communicator with key i")
 
 
-def prepare(args: argparse.Namespace) -> dict[str, Any]:
-    """Validate everything that can be checked before MPI starts; pin the libraries' algorithms in the
-    environment."""
+def _tree_specs(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
+    """The tree specs asked for (``--tree``, or the trees ``hnow`` packed with ``--trees-packed``) and the packed
+    trees by spec."""
     from hnowmodel.errors import InputError
-    from hnowmodel.params import Profile
-    from hnowmodel.sizes import parse_sizes
     from hnowmodel.trees import from_dict
 
-    ops = check_ops(args.op)
-    methods = check_methods(args.methods)
-    sizes = parse_sizes(args.sizes)
-    if args.reps < 1:
-        raise InputError(f"--reps must be >= 1, got {args.reps}")
-    if args.iters < 1:
-        raise InputError(f"--iters must be >= 1, got {args.iters}")
-    if args.root < 0:
-        raise InputError(f"--root must be a rank >= 0, got {args.root}")
+    if not args.trees_packed:
+        return check_trees(args.tree, args.testbed), {}
+    from hnowmodel.jobs.wire import ProtocolError, unpack
+
     specs: list[str] = []
     prebuilt: dict[str, Any] = {}
-    if args.trees_packed:
-        from hnowmodel.jobs.wire import ProtocolError, unpack
+    try:
+        entries = unpack(args.trees_packed)
+    except ProtocolError as e:
+        raise InputError(f"--trees-packed: {e}") from None
+    if not isinstance(entries, list) or not entries:
+        raise InputError("--trees-packed: expected a list of {'spec': NAME, 'tree': {...}}")
+    for e in entries:
+        spec = str(e.get("spec", "")) if isinstance(e, dict) else ""
+        if not spec:
+            raise InputError("--trees-packed: every tree entry needs a 'spec' name")
+        specs.append(spec)
+        if native_name(spec) is None:
+            prebuilt[spec] = from_dict(e.get("tree"))
+    return specs, prebuilt
 
-        try:
-            entries = unpack(args.trees_packed)
-        except ProtocolError as e:
-            raise InputError(f"--trees-packed: {e}") from None
-        if not isinstance(entries, list) or not entries:
-            raise InputError("--trees-packed: expected a list of {'spec': NAME, 'tree': {...}}")
-        for e in entries:
-            spec = str(e.get("spec", "")) if isinstance(e, dict) else ""
-            if not spec:
-                raise InputError("--trees-packed: every tree entry needs a 'spec' name")
-            specs.append(spec)
-            if native_name(spec) is None:
-                prebuilt[spec] = from_dict(e.get("tree"))
-    else:
-        specs = check_trees(args.tree, args.testbed)
-    profile = Profile.load(args.profile) if args.profile else None
-    keys = None
-    if args.keys:
-        try:
-            keys = [int(k) for k in split_list(args.keys)]
-        except ValueError:
-            raise InputError(f"--keys: expected a comma list of integers, got {args.keys!r}") from None
-    natives = [s for s in specs if native_name(s) is not None]
-    if natives and args.testbed:  # also for pre-built tree files
-        raise InputError(NATIVE_ON_TESTBED)
-    # native:ALGO asks for one algorithm: it must be one that some library runs for one of the operations, and the
-    # algorithms of one job must not need one variable set two ways (MPI reads them once, in MPI_Init)
+
+def _check_pinned(natives: Sequence[str], ops: Sequence[str]) -> None:
+    """native:ALGO asks for one algorithm: it must be one that some library runs for one of the operations, and the
+    algorithms of one job must not need one variable set two ways (MPI reads them once, in MPI_Init)."""
+    from hnowmodel.errors import InputError
+
     pinned: dict[str, str] = {}
     for spec in natives:
         check_native(spec, ops)
@@ -202,6 +188,36 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
                     "separate jobs"
                 )
             pinned[k] = v
+
+
+def prepare(args: argparse.Namespace) -> dict[str, Any]:
+    """Validate everything that can be checked before MPI starts; pin the libraries' algorithms in the
+    environment."""
+    from hnowmodel.errors import InputError
+    from hnowmodel.params import Profile
+    from hnowmodel.sizes import parse_sizes
+
+    ops = check_ops(args.op)
+    methods = check_methods(args.methods)
+    sizes = parse_sizes(args.sizes)
+    if args.reps < 1:
+        raise InputError(f"--reps must be >= 1, got {args.reps}")
+    if args.iters < 1:
+        raise InputError(f"--iters must be >= 1, got {args.iters}")
+    if args.root < 0:
+        raise InputError(f"--root must be a rank >= 0, got {args.root}")
+    specs, prebuilt = _tree_specs(args)
+    profile = Profile.load(args.profile) if args.profile else None
+    keys = None
+    if args.keys:
+        try:
+            keys = [int(k) for k in split_list(args.keys)]
+        except ValueError:
+            raise InputError(f"--keys: expected a comma list of integers, got {args.keys!r}") from None
+    natives = [s for s in specs if native_name(s) is not None]
+    if natives and args.testbed:  # also for pre-built tree files
+        raise InputError(NATIVE_ON_TESTBED)
+    _check_pinned(natives, ops)
     testbed = None
     if args.testbed:
         from calibrate.testbed import load_testbed
@@ -224,86 +240,6 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
         "keys": keys,
         "testbed": testbed,
     }
-
-
-# ---- payloads ------------------------------------------------------------------------------------------------
-def payload_block(rank: int, m: int) -> np.ndarray:
-    """The ``m`` bytes that belong to ``rank`` (scatter/gather) - distinct per rank and per position.
-
-    >>> payload_block(1, 4).tolist()
-    [32, 39, 46, 53]
-    """
-    return ((np.arange(m, dtype=np.int64) * 7 + rank * 31 + 1) % 251).astype(np.uint8)
-
-
-def _bcast_payload(m: int) -> np.ndarray:
-    return ((np.arange(m, dtype=np.int64) * 13 + 5) % 256).astype(np.uint8)
-
-
-# ---- the tree executor ---------------------------------------------------------------------------------------
-class TreeExecutor:
-    """One rank's part of bcast/scatter/gather over a tree on a transport, for one message size ``m`` (bytes)."""
-
-    def __init__(self, tr: Any, tree: Any, m: int) -> None:
-        self.tr, self.tree, self.m = tr, tree, int(m)
-        rank = tr.rank
-        self.parent = int(tree.parent[rank])
-        self.children = tuple(int(c) for c in tree.children[rank])
-        self.subsize = tree.subtree_size
-        # Preorder of this rank's subtree (itself first, then each child's subtree in send order): every child's
-        # subtree is one contiguous run, so scatter/gather move one contiguous slice per edge.
-        self.sub = subtree_preorder(tree, rank)
-        self.pos = {r: i for i, r in enumerate(self.sub)}
-        self.buf = np.zeros(len(self.sub) * self.m, dtype=np.uint8)
-
-    # ops (the timed part) ---------------------------------------------------------------------------------
-    def bcast(self) -> None:
-        buf = self.buf[: self.m]
-        if self.parent >= 0:
-            self.tr.recv(buf, self.parent, TAG)
-        for c in self.children:
-            self.tr.send(buf, c, TAG)
-
-    def scatter(self) -> None:
-        m, buf = self.m, self.buf
-        if self.parent >= 0:
-            self.tr.recv(buf, self.parent, TAG)
-        for c in self.children:
-            i = self.pos[c]
-            self.tr.send(buf[i * m : (i + int(self.subsize[c])) * m], c, TAG)
-
-    def gather(self) -> None:
-        m, buf = self.m, self.buf
-        if self.children:  # each child's subtree data lands in place, taken in arrival order
-            slots = [(c, buf[self.pos[c] * m : (self.pos[c] + int(self.subsize[c])) * m]) for c in self.children]
-            self.tr.recv_each(slots, TAG)
-        if self.parent >= 0:
-            self.tr.send(buf, self.parent, TAG)
-
-    # payload set-up and checks (untimed) ------------------------------------------------------------------
-    def setup(self, op: str) -> None:
-        m, rank, root = self.m, self.tr.rank, self.tree.root
-        self.buf[:] = 0
-        if op == "bcast" and rank == root:
-            self.buf[:m] = _bcast_payload(m)
-        elif op == "scatter" and rank == root:
-            for i, r in enumerate(self.sub):
-                self.buf[i * m : (i + 1) * m] = payload_block(r, m)
-        elif op == "gather":
-            self.buf[:m] = payload_block(rank, m)
-
-    def check(self, op: str) -> str:
-        """'' if this rank holds the right bytes after ``op``, else what is wrong."""
-        m, rank, root = self.m, self.tr.rank, self.tree.root
-        if op == "bcast":
-            ok = np.array_equal(self.buf[:m], _bcast_payload(m))
-        elif op == "scatter":
-            ok = np.array_equal(self.buf[:m], payload_block(rank, m))
-        elif rank == root:
-            ok = all(np.array_equal(self.buf[i * m : (i + 1) * m], payload_block(r, m)) for i, r in enumerate(self.sub))
-        else:
-            ok = True
-        return "" if ok else f"{op} over {self.tree.name or 'tree'} delivered wrong bytes ({m} B) on rank {rank}"
 
 
 class NativeExecutor:
@@ -329,7 +265,7 @@ class NativeExecutor:
         self.buf[:] = 0
         self.big[:] = 0
         if op == "bcast" and self.rank == self.root:
-            self.buf[:] = _bcast_payload(m)
+            self.buf[:] = bcast_payload(m)
         elif op == "scatter" and self.rank == self.root:
             for r in range(self.size):
                 self.big[r * m : (r + 1) * m] = payload_block(r, m)
@@ -339,7 +275,7 @@ class NativeExecutor:
     def check(self, op: str) -> str:
         m = self.m
         if op == "bcast":
-            ok = np.array_equal(self.buf, _bcast_payload(m))
+            ok = np.array_equal(self.buf, bcast_payload(m))
         elif op == "scatter":
             ok = np.array_equal(self.buf, payload_block(self.rank, m))
         elif self.rank == self.root:
@@ -467,14 +403,6 @@ def _c_kernels(comm: Any) -> Any:
     if not all(comm.allgather(available()[0])):
         return None
     return Kernels(comm)
-
-
-#: On a network every native repetition timed in C starts after the ranks slept as long as the untimed first run
-#: took, up to this (µs): a token bucket the collective drained refills within the time the collective kept its link
-#: busy, so every repetition starts with full buckets, as the model's burst term assumes. Back to back, MPICH's
-#: 16 KiB bcast on the virtual cluster took 6.4 ms instead of 4.9 ms (docs/model.md). 20 ms refills a tbf burst of
-#: 8 KiB down to 3.3 Mbit/s.
-REFILL_IDLE_MAX_US = 20000.0
 
 
 def time_sync_c(
@@ -617,12 +545,115 @@ def spec_runs_op(spec: str, op: str, library: str | None = None) -> bool:
     return not (name == "optimal" and chosen_for in OPS and chosen_for != op)
 
 
+def _transport(args: argparse.Namespace, rt: Any, comm: Any, prepared: dict[str, Any]) -> tuple[Any, Any]:
+    """The transport on the measuring communicator (the emulated testbed's or plain MPI) and the layout (a tuple of
+    type names, None when unknown)."""
+    testbed = prepared["testbed"]
+    if testbed is not None:
+        from calibrate.testbed import make_transport
+
+        if args.layout:
+            from hnowmodel.layout import parse_layout
+
+            testbed = testbed.with_ranks(parse_layout(args.layout, list(testbed.types)))
+        if comm is not rt.comm:
+            # a node keeps its type when it gets a new rank: new rank p has the type of its world rank
+            world = testbed.layout_for(rt.size)
+            testbed = testbed.with_ranks(tuple(comm.allgather(world[rt.rank])))
+        tr = make_transport(comm, testbed)
+        return tr, tuple(getattr(tr, "layout", None) or getattr(testbed, "ranks", ()) or ()) or None
+    from calibrate.transport import PlainTransport
+
+    layout = None
+    if args.layout and prepared["profile"] is not None:
+        from hnowmodel.layout import parse_layout
+
+        layout = parse_layout(args.layout, prepared["profile"].type_names)
+        if comm is not rt.comm:
+            layout = tuple(comm.allgather(layout[rt.rank]))
+    return PlainTransport(comm), layout
+
+
+def _check_natives_run(prepared: dict[str, Any], lib: dict[str, Any]) -> None:
+    """Every ``native:ALGO`` asked for is one the running library has for one of the operations."""
+    from hnowmodel import ops as registry
+    from hnowmodel.errors import InputError
+
+    ops = prepared["ops"]
+    for spec in (s for s in prepared["specs"] if native_name(s) is not None):
+        if spec != NATIVE and not any(spec_runs_op(spec, op, lib["library"]) for op in ops):
+            offered = sorted({a.algorithm for op in ops for a in registry.native_choices(op, lib["library"])})
+            raise InputError(
+                f"--tree {spec}: {lib['library']} has no native algorithm {native_name(spec)!r} for "
+                f"{', '.join(ops)} that hnow pins (choose from: {', '.join(offered) or 'none'})"
+            )
+
+
+def _tree(spec: str, prepared: dict[str, Any], n: int, root: int, layout: Any) -> Any:
+    """The tree of one spec (None: the library's own collective)."""
+    from hnowmodel.errors import InputError
+    from hnowmodel.trees import make_tree
+
+    if native_name(spec) is not None:
+        return None
+    if spec in prepared["prebuilt"]:
+        tree = prepared["prebuilt"][spec]
+        if tree.n != n or tree.root != root:
+            raise InputError(f"tree {spec!r} has {tree.n} ranks and root {tree.root}; job: {n} ranks, root {root}")
+        return tree
+    return make_tree(spec, n, root=root, layout=layout, profile=prepared["profile"])
+
+
+@dataclass
+class _Timing:
+    """What every row of one job shares: the transport, the control communicator, the clock, the C kernels
+    (None: Python timing), the common start's lead (µs), the methods, ``--reps`` and ``--iters``."""
+
+    tr: Any
+    ctl: Any
+    clock: Clock
+    ckern: Any
+    lead_us: float
+    methods: Sequence[str]
+    reps: int
+    iters: int
+
+
+def _row(tm: _Timing, comm: Any, op: str, spec: str, tree: Any, root: int, m: int) -> dict[str, Any]:
+    """One measured row: the collective run once untimed and checked on every rank, then timed by each method."""
+    ex = NativeExecutor(comm, root, m) if tree is None else TreeExecutor(tm.tr, tree, m)
+    run = getattr(ex, op)
+    tm.clock.root = root
+    ex.setup(op)
+    tm.tr.barrier()
+    began = time.monotonic()
+    run()  # untimed: delivers the payload, warms up the connections
+    first_us = (time.monotonic() - began) * 1e6
+    got = tm.ctl.allgather((ex.check(op), first_us))  # every rank's check and first-run time at once
+    bads = [b for b, _ in got]
+    if any(bads):
+        raise RuntimeError(next(b for b in bads if b))
+    first_us = max(t for _, t in got)
+    row: dict[str, Any] = {"op": op, "tree": spec, "size": int(m), "root": root, "verified": True}
+    if "sync" in tm.methods and tree is None and tm.ckern is not None:
+        idle = min(first_us, REFILL_IDLE_MAX_US)
+        row.update(time_sync_c(tm.ckern, tm.ctl, op, root, m, tm.reps, tm.lead_us, idle))
+    elif "sync" in tm.methods:
+        row.update(time_sync(tm.clock, run, tm.reps, first_start=op == "gather"))
+    if "fig2" in tm.methods:
+        row.update(time_fig2(tm.tr, tm.ctl, run, tm.reps, tm.iters))
+    row["reps"] = tm.reps  # minimum; sync may take more for short collectives (sync_reps)
+    row["iters"] = tm.iters
+    if tree is not None and comm.Get_rank() == 0:
+        row["tree_parent"] = tree.parent.tolist()
+    return row
+
+
 def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any]:
+    """Measure every (tree, operation, size) asked for (every rank); rank 0 returns the result document."""
     from mpi4py import MPI
 
-    from hnowmodel import ops as registry
     from hnowmodel.errors import InputError, LayoutError
-    from hnowmodel.trees import make_tree
 
     comm = rt.comm
     if prepared["keys"] is not None:
@@ -634,93 +665,30 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     root = args.root
     if root >= n:
         raise InputError(f"--root {root} is not a rank in 0..{n - 1}")
-    testbed = prepared["testbed"]
-    layout: tuple[str, ...] | None = None
     with rt.step("transport"):
-        if testbed is not None:
-            from calibrate.testbed import make_transport
-
-            if args.layout:
-                from hnowmodel.layout import parse_layout
-
-                testbed = testbed.with_ranks(parse_layout(args.layout, list(testbed.types)))
-            if comm is not rt.comm:
-                # a node keeps its type when it gets a new rank: new rank p has the type of its world rank
-                world = testbed.layout_for(rt.size)
-                testbed = testbed.with_ranks(tuple(comm.allgather(world[rt.rank])))
-            tr = make_transport(comm, testbed)
-            layout = tuple(getattr(tr, "layout", None) or getattr(testbed, "ranks", ()) or ()) or None
-        else:
-            from calibrate.transport import PlainTransport
-
-            tr = PlainTransport(comm)
-            if args.layout and prepared["profile"] is not None:
-                from hnowmodel.layout import parse_layout
-
-                layout = parse_layout(args.layout, prepared["profile"].type_names)
-                if comm is not rt.comm:
-                    layout = tuple(comm.allgather(layout[rt.rank]))
+        tr, layout = _transport(args, rt, comm, prepared)
         if layout is not None and len(layout) != n:
             raise LayoutError(f"layout has {len(layout)} ranks but the job has {n}")
         ctl = comm.Dup()  # timing control messages never mix with the collectives' own
         clock = Clock(tr, ctl)
     lib = library_info()
     out_rows: list[dict[str, Any]] = []
-    ops, methods = prepared["ops"], prepared["methods"]
+    methods = prepared["methods"]
+    _check_natives_run(prepared, lib)
     natives = [s for s in prepared["specs"] if native_name(s) is not None]
-    for spec in natives:
-        if spec != NATIVE and not any(spec_runs_op(spec, op, lib["library"]) for op in ops):
-            offered = sorted({a.algorithm for op in ops for a in registry.native_choices(op, lib["library"])})
-            raise InputError(
-                f"--tree {spec}: {lib['library']} has no native algorithm {native_name(spec)!r} for "
-                f"{', '.join(ops)} that hnow pins (choose from: {', '.join(offered) or 'none'})"
-            )
-    ckern = _c_kernels(comm) if testbed is None and natives and "sync" in methods else None
+    ckern = _c_kernels(comm) if prepared["testbed"] is None and natives and "sync" in methods else None
     # the common start must reach every rank before it comes: a few round trips ahead (10 µs on shared memory)
     lead_us = max(10.0, 4.0 * float(np.max(clock.rtt_us[np.isfinite(clock.rtt_us)], initial=0.0)))
+    tm = _Timing(tr, ctl, clock, ckern, lead_us, methods, args.reps, args.iters)
     for spec in prepared["specs"]:
         with rt.step(f"tree {spec}"):
-            if native_name(spec) is not None:
-                tree = None
-            elif spec in prepared["prebuilt"]:
-                tree = prepared["prebuilt"][spec]
-                if tree.n != n or tree.root != root:
-                    raise InputError(
-                        f"tree {spec!r} has {tree.n} ranks and root {tree.root}; job: {n} ranks, root {root}"
-                    )
-            else:
-                tree = make_tree(spec, n, root=root, layout=layout, profile=prepared["profile"])
-        for op in ops:
+            tree = _tree(spec, prepared, n, root, layout)
+        for op in prepared["ops"]:
             if not spec_runs_op(spec, op, lib["library"]):
                 continue
             for m in prepared["sizes"]:
                 with rt.step(f"{op} {spec} {m} B"):
-                    ex = NativeExecutor(comm, root, m) if tree is None else TreeExecutor(tr, tree, m)
-                    run = getattr(ex, op)
-                    clock.root = root
-                    ex.setup(op)
-                    tr.barrier()
-                    began = time.monotonic()
-                    run()  # untimed: delivers the payload, warms up the connections
-                    first_us = (time.monotonic() - began) * 1e6
-                    got = ctl.allgather((ex.check(op), first_us))  # every rank's check and first-run time at once
-                    bads = [b for b, _ in got]
-                    if any(bads):
-                        raise RuntimeError(next(b for b in bads if b))
-                    first_us = max(t for _, t in got)
-                    row: dict[str, Any] = {"op": op, "tree": spec, "size": int(m), "root": root, "verified": True}
-                    if "sync" in methods and tree is None and ckern is not None:
-                        idle = min(first_us, REFILL_IDLE_MAX_US)
-                        row.update(time_sync_c(ckern, ctl, op, root, m, args.reps, lead_us, idle))
-                    elif "sync" in methods:
-                        row.update(time_sync(clock, run, args.reps, first_start=op == "gather"))
-                    if "fig2" in methods:
-                        row.update(time_fig2(tr, ctl, run, args.reps, args.iters))
-                    row["reps"] = args.reps  # minimum; sync may take more for short collectives (sync_reps)
-                    row["iters"] = args.iters
-                    if tree is not None and rank == 0:
-                        row["tree_parent"] = tree.parent.tolist()
-                    out_rows.append(row)
+                    out_rows.append(_row(tm, comm, op, spec, tree, root, m))
                 rt.progress(f"{op} {spec} {m} B done")
     with rt.step("finish"):
         tr.finish()

@@ -571,6 +571,58 @@ def _segmentations(
     return out
 
 
+def _forced_pieces(x: np.ndarray, breaks: Sequence[float]) -> list[tuple[int, int]]:
+    """The index ranges of the sorted sizes ``x`` in the regimes that ``breaks`` force (each at least two sizes)."""
+    bounds = sorted(float(b) for b in breaks)
+    edges = np.searchsorted(x, bounds, side="right")
+    pieces = [(a, e) for a, e in zip(np.r_[0, edges], np.r_[edges, x.size], strict=True)]
+    for a, e in pieces:
+        if e - a == 0 or np.unique(x[a:e]).size < 2:
+            raise ValueError(
+                f"breaks {[int(b) for b in bounds]} leave a regime with fewer than 2 distinct measured sizes "
+                f"(sizes {[int(v) for v in np.unique(x)]})"
+            )
+    return pieces
+
+
+def _searched_pieces(
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    max_regimes: int,
+    min_points: int,
+    known_breaks: Sequence[float] | None,
+    break_penalty: float,
+) -> tuple[list[tuple[int, int]], list[tuple[int, float]]]:
+    """The index ranges of the regimes the modified BIC chooses (see :func:`fit_piecewise`), and the BIC of every
+    number of regimes tried."""
+    starts = np.flatnonzero(np.r_[True, np.diff(x) > 0])
+    starts = np.r_[starts, x.size]
+    known = sorted(float(b) for b in (known_breaks or ()))
+    if len(known) + 1 > max_regimes:
+        raise ValueError(f"{len(known)} known breaks need max_regimes >= {len(known) + 1}, got {max_regimes}")
+    segs = _segmentations(x, y, w, starts, max_regimes, min_points, known)
+    if not segs:
+        n_sizes = starts.size - 1
+        if known:
+            raise ValueError(
+                f"known breaks {[int(b) for b in known]} leave a regime with fewer than min_points={min_points} "
+                f"of the {n_sizes} distinct sizes"
+            )
+        segs = {1: (_wls(x, y, w).ssr, [0])}  # too few sizes to split: one regime, whatever min_points says
+        if n_sizes < 2:
+            raise ValueError("a line needs at least two distinct sizes")
+    n = x.size
+    floor = _SSR_FLOOR * float(np.sum(w * y * y)) / n
+    bic: list[tuple[int, float]] = []
+    for k, (ssr, _) in sorted(segs.items()):
+        bic.append((k, n * math.log(max(ssr / n, floor, 1e-300)) + (2 * k + break_penalty * (k - 1)) * math.log(n)))
+    k_best = min(bic, key=lambda kb: (kb[1], kb[0]))[0]
+    cut_sizes = segs[k_best][1]
+    idx = [int(starts[i]) for i in cut_sizes] + [x.size]
+    return list(zip(idx[:-1], idx[1:], strict=True)), bic
+
+
 def fit_piecewise(
     sizes: Sequence[float],
     values: Sequence[float],
@@ -605,8 +657,9 @@ def fit_piecewise(
     Sakkas (2013, "Inference on structural breaks using information criteria", The Manchester School), where a
     break counts as three coefficients: a new regime must cut SSR_w by a factor ``N^(-5/N)`` (27 % for 65
     sizes). On the 0..4 MiB grid (65 sizes) it invented a regime in 1 of 2000 noisy lines (1-5 % noise) and
-    found all four regimes of DESIGN.md's MPICH profile at 1 % noise in 100 of 100 seeds; at 2-3 % noise it
-    may merge the two middle regimes (they differ by <= 7 %) but keeps the eager and cache switches.
+    found all four regimes of an MPICH shared-memory profile (docs/model.md, "Regimes") at 1 % noise in 100 of
+    100 seeds; at 2-3 % noise it may merge the two middle regimes (they differ by <= 7 %) but keeps the eager
+    and cache switches.
     SSR_w / N is floored at 1e-12 of the weighted mean square of the values, so that on exact data the fewest
     regimes that fit exactly win. The smallest k wins ties.
 
@@ -627,44 +680,12 @@ def fit_piecewise(
         raise ValueError(f"max_regimes must be >= 1, got {max_regimes}")
     if min_points < 2:
         raise ValueError(f"min_points must be >= 2 (a line needs two sizes), got {min_points}")
-    starts = np.flatnonzero(np.r_[True, np.diff(x) > 0])
-    starts = np.r_[starts, x.size]
     warnings: list[str] = []
     bic: list[tuple[int, float]] = []
     if breaks is not None:
-        bounds = sorted(float(b) for b in breaks)
-        edges = np.searchsorted(x, bounds, side="right")
-        pieces = [(a, e) for a, e in zip(np.r_[0, edges], np.r_[edges, x.size], strict=True)]
-        for a, e in pieces:
-            if e - a == 0 or np.unique(x[a:e]).size < 2:
-                raise ValueError(
-                    f"breaks {[int(b) for b in bounds]} leave a regime with fewer than 2 distinct measured sizes "
-                    f"(sizes {[int(v) for v in np.unique(x)]})"
-                )
-        forced = True
+        pieces, forced = _forced_pieces(x, breaks), True
     else:
-        known = sorted(float(b) for b in (known_breaks or ()))
-        if len(known) + 1 > max_regimes:
-            raise ValueError(f"{len(known)} known breaks need max_regimes >= {len(known) + 1}, got {max_regimes}")
-        segs = _segmentations(x, y, w, starts, max_regimes, min_points, known)
-        if not segs:
-            n_sizes = starts.size - 1
-            if known:
-                raise ValueError(
-                    f"known breaks {[int(b) for b in known]} leave a regime with fewer than min_points={min_points} "
-                    f"of the {n_sizes} distinct sizes"
-                )
-            segs = {1: (_wls(x, y, w).ssr, [0])}  # too few sizes to split: one regime, whatever min_points says
-            if n_sizes < 2:
-                raise ValueError("a line needs at least two distinct sizes")
-        n = x.size
-        floor = _SSR_FLOOR * float(np.sum(w * y * y)) / n
-        for k, (ssr, _) in sorted(segs.items()):
-            bic.append((k, n * math.log(max(ssr / n, floor, 1e-300)) + (2 * k + break_penalty * (k - 1)) * math.log(n)))
-        k_best = min(bic, key=lambda kb: (kb[1], kb[0]))[0]
-        cut_sizes = segs[k_best][1]
-        idx = [int(starts[i]) for i in cut_sizes] + [x.size]
-        pieces = list(zip(idx[:-1], idx[1:], strict=True))
+        pieces, bic = _searched_pieces(x, y, w, max_regimes, min_points, known_breaks, break_penalty)
         forced = False
     regimes = tuple(
         _fit_regime(x[a:e], y[a:e], w[a:e], i + 1, i == len(pieces) - 1, warnings) for i, (a, e) in enumerate(pieces)

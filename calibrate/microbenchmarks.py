@@ -20,14 +20,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .protocol import BYSTANDER_SLEEP_S
 from .stats import converged
-from .transport import Transport, quiet_wait
+from .transport import Transport, sleep_wait
 
-__all__ = ["pingpong", "consecutive_sends", "receive_overhead", "EXPERIMENTS", "measure"]
+__all__ = ["pingpong", "consecutive_sends", "receive_overhead", "EXPERIMENTS", "Sampling", "measure"]
 
 _TAG = 71
 _GO = 72
@@ -92,15 +94,6 @@ def receive_overhead(
     return out
 
 
-def _patient_wait(request: Any, first_s: float = 50e-6, cap_s: float = 1e-3) -> None:
-    """Wait for ``request`` with growing sleeps: ranks sitting out a measurement must not steal the CPU from the
-    two that time it (frequent wake-ups delay their busy periods' ends on a loaded 2-core machine)."""
-    poll = first_s
-    while not request.Test():
-        time.sleep(poll)
-        poll = min(2 * poll, cap_s)
-
-
 Experiment = Callable[..., list[float]]
 EXPERIMENTS: dict[str, tuple[Experiment, str]] = {
     # name: (function, which rank measures: "a" or "b")
@@ -110,25 +103,30 @@ EXPERIMENTS: dict[str, tuple[Experiment, str]] = {
 }
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """When :func:`measure` stops: the 95 % CI of the median within ``rel`` of it (with at least ``min_samples``),
+    or ``max_samples`` samples, or the time budget spent (``budget_s`` seconds, past ``min_samples``). Samples come
+    ``batch`` repetitions at a time, after ``warmup`` untimed repetitions."""
+
+    rel: float = 0.025
+    min_samples: int = 6
+    max_samples: int = 40
+    budget_s: float = 1.5
+    batch: int = 3
+    warmup: int = 1
+
+
 def measure(
-    tr: Transport,
-    name: str,
-    a: int,
-    b: int,
-    m: int,
-    *,
-    rel: float = 0.025,
-    min_samples: int = 6,
-    max_samples: int = 40,
-    budget_s: float = 1.5,
-    batch: int = 3,
-    warmup: int = 1,
-    **kw: Any,
+    tr: Transport, name: str, a: int, b: int, m: int, sampling: Sampling = Sampling(), **kw: Any
 ) -> list[float] | None:
-    """Run experiment ``name`` between ranks a and b with m-byte messages until converged or out of budget.
+    """Run experiment ``name`` between ranks a and b with m-byte messages until converged or out of budget
+    (``sampling``); ``kw`` goes to the experiment.
 
     Call on every rank. Returns the raw samples (µs) on the measuring rank, None elsewhere.
     """
+    rel, min_samples, max_samples = sampling.rel, sampling.min_samples, sampling.max_samples
+    budget_s, batch, warmup = sampling.budget_s, sampling.batch, sampling.warmup
     fn, who = EXPERIMENTS[name]
     measurer = a if who == "a" else b
     buf = np.zeros(m, dtype=np.uint8)
@@ -150,9 +148,9 @@ def measure(
                 flag[0] = 1 if done else 0
         req = tr.comm.Ibcast(flag, root=measurer)
         if tr.rank in (a, b):
-            quiet_wait(req)
+            sleep_wait(req)
         else:
-            _patient_wait(req)
+            sleep_wait(req, *BYSTANDER_SLEEP_S)
         if flag[0]:
             break
     return samples if tr.rank == measurer else None

@@ -16,7 +16,27 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["median_ci", "summary", "converged", "repeat_adaptive"]
+__all__ = ["median", "center", "median_ci", "summary", "converged", "repeat_adaptive"]
+
+
+def median(x: Any) -> float:
+    """The median of the samples, as a float.
+
+    >>> median([3, 1, 2])
+    2.0
+    """
+    return float(np.median(np.asarray(x, dtype=float)))
+
+
+def center(x: Any) -> float:
+    """One round's summary of a kernel's repetitions: the 20 %-trimmed mean. Small messages take one of two times
+    (the receive posted before or after the message arrives); a median flips between the two modes from round to
+    round, the trimmed mean follows their mix smoothly and still drops the outliers.
+
+    >>> center([1.0, 2.0, 3.0, 4.0, 100.0])
+    3.0
+    """
+    return float(sps.trim_mean(np.asarray(x, dtype=float), 0.2))
 
 
 def median_ci(samples: Sequence[float], level: float = 0.95) -> tuple[float, float]:

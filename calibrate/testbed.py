@@ -2,7 +2,7 @@
 
 A testbed (``hnowmodel.testbed/1``) has the same ``types``/``network``/``links`` as a profile, plus ``ranks`` (the
 node type of each rank) and ``time_scale``. :class:`EmulatedTransport` makes every rank behave like its type, with
-the semantics of DESIGN.md ("Emulated testbed semantics"), at ``time_scale`` times the model's durations:
+these semantics, at ``time_scale`` times the model's durations:
 
 * a sender of type t is busy ``s*S_t(m)`` before its message leaves (it then carries its departure time);
 * the receiver's inbound link carries one message at a time, in departure order: a message that left at ``d``
@@ -30,6 +30,7 @@ import numpy as np
 from hnowmodel.errors import InputError
 from hnowmodel.testbed import TESTBED_SCHEMA, Testbed, load_testbed, paper_testbed
 
+from .protocol import QUIET_POLL_S
 from .transport import PlainTransport, Transport
 
 __all__ = ["Testbed", "TESTBED_SCHEMA", "load_testbed", "paper_testbed", "EmulatedTransport", "make_transport"]
@@ -58,7 +59,7 @@ def _busy_until(t_end_ns: int) -> None:
         # else: spin
 
 
-_POLL_S = 30e-6  # sleep between polls while waiting for a message
+_POLL_S = QUIET_POLL_S  # sleep between polls while waiting for a message (the measuring side's one poll)
 
 
 @dataclass

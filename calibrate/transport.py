@@ -1,7 +1,7 @@
 """The one interface every benchmark and collective runs on: ``send``, ``recv``, ``now`` (µs).
 
 :class:`PlainTransport` is MPI as it is. The emulated heterogeneous testbed (:mod:`calibrate.testbed`,
-DESIGN.md "Emulated testbed semantics") implements the same interface with ``time_scale``-stretched busy times,
+whose docstring states its semantics) implements the same interface with ``time_scale``-stretched busy times,
 and reports every time divided by the scale, so code written against :class:`Transport` never knows which it
 runs on.
 
@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Transport", "PlainTransport", "quiet_wait"]
+from .protocol import QUIET_POLL_S
+
+__all__ = ["Transport", "PlainTransport", "sleep_wait"]
 
 
 def __getattr__(name: str) -> Any:
@@ -33,10 +35,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def quiet_wait(request: Any, poll_s: float = 30e-6) -> None:
-    """Complete an MPI request by testing it between short sleeps (MPICH's blocking wait spins a core)."""
+def sleep_wait(request: Any, first_s: float = QUIET_POLL_S, cap_s: float | None = None) -> None:
+    """Complete an MPI request by testing it between sleeps (MPICH's blocking wait spins a core): ``first_s`` at
+    first, each sleep twice the one before up to ``cap_s`` (s; default: ``first_s``, a fixed poll). The one sleeping
+    wait of the measuring side (the constants: :mod:`calibrate.protocol`)."""
+    poll, cap = first_s, first_s if cap_s is None else cap_s
     while not request.Test():
-        time.sleep(poll_s)
+        time.sleep(poll)
+        poll = min(2 * poll, cap)
 
 
 class Transport:
@@ -96,7 +102,7 @@ class Transport:
 
     def quiet_barrier(self) -> None:
         """A barrier that sleeps while it waits: for ranks that sit out a measurement on a shared machine."""
-        quiet_wait(self.comm.Ibarrier())
+        sleep_wait(self.comm.Ibarrier())
 
     def compute(self, us: float) -> None:
         """Busy-spin for ``us`` model microseconds (real CPU work, not sleep)."""

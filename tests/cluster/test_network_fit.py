@@ -1,8 +1,8 @@
-"""The network-mode fit (``calibrate/realmpi.py``) on one-way times recorded on the virtual cluster, and the
-protocol test's classification on a simulated pair. Pure Python, no MPI, no timing assertions: the numbers below
-were measured once (4 hosts n1, n2 at 100 Mbit/s and n3, n4 at 40 Mbit/s, ``tbf burst 8192b``; MPICH 5.0.2;
-``hnow calibrate --np 4 --cluster s4.json --layout auto --quick``, medians over the rounds) and the tests check
-what the fit makes of them.
+"""The network-mode fit (``calibrate/netprofile.py``, ``calibrate/hinge.py``) on one-way times recorded on the virtual
+cluster, and the protocol test's classification on a simulated pair. Pure Python, no MPI, no timing assertions: the
+numbers below were measured once (4 hosts n1, n2 at 100 Mbit/s and n3, n4 at 40 Mbit/s, ``tbf burst 8192b``; MPICH
+5.0.2; ``hnow calibrate --np 4 --cluster s4.json --layout auto --quick``, medians over the rounds) and the tests
+check what the fit makes of them.
 
 ``OFI``: ``MPIR_CVAR_CH4_NETMOD=ofi FI_PROVIDER=tcp``, where an ``MPI_Send`` above 128 B returns only once the
 receiver's library has the message (so ``S`` is timed below 129 B only); ``UCX``: the default ``UCX_TLS=tcp``.
@@ -15,8 +15,9 @@ import contextlib
 import numpy as np
 import pytest
 
-from calibrate import realmpi
-from calibrate.realmpi import DELIVERY, EAGER, RENDEZVOUS
+from calibrate import hinge, netprofile, network, sendmodes
+from calibrate.checks import net_self_check
+from calibrate.sendmodes import DELIVERY, EAGER, RENDEZVOUS
 from hnowmodel.fitreport import fit_report
 from hnowmodel.params import Profile
 
@@ -162,7 +163,7 @@ def line_rate(rec: dict, a: int, b: int) -> float:
 
 
 def raw_of(rec: dict) -> dict:
-    """A one-round raw document as :func:`calibrate.realmpi.run_network` returns it."""
+    """A one-round raw document as :func:`calibrate.network.run_network` returns it."""
     waits = rec["waits_from"]
     sizes = sorted({m for ser in rec["T"].values() for m in ser})
     by_size = {m: (DELIVERY if waits is not None and m >= waits else EAGER) for m in sizes if m >= 256}
@@ -190,8 +191,8 @@ def raw_of(rec: dict) -> dict:
 def fitted(rec: dict) -> tuple[dict, dict, dict]:
     raw = raw_of(rec)
     roles = {t: (0, 1) for t in dict.fromkeys(rec["layout"])}
-    doc = realmpi.fit_network_profile(raw, rec["layout"], rec["hosts"], rec["pairs"], roles)
-    check = realmpi.net_self_check(doc, raw, rec["pairs"], rec["layout"])
+    doc = netprofile.fit_network_profile(raw, rec["layout"], rec["hosts"], rec["pairs"], roles)
+    check = net_self_check(doc, raw, rec["pairs"], rec["layout"])
     return raw, doc, check
 
 
@@ -200,12 +201,12 @@ def test_hinge_fit_finds_line_rate_and_burst(rec):
     breaks = [] if rec["waits_from"] is None else [rec["waits_from"]]
     for a, b in rec["pairs"]:
         ser = rec["T"][f"{a}-{b}"]
-        h = realmpi.hinge_fit(list(ser), list(ser.values()), breaks)
+        h = hinge.hinge_fit(list(ser), list(ser.values()), breaks)
         assert h["k_us_per_byte"] == pytest.approx(line_rate(rec, a, b), rel=0.03)
         assert h["burst_bytes"] == pytest.approx(BURST_PAYLOAD, rel=0.1)
         for m, t in ser.items():
             if m >= h["burst_bytes"]:
-                assert realmpi.hinge_predict(h, m) == pytest.approx(t, rel=0.10), (a, b, m)
+                assert hinge.hinge_predict(h, m) == pytest.approx(t, rel=0.10), (a, b, m)
 
 
 @pytest.mark.parametrize("rec", [OFI, UCX], ids=["ofi", "ucx"])
@@ -280,17 +281,17 @@ def test_hinge_fit_with_a_rendezvous_regime():
     def t(m):
         return 30.0 + 0.1 * max(0, m - 7000) + (80.0 if m >= 65536 else 0.0)
 
-    h = realmpi.hinge_fit(sizes, [t(m) for m in sizes], [65536])
+    h = hinge.hinge_fit(sizes, [t(m) for m in sizes], [65536])
     assert h["burst_bytes"] == pytest.approx(7000, rel=0.01)
     assert h["k_us_per_byte"] == pytest.approx(0.1, rel=1e-6)
     for m in sizes:
-        assert realmpi.hinge_predict(h, m) == pytest.approx(t(m), rel=0.01)
+        assert hinge.hinge_predict(h, m) == pytest.approx(t(m), rel=0.01)
 
 
 def test_raw_round_trip_through_the_profile():
     raw, doc, _ = fitted(OFI)
-    again = realmpi.fit_network_profile(
-        realmpi.raw_from_profile(doc), OFI["layout"], OFI["hosts"], OFI["pairs"], {"fast": (0, 1), "slow": (2, 3)}
+    again = netprofile.fit_network_profile(
+        netprofile.raw_from_profile(doc), OFI["layout"], OFI["hosts"], OFI["pairs"], {"fast": (0, 1), "slow": (2, 3)}
     )
     assert again["types"] == doc["types"]
     assert again["links"] == doc["links"]
@@ -307,12 +308,14 @@ def test_send_after_idling_is_fitted_over_the_burst_and_kept_in_the_raw_rounds()
         t: {m: s + 12.0 + 0.005 * min(m, burst) for m, s in ser.items() if m > 0} for t, ser in rnd["S"].items()
     }
     roles = {"fast": (0, 1), "slow": (2, 3)}
-    doc = realmpi.fit_network_profile(raw, OFI["layout"], OFI["hosts"], OFI["pairs"], roles)
+    doc = netprofile.fit_network_profile(raw, OFI["layout"], OFI["hosts"], OFI["pairs"], roles)
     net = doc["extensions"]["network"]
     assert net["burst_send_us"] == pytest.approx(12.0, abs=1e-6)
     assert net["burst_send_us_per_byte"] == pytest.approx(0.005, rel=1e-6)
     assert {p["type"] for p in doc["provenance"]["burst_send"]["points"]} == {"fast", "slow"}
-    again = realmpi.fit_network_profile(realmpi.raw_from_profile(doc), OFI["layout"], OFI["hosts"], OFI["pairs"], roles)
+    again = netprofile.fit_network_profile(
+        netprofile.raw_from_profile(doc), OFI["layout"], OFI["hosts"], OFI["pairs"], roles
+    )
     assert again["extensions"]["network"]["burst_send_us_per_byte"] == pytest.approx(0.005, rel=1e-6)
     lines = fit_report(Profile.from_dict(doc))
     assert any("first send after idling keeps its sender busy 12" in line and "0.005" in line for line in lines)
@@ -358,7 +361,7 @@ class _Pair:
         return np.full(reps, base + (delay if waits else 0.0))
 
 
-GRID = realmpi.net_grid(True)
+GRID = network.net_grid(True)
 
 
 @pytest.mark.parametrize(
@@ -373,7 +376,7 @@ GRID = realmpi.net_grid(True)
 )
 def test_protocol_classification(silent, posted, flip, waits, rdv):
     pk = _Pair(silent, posted, flip)
-    out = realmpi._net_protocol(pk, (0, 1), GRID, 0.08, 1000.0, _Rt())
+    out = sendmodes.network_protocol(pk, (0, 1), GRID, 0.08, 1000.0, _Rt())
     for got, want in ((out["waits_from_bytes"], waits), (out["rendezvous_from_bytes"], rdv)):
         if want is None:
             assert got is None
@@ -386,9 +389,9 @@ def test_protocol_classification(silent, posted, flip, waits, rdv):
 
 
 def test_split_and_the_sizes_below_the_wait():
-    assert realmpi._split({256: True, 512: True}) == (256, [])
-    assert realmpi._split({256: False, 512: False}) == (None, [])
-    assert realmpi._split({256: False, 512: True, 1024: False, 2048: True, 4096: True}) == (512, [1024])
-    assert realmpi._below_wait_sizes(129, [0, 256, 512]) == [32, 64]
-    assert realmpi._below_wait_sizes(None, [0, 256]) == []
-    assert realmpi._below_wait_sizes(8192, [0, 256, 512, 1024]) == []
+    assert sendmodes._split({256: True, 512: True}) == (256, [])
+    assert sendmodes._split({256: False, 512: False}) == (None, [])
+    assert sendmodes._split({256: False, 512: True, 1024: False, 2048: True, 4096: True}) == (512, [1024])
+    assert network._below_wait_sizes(129, [0, 256, 512]) == [32, 64]
+    assert network._below_wait_sizes(None, [0, 256]) == []
+    assert network._below_wait_sizes(8192, [0, 256, 512, 1024]) == []

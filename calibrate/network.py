@@ -1,0 +1,392 @@
+"""The network measurement: ranks on several hosts (TCP between them, possibly through token-bucket shaped links).
+
+* :func:`probe_slope` - one pair's one-way per-byte cost from isolated messages at two sizes;
+* :func:`network_auto_layout` - host groups discovered from the measured links (never from a cluster spec);
+* :func:`plan_network` - which pairs and which (rank, partner) per type are measured;
+* :func:`run_network` - every pair's one-way times and every type's overheads in interleaved rounds, with idle
+  gaps that let the token buckets refill (:func:`calibrate.protocol.refill_gap_us`) and the protocol test
+  (:func:`calibrate.sendmodes.network_protocol`).
+
+The profile is fitted from :func:`run_network`'s raw medians by :func:`calibrate.netprofile.fit_network_profile`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .pairkernels import PairKernels
+from .protocol import GROUP_TOLERANCE, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
+from .rounds import gather_round
+from .sendmodes import network_protocol
+from .stats import median
+
+__all__ = [
+    "NetworkRun",
+    "net_grid",
+    "probe_slope",
+    "network_auto_layout",
+    "plan_network",
+    "run_network",
+]
+
+
+def net_grid(quick: bool) -> list[int]:
+    """0 B and a log grid from 256 B to 1 MiB (three sizes per octave; two with ``quick``); each pair measures the
+    sizes its budget allows."""
+    from .fit import log_grid
+
+    return sorted({0, *log_grid(256, NET_MAX_SIZE, 2 if quick else 3)})
+
+
+def probe_slope(
+    pk: PairKernels, a: int, b: int, *, budget_us: float, gap_min_us: float, reps: int = 5
+) -> dict[str, float]:
+    """One-way per-byte cost a → b (µs/byte) from isolated messages at two sizes, on every rank.
+
+    A pilot (two back-to-back 32 KiB messages) bounds the cost; then ``m2`` = the largest 64 KiB·2^j whose message
+    fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times with a refill gap; the slope
+    is the difference of the medians over ``m2 − m1``, with the distribution-free 95 % CI of the per-repetition
+    slopes' median."""
+    from .stats import median_ci
+
+    comm = pk.comm
+    pilot = pk.call(a, b, "oneway", 32768, 2, gap_us=gap_min_us)
+    k0 = comm.bcast(None if pilot is None else float(np.max(pilot)) / 32768.0, root=a)
+    m2 = 65536  # at least 64 KiB: the two sizes must differ by much more than the scheduling noise
+    while m2 * 2 <= NET_MAX_SIZE and k0 * m2 * 2 <= budget_us / 2:
+        m2 *= 2
+    m1 = m2 // 4
+    gap = refill_gap_us(k0, m2, gap_min_us)
+    r1 = pk.call(a, b, "oneway", m1, reps, gap_us=gap)
+    r2 = pk.call(a, b, "oneway", m2, reps, gap_us=gap)
+    out = None
+    if r1 is not None:
+        ks = (np.asarray(r2) - np.asarray(r1)) / (m2 - m1)
+        lo, hi = median_ci(ks)
+        k = (float(np.median(r2)) - float(np.median(r1))) / (m2 - m1)
+        out = {"k_us_per_byte": k, "ci_low": min(lo, k), "ci_high": max(hi, k), "sizes": [m1, m2], "pilot": k0}
+    return comm.bcast(out, root=a)
+
+
+def network_auto_layout(
+    pk: PairKernels, rt: Any, hosts: Sequence[str], *, budget_us: float, gap_min_us: float
+) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """Host groups discovered by measuring the links (never from a cluster spec).
+
+    For every ordered pair of hosts (their first ranks) the one-way per-byte cost is measured
+    (:func:`probe_slope`). A message i → j is as slow as the slower of i's egress and j's ingress, so host i's
+    own egress cost is the smallest cost of its outgoing pairs and its ingress cost the smallest of its incoming
+    ones (exact whenever another host is at least as fast; a single fastest host is indistinguishable from the
+    next group by any one-flow measurement and joins it). Hosts are sorted by (egress, ingress) cost and a new
+    group starts where either differs from the group's first host by more than their confidence intervals and
+    :data:`GROUP_TOLERANCE`. Ranks take their host's group; names ``node`` (one group), ``fast``/``slow``,
+    ``fast``/``medium``/``slow``, else ``type1``… (fastest first). Returns the layout and what was measured."""
+    first: dict[str, int] = {}
+    for r, h in enumerate(hosts):
+        first.setdefault(h, r)
+    names = list(first)
+    n = len(names)
+    cost = np.full((n, n), np.nan)
+    half = np.full((n, n), np.nan)  # CI half-width
+    rt.progress(f"auto layout: measuring the links between {n} hosts ({n * (n - 1)} directed pairs)")
+    with rt.step("auto layout (links)"):
+        for i in range(n):
+            for j in range(n):
+                if i == j:
+                    continue
+                p = probe_slope(pk, first[names[i]], first[names[j]], budget_us=budget_us, gap_min_us=gap_min_us)
+                cost[i, j] = p["k_us_per_byte"]
+                half[i, j] = max(p["ci_high"] - p["k_us_per_byte"], p["k_us_per_byte"] - p["ci_low"], 0.0)
+    cost = np.where(np.isfinite(cost), np.maximum(cost, 1e-6), np.nan)
+    e_idx, i_idx = _link_model(cost)
+    egress = [float(cost[i, j]) for i, j in enumerate(e_idx)]
+    e_ci = [float(half[i, j]) for i, j in enumerate(e_idx)]
+    ingress = [float(cost[j, i]) for i, j in enumerate(i_idx)]
+    i_ci = [float(half[j, i]) for i, j in enumerate(i_idx)]
+
+    def close(x: float, y: float, cx: float, cy: float) -> bool:
+        return abs(x - y) <= max(cx + cy, GROUP_TOLERANCE * max(abs(x), abs(y)))
+
+    order = sorted(range(n), key=lambda i: (egress[i], ingress[i]))
+    groups: list[list[int]] = []
+    for i in order:
+        if groups:
+            g = groups[-1][0]
+            if close(egress[i], egress[g], e_ci[i], e_ci[g]) and close(ingress[i], ingress[g], i_ci[i], i_ci[g]):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    label = (
+        ["node"]
+        if len(groups) == 1
+        else ["fast", "slow"]
+        if len(groups) == 2
+        else ["fast", "medium", "slow"]
+        if len(groups) == 3
+        else [f"type{g + 1}" for g in range(len(groups))]
+    )
+    host_type = {names[i]: label[g] for g, members in enumerate(groups) for i in members}
+    layout = tuple(host_type[h] for h in hosts)
+    mbit = [8.0 / e if e > 0 else math.inf for e in egress]
+    rt.progress(
+        "auto layout: "
+        + ", ".join(f"{names[i]} {host_type[names[i]]} ({mbit[i]:.0f} Mbit/s payload out)" for i in range(n))
+    )
+    info = {
+        "method": "one-way per-byte cost of every ordered host pair (isolated messages at two sizes, refill gap); "
+        "host egress = min over its outgoing pairs, ingress = min over its incoming pairs; grouped within CIs "
+        f"and {100 * GROUP_TOLERANCE:g} %",
+        "hosts": names,
+        "pair_cost_us_per_byte": [[None if i == j else float(cost[i, j]) for j in range(n)] for i in range(n)],
+        "egress_us_per_byte": egress,
+        "ingress_us_per_byte": ingress,
+        "groups": {label[g]: [names[i] for i in members] for g, members in enumerate(groups)},
+    }
+    return layout, info
+
+
+def _link_model(cost: np.ndarray, sweeps: int = 6) -> tuple[list[int], list[int]]:
+    """Per host, which measured pair gives its egress and its ingress cost: the fit of ``cost[i, j] ≈ max(e_i,
+    n_j)`` (µs/byte) minimising the summed relative |error| (robust to a stray measurement), each ``e_i`` chosen
+    among row i's costs and each ``n_j`` among column j's, by coordinate descent from the row / column minima.
+    Returns the column index behind each ``e_i`` and the row index behind each ``n_j``."""
+    n = cost.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    big = np.where(off, cost, np.inf)
+    e_idx = [int(np.argmin(big[i])) for i in range(n)]
+    i_idx = [int(np.argmin(big[:, j])) for j in range(n)]
+    e = np.array([cost[i, e_idx[i]] for i in range(n)])
+    nn = np.array([cost[i_idx[j], j] for j in range(n)])
+
+    def loss(ev: np.ndarray, nv: np.ndarray) -> float:
+        model = np.maximum(ev[:, None], nv[None, :])
+        return float(np.nansum(np.where(off, np.abs(cost - model) / cost, 0.0)))
+
+    best = loss(e, nn)
+
+    def sweep(vec: np.ndarray, idx: list[int], value: Any) -> bool:
+        """Try, for each host k, every other host o as the one setting ``vec[k] = value(k, o)``; keep improvements."""
+        nonlocal best
+        improved = False
+        for k in range(n):
+            for o in range(n):
+                if o == k:
+                    continue
+                old = vec[k]
+                vec[k] = value(k, o)
+                got = loss(e, nn)
+                if got < best - 1e-12:
+                    best, idx[k], improved = got, o, True
+                else:
+                    vec[k] = old
+        return improved
+
+    for _ in range(sweeps):
+        egress = sweep(e, e_idx, lambda i, j: cost[i, j])
+        ingress = sweep(nn, i_idx, lambda j, i: cost[i, j])
+        if not (egress or ingress):
+            break
+    return e_idx, i_idx
+
+
+def plan_network(
+    layout: Sequence[str], hosts: Sequence[str]
+) -> tuple[list[tuple[int, int]], dict[str, tuple[int, int]]]:
+    """Measured pairs and per-type roles on several hosts: per type one pair of ranks on two of its hosts (when it
+    has two), and every ordered pair of types in both directions; each type's role partner is on another host."""
+    by_type: dict[str, list[int]] = {}
+    for r, t in enumerate(layout):
+        by_type.setdefault(t, []).append(r)
+    pairs: list[tuple[int, int]] = []
+    roles: dict[str, tuple[int, int]] = {}
+    for t, rs in by_type.items():
+        a = rs[0]
+        other = [r for r in rs if hosts[r] != hosts[a]]
+        if other:
+            pairs.append((a, other[0]))
+        elsewhere = other or [r for r in range(len(layout)) if hosts[r] != hosts[a]] or [r for r in rs if r != a]
+        roles[t] = (a, elsewhere[0])
+    types = list(by_type)
+    for i, ta in enumerate(types):
+        for tb in types[i + 1 :]:
+            a, b = by_type[ta][0], by_type[tb][0]
+            pairs += [(a, b), (b, a)]
+    return pairs, roles
+
+
+def _below_wait_sizes(waits_from: int | None, sizes: Sequence[int]) -> list[int]:
+    """Sizes added below ``waits_from`` (the size from which an ``MPI_Send`` waits for the receiver) when the grid
+    has fewer than two non-zero sizes there: a quarter and a half of it (at least 1 B)."""
+    if waits_from is None or waits_from <= 1:
+        return []
+    have = [m for m in sizes if 0 < m < waits_from]
+    if len(have) >= 2:
+        return []
+    return sorted({max(1, waits_from // 4), max(1, waits_from // 2)} - set(sizes))
+
+
+@dataclass(frozen=True)
+class NetworkRun:
+    """What :func:`run_network` measures: the ``pairs`` whose one-way time is timed, per node type its ``roles``
+    (measured rank, a partner on another host), the ``sizes`` (bytes; each pair measures those its budget allows),
+    ``rounds``, the smallest idle gap ``gap_min_us`` (µs), ``quick`` (fewer repetitions), the time ``budget_us``
+    one message may take (µs), per-byte costs already measured per ordered pair (``slopes``, µs/byte; the others
+    are probed), and the native collectives timed in every round at ``native_sizes``."""
+
+    pairs: Sequence[tuple[int, int]]
+    roles: dict[str, tuple[int, int]]
+    sizes: Sequence[int]
+    rounds: int
+    gap_min_us: float
+    quick: bool
+    budget_us: float
+    slopes: dict[tuple[int, int], float] | None = None
+    native_ops: Sequence[str] = ()
+    native_sizes: Sequence[int] = ()
+
+
+def _link_costs(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[tuple[int, int], float]:
+    """Per-byte cost (µs/byte) of every measured pair and both directions of every role: ``plan.slopes``, else
+    probed (:func:`probe_slope`)."""
+    k_of: dict[tuple[int, int], float] = dict(plan.slopes or {})
+    probe = partial(probe_slope, pk, budget_us=plan.budget_us, gap_min_us=plan.gap_min_us)
+    with rt.step("link probes"):
+        for a, b in plan.pairs:
+            if (a, b) not in k_of:
+                k_of[(a, b)] = probe(a, b)["k_us_per_byte"]
+        for r, partner in plan.roles.values():
+            for key in ((r, partner), (partner, r)):
+                if key not in k_of:
+                    k_of[key] = probe(*key)["k_us_per_byte"]
+    return k_of
+
+
+@dataclass
+class _Round:
+    """What every round of :func:`run_network` shares: the pairs' costs and grids, the protocol's sizes."""
+
+    plan: NetworkRun
+    k_of: dict[tuple[int, int], float]
+    grids: dict[tuple[int, int], list[int]]
+    waits_from: int | None
+    rdv_from: int | None
+    reps: int
+    lead: float
+
+
+def _oneway(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any]) -> None:
+    """Round ``rnd``'s one-way times of every pair (µs, on the sender), its sizes in alternating directions."""
+    with rt.step(f"round {rnd + 1} one-way"):
+        for a, b in ctx.plan.pairs:
+            grid = ctx.grids[(a, b)] if rnd % 2 == 0 else list(reversed(ctx.grids[(a, b)]))
+            rtt = {}
+            for m in grid:
+                n = ctx.reps * 3 if m <= 16384 else ctx.reps  # small messages: cheap and noisy (scheduling)
+                gap = refill_gap_us(ctx.k_of[(a, b)], m, ctx.plan.gap_min_us)
+                rtt[m] = pk.call(a, b, "oneway", m, n, gap_us=gap)
+            if pk.rank == a:
+                half0 = median(rtt[0]) / 2
+                mine["T"][f"{a}-{b}"] = {m: median(v) - half0 for m, v in rtt.items()}
+
+
+def _overheads(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any]) -> None:
+    """Round ``rnd``'s C, S (below the size from which sends wait), the rested send F and R (below rendezvous)
+    per type (µs, on the type's measured rank)."""
+    reps, gap_min_us, rank = ctx.reps, ctx.plan.gap_min_us, pk.rank
+    with rt.step(f"round {rnd + 1} overheads"):
+        for t, (r, partner) in ctx.plan.roles.items():
+            for m in ctx.grids[(r, partner)]:
+                if rank == r:
+                    mine["C"].setdefault(t, {})[m] = median(pk.world.copy(m, reps))
+                if ctx.waits_from is not None and m >= ctx.waits_from:
+                    continue  # the send lasts until the receiver has the message: the wire, not S
+                s = pk.call(r, partner, "sends", m, 1, reps)
+                if rank == r:
+                    mine["S"].setdefault(t, {})[m] = median(s)
+                if 0 < m <= RESTED_SEND_MAX_BYTES:  # the same send after both ranks idled: buckets full
+                    idle = refill_gap_us(ctx.k_of[(r, partner)], m, gap_min_us)
+                    f = pk.call(r, partner, "rested_send", m, reps, lead_us=ctx.lead, idle_us=idle)
+                    if rank == r:
+                        mine["F"].setdefault(t, {})[m] = median(f)
+            for m in ctx.grids[(partner, r)]:
+                if ctx.rdv_from is not None and m >= ctx.rdv_from:
+                    continue
+                settle = refill_gap_us(ctx.k_of[(partner, r)], m, gap_min_us) + 500.0
+                rv = pk.call(partner, r, "recv", m, reps, settle_us=settle)
+                if rank == r:
+                    mine["R"].setdefault(t, {})[m] = median(rv)
+
+
+def _natives(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any]) -> None:
+    """Round ``rnd``'s native collectives (completion µs, common start, on rank 0)."""
+    slowest = max(ctx.k_of.values())
+    for op in ctx.plan.native_ops:
+        with rt.step(f"round {rnd + 1} native {op}"):
+            for m in ctx.plan.native_sizes:
+                lead = ctx.lead + refill_gap_us(slowest, m, 0)
+                comp = pk.world.completion(op, 0, m, ctx.reps, lead_us=lead)
+                if comp is not None:
+                    mine["native"].setdefault(op, {})[m] = median(comp)
+
+
+def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | None:
+    """Measure every pair and type on the network in ``plan.rounds`` rounds; rank 0 returns the raw medians (µs).
+
+    Per pair, the per-byte cost measured first (``plan.slopes``, else :func:`probe_slope`) sets which sizes fit the
+    budget and the idle gap after each size (:func:`refill_gap_us`: the token buckets refill between repetitions).
+    ``S`` is one ``MPI_Send`` with the receive posted (consecutive sends would time the wire once TCP's buffers
+    are full), only at sizes whose send does not wait for the receiver
+    (:func:`calibrate.sendmodes.network_protocol`: from ``waits_from_bytes`` on, a send lasts until the receiver
+    has the message, so it times the wire); ``R`` a receive after the message surely arrived (not at rendezvous
+    sizes: a rendezvous message does not move before its receive is posted); ``C`` a local copy. When sends wait
+    from some size on, two sizes below it are added to every grid (:func:`_below_wait_sizes`) so that the regime
+    below has points of its own."""
+    t0 = time.monotonic()
+    k_of = _link_costs(pk, rt, plan)
+
+    def fits(key: tuple[int, int]) -> list[int]:
+        k = max(k_of[key], 1e-6)
+        return [m for m in plan.sizes if m == 0 or k * m <= plan.budget_us]
+
+    grids = {key: fits(key) for key in k_of}
+    # protocol: on the fastest measured pair, over the sizes its budget allows
+    fastest = min(plan.pairs, key=lambda p: k_of[p])
+    proto = network_protocol(pk, fastest, grids[fastest], k_of[fastest], plan.gap_min_us, rt)
+    extra = _below_wait_sizes(proto["waits_from_bytes"], plan.sizes)
+    if extra:  # the regime below the size from which sends wait gets sizes of its own
+        grids = {key: sorted({*g, *extra}) for key, g in grids.items()}
+    lead = max(refill_gap_us(max(k_of.values()), 8192, plan.gap_min_us), 2000.0)
+    reps = NET_REPS[0] if plan.quick else NET_REPS[1]
+    ctx = _Round(plan, k_of, grids, proto["waits_from_bytes"], proto["rendezvous_from_bytes"], reps, lead)
+    per_round: list[dict[str, Any]] = []
+    for rnd in range(plan.rounds):
+        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "F": {}, "ref": {}, "native": {}, "P": {}}
+        rt.progress(f"round {rnd + 1}/{plan.rounds}: {len(plan.pairs)} pair(s), {len(plan.roles)} type(s)")
+        _oneway(pk, rt, ctx, rnd, mine)
+        _overheads(pk, rt, ctx, rnd, mine)
+        _natives(pk, rt, ctx, rnd, mine)
+        merged = gather_round(pk.comm, mine)
+        if merged is not None:
+            per_round.append(merged)
+    if pk.rank != 0:
+        return None
+    return {
+        "protocol": proto,
+        "extra_sizes": extra,
+        "rounds": per_round,
+        "sizes": sorted({m for g in grids.values() for m in g}),
+        "grids": {f"{a}-{b}": g for (a, b), g in grids.items()},
+        "slopes_us_per_byte": {f"{a}-{b}": k for (a, b), k in k_of.items()},
+        "gap_min_us": plan.gap_min_us,
+        "budget_us": plan.budget_us,
+        "reps": reps,
+        "native_lead_us": lead,
+        "wall_measure_s": round(time.monotonic() - t0, 2),
+    }
