@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
+from .discovery import MPIEXEC_LIKE, find_launcher, mpiexec_flavour
 
 __all__ = [
     "MPILibrary",
@@ -60,7 +61,7 @@ class MPILibrary:
 
     ``name`` is the ``--mpi`` value; ``library`` what ``MPI_Get_library_version`` calls it (and the key of
     :attr:`hnowmodel.ops.Operation.native`); ``flavour`` what its ``mpiexec --version`` says
-    (:func:`hnowmodel.jobs.launcher.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
+    (:func:`hnowmodel.jobs.discovery.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
     library under ``<prefix>/lib``; ``launcher_args`` what hnow adds after ``-n N``; ``as_root`` the environment
     it needs when run by root.
     """
@@ -187,8 +188,6 @@ def resolve(mpi: str | None, launcher_words: list[str], kind: str) -> MPIEnv:
     """The :class:`MPIEnv` of a job: ``mpi`` (``mpich``, ``openmpi``, None = detect from the ``mpiexec`` found),
     the launcher command split into words, and its kind (``mpiexec``, ``srun``, ``other``). Raises
     :class:`InputError` (one line, before anything starts) when the asked-for library is not there."""
-    from .launcher import _MPIEXEC_LIKE, find_launcher, mpiexec_flavour
-
     mpi = check_mpi(mpi)
     here = MPIEnv(None, sys.executable)
     if mpi == "openmpi":
@@ -204,7 +203,7 @@ def resolve(mpi: str | None, launcher_words: list[str], kind: str) -> MPIEnv:
         problem = openmpi_missing(venv)
         if problem:
             raise InputError(f"--mpi openmpi: {problem}")
-        exe = str(venv / "bin" / first) if os.sep not in first and first in _MPIEXEC_LIKE else None
+        exe = str(venv / "bin" / first) if os.sep not in first and first in MPIEXEC_LIKE else None
         return _with_launcher(_openmpi_env(venv, str(venv / "bin" / "python")), exe)
     if kind != "mpiexec":
         return here
