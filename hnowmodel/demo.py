@@ -35,14 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import cluster as hc
 from . import ops
-from .errors import InputError
+from .errors import HnowError, InputError
 from .io import atomic_write, check_output
-from .jobs.api import Progress, _progress, calibrate, compare
+from .jobs import Progress, calibrate, compare, measure, progress_printer
 from .jobs.results import rows_as_dicts, summarize
 from .params import Profile
 from .report import group_stats, markdown_summary, plot_comparison, write_csv
-from .sizes import format_size
+from .sizes import format_size, size_tuple
 
 __all__ = [
     "run_demo",
@@ -66,11 +67,8 @@ CLUSTER_TREES = ("binomial", "sequential")
 
 def cluster_possible() -> tuple[bool, str]:
     """Whether a virtual cluster can be built here (root, network namespaces, ``tc tbf``), and if not, why."""
-    from .cluster.netns import require
-    from .errors import HnowError
-
     try:
-        require()
+        hc.netns.require()
     except HnowError as e:
         return False, str(e)
     return True, ""
@@ -183,7 +181,7 @@ def run_demo(
     t_start = time.monotonic()
     out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
     check_output(out, force=force, folder=True)
-    say = _progress(progress)
+    say = progress_printer(progress)
     launch = {
         "launcher": launcher,
         "launcher_args": launcher_args,
@@ -300,15 +298,12 @@ def _run_cluster_demo(
 ) -> DemoResult:
     """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links, under ``mpi`` (None or
     ``auto``: the library beside this Python; ``openmpi``: the environment of ``hnow setup-openmpi``)."""
-    from . import cluster as hc
-    from .jobs.api import _sizes, measure
-
     t_start = time.monotonic()
     spec = hc.load_spec(cluster)
-    grid = _sizes(sizes) if sizes is not None else CLUSTER_SIZES
+    grid = size_tuple(sizes) if sizes is not None else CLUSTER_SIZES
     out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
     check_output(out, force=force, folder=True)
-    say = _progress(progress)
+    say = progress_printer(progress)
     np_ = sum(h.slots for h in spec.hosts)
     rates = ", ".join(f"{h.name} {h.egress_mbit:g}" for h in spec.hosts)
     where = (

@@ -72,3 +72,38 @@ def test_scheduler_script_calibrates_and_compares(tmp_path):
         assert r["min_us"] <= r["measured_us"] <= r["max_us"]
         assert r["variant"] == ("link" if r["op"] == "gather" else "paper")
     assert all(r["chosen_for_bytes"] == 0 for r in rows if r["tree"] == "optimal:gather")
+
+
+@pytest.mark.mpi
+def test_bare_optimal_is_chosen_for_the_rows_own_operation_and_size():
+    """``optimal`` in compare is the best tree for each row's operation at its size (not bcast at 0 bytes)."""
+    import hnowmodel as hm
+    from hnowmodel.search import best_tree
+
+    prof = hm.paper_profile()
+    cmp = hm.compare(
+        prof,
+        np=4,
+        testbed="paper",
+        layout="FFSS",
+        ops=["scatter"],
+        trees=["optimal"],
+        sizes=[4096],
+        reps=1,
+        iters=1,
+        both=False,
+    )
+    (row,) = cmp.rows
+    assert (row.op, row.tree, row.size, row.chosen_for_bytes) == ("scatter", "optimal", 4096, 4096)
+    lay = ["fast", "fast", "slow", "slow"]
+    want = best_tree(prof, lay, op="scatter", size=4096, root=0, compare=(), variant=row.variant).tree
+    assert row.predicted_us == pytest.approx(
+        float(hm.ops.predict("scatter", prof, lay, want, [4096], variant=row.variant)[0])
+    )
+
+
+def test_unknown_keyword_names_the_valid_ones():
+    import hnowmodel as hm
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'treez'"):
+        hm.compare("paper", np=4, testbed="paper", treez=["binomial"])
