@@ -66,6 +66,7 @@ def error_stats(rows: Iterable[Any]) -> dict[str, Any]:
         return {"rows": 0, "median_abs_error_pct": None, "max_abs_error_pct": None}
     return {"rows": len(errs), "median_abs_error_pct": float(statistics.median(errs)), "max_abs_error_pct": max(errs)}
 
+
 CSV_COLUMNS = (
     "config",
     "layout",

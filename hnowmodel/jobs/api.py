@@ -18,7 +18,6 @@ imports mpi4py. Errors are :class:`hnowmodel.errors.HnowError` subclasses naming
 
 from __future__ import annotations
 
-from ..sizes import size_tuple as _sizes
 from ..treespec import build_trees
 from .bench_job import BenchSettings, bench, info
 from .calibrate_job import CalibrateSettings, calibrate

@@ -10,6 +10,7 @@ left behind) and :class:`~hnowmodel.errors.MPIRunError` says in one line what ha
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
 import shlex
@@ -508,8 +509,6 @@ def _die_with_parent() -> None:
     """In the launcher's process, before exec: SIGTERM it if ``hnow`` dies without cleaning up (SIGKILL, a crash),
     so that mpiexec stops its ranks instead of leaving them busy-polling (Linux ``PR_SET_PDEATHSIG``)."""
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
         pass

@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -320,7 +321,6 @@ def setup_openmpi(
 
 def _mpi4py_requirement() -> str:
     """The mpi4py this Python has (the same version in both environments), else any 4.x."""
-    from importlib import metadata
 
     try:
         return f"mpi4py=={metadata.version('mpi4py')}"
