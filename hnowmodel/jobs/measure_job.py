@@ -4,7 +4,7 @@
 of ranks) and a :class:`MeasureSettings`, the flags' names as keywords gathered into both by name
 (:func:`hnowmodel.jobs.checks.gather`): ``hm.measure(np=4, testbed="paper", op="bcast", tree=t, sizes=[4096])``.
 Tree specs are resolved by :mod:`hnowmodel.treespec`; a bare ``optimal``/``fnf`` is chosen for each row's own
-operation and size, and runs in a job of its own per (operation, size).
+operation and size, and runs in a job per operation and chosen tree (the sizes it was chosen the same for).
 """
 
 from __future__ import annotations
@@ -120,17 +120,20 @@ def measure_trees(
 ) -> Measurement:
     """Measure the resolved trees ``tset`` under checked settings ``s`` (``op`` and ``sizes`` as tuples, concrete
     ``method``/``stat``/``iters``): the fixed trees in as few jobs as the native algorithms allow, each per-row
-    tree in a job of its own per (operation, size); rows in the order operation, tree, size."""
+    tree in a job per operation and chosen shape (the sizes it was chosen the same for); rows in the order
+    operation, tree, size."""
     ops, grid = tuple(s.op), tuple(s.sizes)
     methods = (s.method, *[m for m in TIMING_METHODS if m != s.method and s.both])
     base = MeasureJob(ops, {}, grid, s.testbed, lay if tb is not None else None, s.root, s.reps, s.iters, methods)
     base = replace(base, keys=s.keys)
     jobs = [replace(base, trees=trees) for trees in job_groups(tset.fixed, ops)] if tset.fixed else []
-    if tset.per_row_names:
-        for o in ops:
-            for m in grid:
-                trees = {name: tset.tree(name, o, m) for name in tset.per_row_names}
-                jobs.append(replace(base, ops=(o,), trees=trees, sizes=(m,)))
+    for o in ops if tset.per_row_names else ():
+        same: dict[tuple, list[int]] = {}  # sizes whose chosen trees are the same run in one job
+        for m in grid:
+            same.setdefault(tuple(_shape(tset.tree(name, o, m)) for name in tset.per_row_names), []).append(m)
+        for sizes in same.values():
+            trees = {name: tset.tree(name, o, sizes[0]) for name in tset.per_row_names}
+            jobs.append(replace(base, ops=(o,), trees=trees, sizes=tuple(sizes)))
     rows: tuple[MeasuredRow, ...] = ()
     run: dict[str, Any] = {}
     for job in jobs:
@@ -149,6 +152,11 @@ def measure_trees(
         rows = tuple(sorted(rows, key=lambda r: (ops.index(r.op), tset.names.index(r.tree), grid.index(r.size))))
     run.update({"method": s.method, "stat": s.stat})
     return Measurement(rows, run)
+
+
+def _shape(tree: Tree | None) -> tuple:
+    """What makes two trees run the same sends: parent and send order of every rank."""
+    return () if tree is None else (tuple(tree.parent.tolist()), tuple(tree.childrank.tolist()))
 
 
 def measured_rows(doc: Mapping[str, Any], method: str, stat: str) -> tuple[MeasuredRow, ...]:
