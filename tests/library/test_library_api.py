@@ -88,7 +88,7 @@ def test_bare_optimal_is_chosen_for_the_rows_own_operation_and_size():
         layout="FFSS",
         ops=["scatter"],
         trees=["optimal"],
-        sizes=[4096],
+        sizes=[0, 4096],
         reps=1,
         iters=1,
         both=False,
