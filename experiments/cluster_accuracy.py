@@ -32,8 +32,7 @@ from common import claim, command_line, md_table, outdir, parser, save_png, writ
 
 import hnowmodel as hm  # noqa: E402
 from hnowmodel import ops  # noqa: E402
-from hnowmodel.jobs import mpi_lock  # noqa: E402
-from hnowmodel.jobs.api import _compare_rows, build_trees  # noqa: E402
+from hnowmodel.jobs import build_trees, compare_rows, mpi_lock  # noqa: E402
 from hnowmodel.jobs.results import Measurement, rows_as_dicts  # noqa: E402
 from hnowmodel.sizes import format_size, parse_sizes  # noqa: E402
 
@@ -129,7 +128,7 @@ def main() -> None:
             if not sub.rows:
                 continue
             for v in ops.get(op).variants:
-                for r in rows_as_dicts(_compare_rows(prof, lay, sub, built, {op: v}, 0, library)):
+                for r in rows_as_dicts(compare_rows(prof, lay, sub, built, {op: v}, 0, library)):
                     if r["tree"].startswith("optimal:"):
                         if int(r["tree"].split(":")[2]) != r["size"]:
                             continue  # each size's row comes from the tree chosen at that size

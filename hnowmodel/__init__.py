@@ -27,6 +27,7 @@ from . import (
     sizes,
     testbed,
     trees,
+    treespec,
 )
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
 from .jobs import (
@@ -77,6 +78,7 @@ __all__ = [
     "search",
     "sizes",
     "trees",
+    "treespec",
     "HnowError",
     "InputError",
     "LayoutError",

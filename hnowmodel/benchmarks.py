@@ -14,6 +14,7 @@ testbed, and the profile extension it measures. Units are in the column names: `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any
 
 from .errors import InputError
 from .io import write_json_atomic
+from .params import Profile
+from .report import save_png, write_csv
 from .sizes import parse_sizes
 
 __all__ = [
@@ -279,7 +282,6 @@ def _int_list(flag: str, text: Any, lo: int, hi: int | None = None) -> None:
 def check_options(options: Mapping[str, Any], np: int | None = None) -> dict[str, Any]:
     """Validate benchmark options before MPI starts; returns them without the unset ones. :class:`InputError`
     names the flag and value."""
-    import math
 
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -317,15 +319,12 @@ def check_options(options: Mapping[str, Any], np: int | None = None) -> dict[str
     if o.get("min_reps") and o.get("max_reps") and o["min_reps"] > o["max_reps"]:
         raise InputError(f"--min-reps {o['min_reps']} is larger than --max-reps {o['max_reps']}")
     if "profile" in o:
-        from .params import Profile
-
         Profile.load(o["profile"])
     return o
 
 
 def write_outputs(doc: Mapping[str, Any], out: str | Path) -> list[Path]:
     """``bench.json``, and per benchmark ``bench_NAME.csv`` and ``bench_NAME.png`` in folder ``out``."""
-    from .report import write_csv
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -340,9 +339,7 @@ def write_outputs(doc: Mapping[str, Any], out: str | Path) -> list[Path]:
 
 def plot_bench(name: str, rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """One PNG: the benchmark's main metric(s) against its x variable, one line per group (log x when useful)."""
-    from matplotlib.figure import Figure
-
-    from .report import save_png
+    from matplotlib.figure import Figure  # lazily: a heavy optional library, only where a plot is drawn
 
     xs_keys, ys_keys, groups = BENCHMARKS[name].plot
     fig = Figure(figsize=(5.5, 3.8))
@@ -385,7 +382,6 @@ def merge_extensions(
     profile_in: str, profile_out: str, extensions: Mapping[str, Any], provenance: str, *, overwrite: bool = False
 ) -> Path:
     """Copy ``profile_in`` to ``profile_out`` (atomically) with ``extensions`` merged in (keys replaced)."""
-    from .params import Profile
 
     prof = Profile.load(profile_in)
     ext = dict(prof.extensions)

@@ -31,21 +31,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from . import cluster as hc
 from . import ops
-from .errors import InputError
+from .errors import HnowError, InputError
 from .io import atomic_write, check_output
-from .jobs.api import Progress, _progress, calibrate, compare
+from .jobs import Progress, calibrate, compare, measure, progress_printer
 from .jobs.results import rows_as_dicts, summarize
 from .params import Profile
 from .report import group_stats, markdown_summary, plot_comparison, write_csv
-from .sizes import format_size
+from .sizes import format_size, size_tuple
 
 __all__ = [
     "run_demo",
+    "DemoSettings",
     "DemoResult",
     "CONFIGS",
     "CALIBRATION_LAYOUT",
@@ -66,11 +68,8 @@ CLUSTER_TREES = ("binomial", "sequential")
 
 def cluster_possible() -> tuple[bool, str]:
     """Whether a virtual cluster can be built here (root, network namespaces, ``tc tbf``), and if not, why."""
-    from .cluster.netns import require
-    from .errors import HnowError
-
     try:
-        require()
+        hc.netns.require()
     except HnowError as e:
         return False, str(e)
     return True, ""
@@ -125,111 +124,158 @@ def _best_rows(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def run_demo(
-    *,
-    output: str | Path | None = None,
-    force: bool = False,
-    where: str = "testbed",
-    cluster: str = CLUSTER_SPEC,
-    testbed: str = "paper",
-    sizes: Any = (0, 1024, 4096),
-    configs: Sequence[str] = tuple(CONFIGS),
-    reps: int = 3,
-    method: str = "sync",
-    stat: str = "min",
-    profile: Profile | str | None = None,
-    launcher: str = "mpiexec",
-    launcher_args: Any = (),
-    hostfile: str | None = None,
-    timeout: float | None = None,
-    mpi: str | None = None,
-    progress: Progress = None,
-) -> DemoResult:
-    """Run the demo (module docstring) and write its report folder (default ``./hnow-demo-<date>-<time>``).
+@dataclass(frozen=True)
+class DemoSettings:
+    """The ``hnow demo`` flags. ``where``: ``"testbed"`` (the emulated ``testbed``), ``"cluster"`` (the virtual
+    cluster ``cluster``) or ``"auto"``; ``sizes`` (bytes; on the cluster default :data:`CLUSTER_SIZES`),
+    ``configs`` (testbed only), ``reps``, ``method``/``stat`` (testbed only), ``profile`` (skip the calibration),
+    ``output``/``force`` (the report folder, default ``./hnow-demo-<date>-<time>``), and the launcher settings of
+    :class:`~hnowmodel.jobs.launcher.Launch` (the number of ranks is the demo's own)."""
 
-    ``where``: ``"testbed"`` (the emulated ``testbed``), ``"cluster"`` (the virtual cluster ``cluster``; an
-    :class:`InputError` says why when the machine cannot build one) or ``"auto"`` (the cluster when possible, else
-    the testbed; the context's ``where`` says which and why). On the cluster ``sizes`` defaults to
-    :data:`CLUSTER_SIZES`, ``configs`` does not apply and ``method``/``stat`` are the plain-MPI ones."""
-    if where not in ("testbed", "cluster", "auto"):
-        raise InputError(f"where must be 'testbed', 'cluster' or 'auto', not {where!r}")
-    configs = [c.strip() for c in (configs.split(",") if isinstance(configs, str) else configs) if c.strip()]
+    output: str | Path | None = None
+    force: bool = False
+    where: str = "testbed"
+    cluster: str = CLUSTER_SPEC
+    testbed: str = "paper"
+    sizes: Any = (0, 1024, 4096)
+    configs: Sequence[str] | str = tuple(CONFIGS)
+    reps: int = 3
+    method: str = "sync"
+    stat: str = "min"
+    profile: Profile | str | None = None
+    launcher: str = "mpiexec"
+    launcher_args: Any = ()
+    hostfile: str | None = None
+    timeout: float | None = None
+    mpi: str | None = None
+
+
+def run_demo(settings: DemoSettings | None = None, *, progress: Progress = None, **keywords: Any) -> DemoResult:
+    """Run the demo (module docstring) and write its report folder. ``keywords``: the fields of
+    :class:`DemoSettings` by name. With ``where="cluster"`` an :class:`InputError` says why when the machine cannot
+    build a virtual cluster; with ``"auto"`` the testbed is the fallback and the context's ``where`` says which and
+    why. On the cluster ``configs`` does not apply and ``method``/``stat`` are the plain-MPI ones."""
+    bad = [k for k in keywords if k not in {f.name for f in fields(DemoSettings)}]
+    if bad:
+        raise TypeError(f"run_demo() got an unexpected keyword argument {bad[0]!r}")
+    s = replace(settings or DemoSettings(), **keywords)
+    if s.where not in ("testbed", "cluster", "auto"):
+        raise InputError(f"where must be 'testbed', 'cluster' or 'auto', not {s.where!r}")
+    configs = [c.strip() for c in (s.configs.split(",") if isinstance(s.configs, str) else s.configs) if c.strip()]
     for c in configs:
         if c not in CONFIGS:
             raise InputError(f"--configs: unknown configuration {c!r} (choose from: {', '.join(CONFIGS)})")
-    if method not in ("sync", "fig2"):
-        raise InputError(f"--method: unknown timing method {method!r} (choose from: sync, fig2)")
-    if stat not in ("median", "min"):
-        raise InputError(f"--stat: unknown statistic {stat!r} (choose from: median, min)")
-    if where != "testbed":
+    if s.method not in ("sync", "fig2"):
+        raise InputError(f"--method: unknown timing method {s.method!r} (choose from: sync, fig2)")
+    if s.stat not in ("median", "min"):
+        raise InputError(f"--stat: unknown statistic {s.stat!r} (choose from: median, min)")
+    if s.where != "testbed":
         ok, why = cluster_possible()
         if ok:
-            return _run_cluster_demo(
-                output=output,
-                force=force,
-                cluster=cluster,
-                sizes=None if tuple(sizes) == (0, 1024, 4096) else sizes,
-                reps=reps,
-                profile=profile,
-                timeout=timeout,
-                mpi=mpi,
-                progress=progress,
-            )
-        if where == "cluster":
+            sizes = None if tuple(s.sizes) == (0, 1024, 4096) else s.sizes
+            return _run_cluster_demo(replace(s, sizes=sizes), progress)
+        if s.where == "cluster":
             raise InputError(f"--cluster: {why}")
-        fallback = f"emulated testbed {testbed!r} (no virtual cluster here: {why})"
+        fallback = f"emulated testbed {s.testbed!r} (no virtual cluster here: {why})"
     else:
-        fallback = f"emulated testbed {testbed!r} (asked for)"
-    t_start = time.monotonic()
-    out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
-    check_output(out, force=force, folder=True)
-    say = _progress(progress)
-    launch = {
-        "launcher": launcher,
-        "launcher_args": launcher_args,
-        "hostfile": hostfile,
-        "timeout": timeout,
-        "mpi": mpi,
+        fallback = f"emulated testbed {s.testbed!r} (asked for)"
+    return _run_testbed_demo(replace(s, configs=tuple(configs)), fallback, progress)
+
+
+class _Notes:
+    """The demo's progress lines, stamped with the seconds since it started."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.start = time.monotonic()
+        self.say = progress_printer(progress)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def __call__(self, msg: str) -> None:
+        if self.say is not None:
+            self.say(f"[demo {self.elapsed():5.1f}s] {msg}")
+
+
+def _launch_keywords(s: DemoSettings) -> dict[str, Any]:
+    return {
+        "launcher": s.launcher,
+        "launcher_args": s.launcher_args,
+        "hostfile": s.hostfile,
+        "timeout": s.timeout,
+        "mpi": s.mpi,
     }
 
-    def note(msg: str) -> None:
-        if say is not None:
-            say(f"[demo {time.monotonic() - t_start:5.1f}s] {msg}")
 
+def _given_profile(profile: Profile | str) -> Profile:
+    return profile if isinstance(profile, Profile) else Profile.load(profile)
+
+
+def _run_testbed_demo(s: DemoSettings, fallback: str, progress: Progress) -> DemoResult:
+    """The demo on the emulated testbed: calibrate on 8 ranks, compare every configuration, write the report."""
+    note = _Notes(progress)
+    out = Path(s.output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
+    check_output(out, force=s.force, folder=True)
     note(f"running on the {fallback}")
-
-    if profile is not None:
-        prof = profile if isinstance(profile, Profile) else Profile.load(profile)
-        source = f"--profile {profile if isinstance(profile, str) else '(given)'} (no calibration)"
+    if s.profile is not None:
+        prof = _given_profile(s.profile)
+        source = f"--profile {s.profile if isinstance(s.profile, str) else '(given)'} (no calibration)"
     else:
-        note(f"calibrating node types on 8 emulated ranks ({CALIBRATION_LAYOUT}, testbed {testbed})")
-        prof = calibrate(8, testbed=testbed, layout=CALIBRATION_LAYOUT, quick=True, progress=progress, **launch)
+        note(f"calibrating node types on 8 emulated ranks ({CALIBRATION_LAYOUT}, testbed {s.testbed})")
+        prof = calibrate(
+            8, testbed=s.testbed, layout=CALIBRATION_LAYOUT, quick=True, progress=progress, **_launch_keywords(s)
+        )
         source = None
-    t_cal = time.monotonic() - t_start
+    t_cal = note.elapsed()
     out.mkdir(parents=True, exist_ok=True)
     prof.save(out / "profile.json", overwrite=True)
+    rows, meta = _testbed_rows(s, prof, note)
+    best = _best_rows(rows)
+    elapsed = note.elapsed()
+    context = {
+        "what": "calibrate -> predict -> measure -> compare on the emulated paper testbed (Banikazemi et al., "
+        "Figures 3-5 and 7)",
+        "where": fallback,
+        "testbed": f"{s.testbed} (time_scale {meta.get('time_scale', 0):g}; all times in testbed µs)",
+        "MPI": meta.get("library_version"),
+        "profile": source
+        or f"calibrated on 8 ranks {CALIBRATION_LAYOUT} in {t_cal:.0f} s (profile.json); never "
+        "the testbed's true parameters",
+        "configurations": ", ".join(f"{c} = {CONFIGS[c]}" for c in s.configs),
+        "trees": ", ".join(TREES) + ", optimal (each operation's best tree, chosen at 0 B under its default model "
+        "variant and measured at every size)",
+        "timing": f"{s.method}, {s.stat} of {s.reps} repetitions (spread = min-max)",
+        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in ops.OPERATIONS.values()),
+        "wall time": f"{elapsed:.0f} s",
+    }
+    _write_testbed_report(out, rows, best, context, s.configs)
+    return DemoResult(tuple(rows), tuple(best), summarize(rows), str(out), elapsed, context)
+
+
+def _testbed_rows(s: DemoSettings, prof: Profile, note: _Notes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Compare every configuration on the testbed: rows (with ``config``) and the last job's description."""
     chosen = [f"optimal:{op}" for op in ops.names()]
     rows: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
-    for cfg in configs:
+    for cfg in s.configs:
         lay = CONFIGS[cfg]
         note(f"configuration {cfg} ({lay}): measuring {', '.join(ops.names())} over {', '.join(TREES)}, optimal")
         cmp = compare(
             prof,
             np=len(lay),
-            testbed=testbed,
+            testbed=s.testbed,
             layout=lay,
             ops=ops.names(),
             trees=[*TREES, *chosen],
-            sizes=sizes,
-            reps=reps,
+            sizes=s.sizes,
+            reps=s.reps,
             iters=2,
-            method=method,
-            stat=stat,
+            method=s.method,
+            stat=s.stat,
             both=False,
             config=cfg,
             progress=None,
-            **launch,
+            **_launch_keywords(s),
         )
         meta = dict(cmp.run)
         got = [{"config": cfg, "layout": lay, **r} for r in rows_as_dicts(cmp.rows)]
@@ -242,25 +288,12 @@ def run_demo(
             f"configuration {cfg}: median |error| {st['median_abs_error_pct']:.1f} %, "
             f"max {st['max_abs_error_pct']:.1f} %"
         )
-    best = _best_rows(rows)
-    elapsed = time.monotonic() - t_start
-    stats = summarize(rows)
-    context = {
-        "what": "calibrate -> predict -> measure -> compare on the emulated paper testbed (Banikazemi et al., "
-        "Figures 3-5 and 7)",
-        "where": fallback,
-        "testbed": f"{testbed} (time_scale {meta.get('time_scale', 0):g}; all times in testbed µs)",
-        "MPI": meta.get("library_version"),
-        "profile": source
-        or f"calibrated on 8 ranks {CALIBRATION_LAYOUT} in {t_cal:.0f} s (profile.json); never "
-        "the testbed's true parameters",
-        "configurations": ", ".join(f"{c} = {CONFIGS[c]}" for c in configs),
-        "trees": ", ".join(TREES) + ", optimal (each operation's best tree, chosen at 0 B under its default model "
-        "variant and measured at every size)",
-        "timing": f"{method}, {stat} of {reps} repetitions (spread = min-max)",
-        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in ops.OPERATIONS.values()),
-        "wall time": f"{elapsed:.0f} s",
-    }
+    return rows, meta
+
+
+def _write_testbed_report(
+    out: Path, rows: list[dict[str, Any]], best: list[dict[str, Any]], context: dict[str, Any], configs: Sequence[str]
+) -> None:
     write_csv(out / "comparison.csv", rows)
     write_csv(out / "best_trees.csv", best, columns=list(best[0]) if best else [])
     for c in configs:
@@ -276,7 +309,6 @@ def run_demo(
         text += f"| {b['config']} | {b['op']} | {format_size(b['size'])} | {b['predicted_best']} | "
         text += f"{b['measured_best']} | {'yes' if b['agree'] else 'no'} |\n"
     atomic_write(out / "summary.md", text)
-    return DemoResult(tuple(rows), tuple(best), stats, str(out), elapsed, context)
 
 
 def _gain_pct(base: float | None, new: float | None) -> float | None:
@@ -286,81 +318,35 @@ def _gain_pct(base: float | None, new: float | None) -> float | None:
     return 100.0 * (base - new) / base
 
 
-def _run_cluster_demo(
-    *,
-    output: str | Path | None,
-    force: bool,
-    cluster: str,
-    sizes: Any,
-    reps: int,
-    profile: Profile | str | None,
-    timeout: float | None,
-    progress: Progress,
-    mpi: str | None = None,
-) -> DemoResult:
-    """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links, under ``mpi`` (None or
+def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
+    """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links, under ``s.mpi`` (None or
     ``auto``: the library beside this Python; ``openmpi``: the environment of ``hnow setup-openmpi``)."""
-    from . import cluster as hc
-    from .jobs.api import _sizes, measure
-
-    t_start = time.monotonic()
-    spec = hc.load_spec(cluster)
-    grid = _sizes(sizes) if sizes is not None else CLUSTER_SIZES
-    out = Path(output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
-    check_output(out, force=force, folder=True)
-    say = _progress(progress)
+    note = _Notes(progress)
+    spec = hc.load_spec(s.cluster)
+    grid = size_tuple(s.sizes) if s.sizes is not None else CLUSTER_SIZES
+    out = Path(s.output or time.strftime("hnow-demo-%Y%m%d-%H%M%S"))
+    check_output(out, force=s.force, folder=True)
     np_ = sum(h.slots for h in spec.hosts)
     rates = ", ".join(f"{h.name} {h.egress_mbit:g}" for h in spec.hosts)
     where = (
         f"virtual cluster {spec.name!r}: {len(spec.hosts)} hosts ({rates} Mbit/s), MPI over TCP through shaped links"
     )
-
-    def note(msg: str) -> None:
-        if say is not None:
-            say(f"[demo {time.monotonic() - t_start:5.1f}s] {msg}")
-
     note(f"running on the {where}")
-    launch = {"cluster": cluster, "timeout": timeout, "mpi": mpi}
+    launch = {"cluster": s.cluster, "timeout": s.timeout, "mpi": s.mpi}
     with hc.using(spec):
-        if profile is not None:
-            prof = profile if isinstance(profile, Profile) else Profile.load(profile)
+        if s.profile is not None:
+            prof = _given_profile(s.profile)
             source = "given (no calibration)"
         else:
             note(f"calibrating {np_} ranks, host groups found by measuring the links (--layout auto)")
             prof = calibrate(np_, layout="auto", quick=True, rounds=1, progress=progress, **launch)
-            source = f"calibrated on {np_} ranks with --layout auto in {time.monotonic() - t_start:.0f} s"
-        t_cal = time.monotonic() - t_start
+            source = f"calibrated on {np_} ranks with --layout auto in {note.elapsed():.0f} s"
+        t_cal = note.elapsed()
         out.mkdir(parents=True, exist_ok=True)
         prof.save(out / "profile.json", overwrite=True)
         lay = list(prof.layout)
         note(f"layout found: {','.join(lay)}")
-        rows: list[dict[str, Any]] = []
-        run: dict[str, Any] = {}
-        for m in grid:
-            chosen = [f"optimal:{op}:{m}" for op in ops.names()]
-            note(
-                f"{format_size(m)}: measuring {', '.join(ops.names())} over {', '.join(CLUSTER_TREES)}, optimal, native"
-            )
-            cmp = compare(
-                prof,
-                np=np_,
-                layout=",".join(lay),
-                ops=ops.names(),
-                trees=[*CLUSTER_TREES, *chosen, "native"],
-                sizes=[m],
-                reps=reps,
-                iters=2,
-                both=False,
-                progress=None,
-                **launch,
-            )
-            run = dict(cmp.run)
-            for r in rows_as_dicts(cmp.rows):
-                if r["tree"].startswith("optimal:"):
-                    if r["tree"].split(":")[1] != r["op"]:
-                        continue  # each op's row comes from that op's own optimal tree
-                    r["tree"] = "optimal"
-                rows.append({"config": "cluster", "layout": ",".join(lay), **r})
+        rows, run = _cluster_rows(prof, lay, np_, grid, s.reps, launch, note)
         note("measuring the rank order the search picks for the native binomial broadcast")
         ro = measure(
             np_,
@@ -369,12 +355,66 @@ def _run_cluster_demo(
             sizes=[max(grid)],
             profile=prof,
             layout=",".join(lay),
-            reps=reps,
+            reps=s.reps,
             iters=2,
             both=False,
             reorder=True,
             **launch,
         )
+    gains = _gains(rows, grid, ro)
+    best = _best_rows(rows)
+    elapsed = note.elapsed()
+    context = {
+        "what": "calibrate -> predict -> measure -> compare on a virtual heterogeneous cluster",
+        "where": where,
+        "MPI": run.get("library_version"),
+        "profile": f"{source} (profile.json); layout {','.join(lay)}; never the spec's rates",
+        "trees": ", ".join(CLUSTER_TREES) + ", optimal (each operation's best tree at the measured size, under its "
+        "default model variant for this profile), native (the library's pinned binomial)",
+        "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
+        "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {s.reps} repetitions (spread = min-max)",
+        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()),
+        "calibration": f"{t_cal:.0f} s",
+        "wall time": f"{elapsed:.0f} s",
+    }
+    _write_cluster_report(out, rows, best, gains, context, f"virtual cluster {spec.name} ({','.join(lay)})")
+    return DemoResult(tuple(rows), tuple(best), summarize(rows), str(out), elapsed, {**context, "gains": gains})
+
+
+def _cluster_rows(
+    prof: Profile, lay: list[str], np_: int, grid: Sequence[int], reps: int, launch: dict[str, Any], note: _Notes
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Compare every operation over the cluster trees, each operation's optimal tree and native, size by size."""
+    rows: list[dict[str, Any]] = []
+    run: dict[str, Any] = {}
+    for m in grid:
+        chosen = [f"optimal:{op}:{m}" for op in ops.names()]
+        note(f"{format_size(m)}: measuring {', '.join(ops.names())} over {', '.join(CLUSTER_TREES)}, optimal, native")
+        cmp = compare(
+            prof,
+            np=np_,
+            layout=",".join(lay),
+            ops=ops.names(),
+            trees=[*CLUSTER_TREES, *chosen, "native"],
+            sizes=[m],
+            reps=reps,
+            iters=2,
+            both=False,
+            progress=None,
+            **launch,
+        )
+        run = dict(cmp.run)
+        for r in rows_as_dicts(cmp.rows):
+            if r["tree"].startswith("optimal:"):
+                if r["tree"].split(":")[1] != r["op"]:
+                    continue  # each op's row comes from that op's own optimal tree
+                r["tree"] = "optimal"
+            rows.append({"config": "cluster", "layout": ",".join(lay), **r})
+    return rows, run
+
+
+def _gains(rows: Sequence[dict[str, Any]], grid: Sequence[int], ro: Any) -> list[dict[str, Any]]:
+    """The optimal tree's gain over binomial per operation and size, and the rank order's for native binomial."""
     gains: list[dict[str, Any]] = []
     for op in ops.names():
         for m in grid:
@@ -401,28 +441,23 @@ def _run_cluster_demo(
                 "keys": " ".join(map(str, r.extra.get("reorder_keys", []))),
             }
         )
-    best = _best_rows(rows)
-    elapsed = time.monotonic() - t_start
-    stats = summarize(rows)
-    context = {
-        "what": "calibrate -> predict -> measure -> compare on a virtual heterogeneous cluster",
-        "where": where,
-        "MPI": run.get("library_version"),
-        "profile": f"{source} (profile.json); layout {','.join(lay)}; never the spec's rates",
-        "trees": ", ".join(CLUSTER_TREES) + ", optimal (each operation's best tree at the measured size, under its "
-        "default model variant for this profile), native (the library's pinned binomial)",
-        "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
-        "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {reps} repetitions (spread = min-max)",
-        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()),
-        "calibration": f"{t_cal:.0f} s",
-        "wall time": f"{elapsed:.0f} s",
-    }
+    return gains
+
+
+def _write_cluster_report(
+    out: Path,
+    rows: list[dict[str, Any]],
+    best: list[dict[str, Any]],
+    gains: list[dict[str, Any]],
+    context: dict[str, Any],
+    plot_title: str,
+) -> None:
     write_csv(out / "comparison.csv", rows)
     write_csv(out / "best_trees.csv", best, columns=list(best[0]) if best else [])
     write_csv(
         out / "gains.csv", gains, columns=["what", "op", "size", "predicted_gain_pct", "measured_gain_pct", "keys"]
     )
-    plot_comparison(rows, out / "compare-cluster.png", f"virtual cluster {spec.name} ({','.join(lay)})")
+    plot_comparison(rows, out / "compare-cluster.png", plot_title)
     text = markdown_summary(rows, "hnow demo: predicted vs measured on a virtual cluster", context, keys=("op", "tree"))
     text += "\n## Gains, predicted vs measured\n\n"
     text += "| what | op | size | predicted gain % | measured gain % |\n|---|---|---|---|---|\n"
@@ -433,7 +468,6 @@ def _run_cluster_demo(
     agree = sum(b["agree"] for b in best)
     text += f"\nThe model's best tree vs the fastest measured tree: {agree}/{len(best)} agree.\n"
     atomic_write(out / "summary.md", text)
-    return DemoResult(tuple(rows), tuple(best), stats, str(out), elapsed, {**context, "gains": gains})
 
 
 def group_table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .errors import LayoutError
+from .io import read_json
 
 __all__ = ["parse_layout", "layout_string"]
 
@@ -35,8 +36,6 @@ def parse_layout(spec: str | Sequence[str], type_names: Sequence[str]) -> tuple[
         return _check(list(spec), type_names)
     spec = spec.strip()
     if spec.startswith("@"):
-        from .io import read_json
-
         doc = read_json(spec[1:], "layout file")
         if isinstance(doc, dict):
             if "ranks" in doc:

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import InputError
-from .jobs.specs import TIMING_METHODS
 from .ops import NATIVE, check_native, native_name
 from .ops import names as _op_names
 from .trees import TREES, tree_names
@@ -34,6 +33,8 @@ __all__ = [
 ]
 
 MEASURE_OPS = _op_names()
+#: ``fig2``: the paper's Figure 2 (barrier-subtracted loop); ``sync``: synchronised clocks, no barrier.
+TIMING_METHODS = ("fig2", "sync")
 NATIVE_ON_TESTBED = (
     "--tree native cannot run on the emulated testbed: the MPI library does its own sends, which the emulation "
     "cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
@@ -41,8 +42,13 @@ NATIVE_ON_TESTBED = (
 
 
 def split_list(text: Any) -> list[str]:
-    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
-    return [t.strip() for t in str(text or "").split(",") if t.strip()]
+    """``"a, b,,c"`` (or a sequence of such strings) -> ``["a", "b", "c"]``.
+
+    >>> split_list(["bcast", "scatter,gather"])
+    ['bcast', 'scatter', 'gather']
+    """
+    items = [text] if text is None or isinstance(text, str) else list(text)
+    return [t.strip() for item in items for t in str(item or "").split(",") if t.strip()]
 
 
 def _check_each(text: Any, flag: str, choices: tuple[str, ...], what: str) -> list[str]:
@@ -56,7 +62,7 @@ def _check_each(text: Any, flag: str, choices: tuple[str, ...], what: str) -> li
 
 
 def check_ops(text: Any, flag: str = "--op") -> list[str]:
-    """The operations of a comma list; :class:`InputError` names an unknown one."""
+    """The operations of a comma list (or a sequence of names); :class:`InputError` names an unknown one."""
     return _check_each(text, flag, MEASURE_OPS, "operation")
 
 

@@ -15,7 +15,9 @@ from . import predict as model
 from .errors import InputError, LayoutError
 from .layout import parse_layout
 from .params import Profile
-from .trees import make_tree
+from .search import best_sequential
+from .sizes import size_tuple
+from .treespec import parse_spec, resolve
 
 __all__ = ["prediction_rows", "OPS_AND_PTP"]
 
@@ -37,19 +39,20 @@ def prediction_rows(
     sizes: Any = (0,),
     root: int = 0,
     variant: str | None = None,
-    order: str = "rank",
-    src: str | None = None,
-    dst: str | None = None,
+    **choices: str | None,
 ) -> list[dict[str, Any]]:
     """``[{"op", "tree", "size", "time_us"}]``: ``op="ptp"`` gives one-way times for every pair of node types (or
     ``src`` -> ``dst``); otherwise the operation over each tree on ``layout`` (default: the profile's calibration
-    layout). ``order="best"`` uses, for ``sequential``, the exact best send order at each size."""
-    from .jobs.api import _sizes
-
+    layout). ``choices``: ``order="best"`` uses, for ``sequential``, the exact best send order at each size
+    (default ``"rank"``); ``src``/``dst`` (node types) restrict ``ptp``. Tree specs: :mod:`hnowmodel.treespec`."""
+    bad = [k for k in choices if k not in ("order", "src", "dst")]
+    if bad:
+        raise TypeError(f"prediction_rows() got an unexpected keyword argument {bad[0]!r} (choose: order, src, dst)")
+    order, src, dst = choices.get("order") or "rank", choices.get("src"), choices.get("dst")
     prof = profile if isinstance(profile, Profile) else Profile.load(profile)
     _choice(op, OPS_AND_PTP, "operation (--op)")
     _choice(order, ("rank", "best"), "send order (--order)")
-    grid = list(_sizes(sizes))
+    grid = list(size_tuple(sizes))
     if op == "ptp":
         types = prof.type_names
         srcs = [_choice(src, types, "node type (--from)")] if src else types
@@ -75,12 +78,12 @@ def prediction_rows(
     rows = []
     for name in names:
         if name == "sequential" and order == "best":
-            from .search import best_sequential
-
             # the best order depends on the size: one tree per size
             times = [float(fn(prof, lay, best_sequential(prof, lay, op, s, root), [s])[0]) for s in grid]
         else:
-            tree = make_tree(name, len(lay), root=root, layout=lay, profile=prof)
+            tree = resolve(parse_spec(name), len(lay), root=root, layout=lay, profile=prof)
+            if tree is None:
+                raise InputError(f"--tree {name}: the MPI library's own collective has no prediction here")
             times = fn(prof, lay, tree, grid)
         rows += [{"op": op, "tree": name, "size": s, "time_us": float(t)} for s, t in zip(grid, times, strict=True)]
     return rows

@@ -15,18 +15,19 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .io import atomic_write
-from .jobs.results import summarize as error_stats
 from .params import Profile
 from .sizes import format_size
 
 __all__ = [
     "save_png",
     "error_stats",
+    "error_pct",
     "group_stats",
     "write_csv",
     "plot_comparison",
@@ -35,6 +36,36 @@ __all__ = [
     "CSV_COLUMNS",
     "write_report",
 ]
+
+
+def error_pct(predicted_us: float | None, measured_us: float | None) -> float | None:
+    """``100·(predicted − measured)/measured``; None when either is missing or measured is not > 0.
+
+    >>> error_pct(90.0, 100.0)
+    -10.0
+    """
+    if predicted_us is None or measured_us is None:
+        return None
+    if not (math.isfinite(predicted_us) and math.isfinite(measured_us)) or measured_us <= 0:
+        return None
+    return 100.0 * (predicted_us - measured_us) / measured_us
+
+
+def error_stats(rows: Iterable[Any]) -> dict[str, Any]:
+    """Median and max |error_pct| over rows that have one (rows: objects with ``error_pct``, or dicts).
+
+    >>> error_stats([{"error_pct": -4.0}, {"error_pct": 2.0}, {"error_pct": None}])["max_abs_error_pct"]
+    4.0
+    """
+    errs = []
+    for r in rows:
+        e = r.get("error_pct") if isinstance(r, Mapping) else r.error_pct
+        if e is not None:
+            errs.append(abs(float(e)))
+    if not errs:
+        return {"rows": 0, "median_abs_error_pct": None, "max_abs_error_pct": None}
+    return {"rows": len(errs), "median_abs_error_pct": float(statistics.median(errs)), "max_abs_error_pct": max(errs)}
+
 
 CSV_COLUMNS = (
     "config",
@@ -134,7 +165,7 @@ def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list
     >>> [(s["kind"], s["label"]) for s in _plot_series(rows)[0]["series"]]
     [('predicted', 'optimal (chosen at 0 B) predicted'), ('measured', 'optimal (chosen at 0 B) measured')]
     """
-    import matplotlib
+    import matplotlib  # lazily: a heavy optional library, needed only where a plot is drawn
 
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     panels = []
@@ -144,61 +175,17 @@ def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list
         positive = [x for x in sizes if x > 0]
         step = max(1, math.ceil(len(sizes) / 10))  # at most ~10 labelled ticks
         ticks = sizes[::step]
-        curves: dict[tuple, list] = {}
-        for r in mine:
-            chosen = r.get("chosen_for_bytes")
-            curves.setdefault((r[group], None if chosen is None else float(chosen)), []).append(r)
-        groups = list(dict.fromkeys(g for g, _ in curves))
-        for g in groups:  # one curve per tree chosen at its own size: "chosen per size"
-            keys = [k for k in curves if k[0] == g and k[1] is not None]
-            if len(keys) > 1 and all(float(r["size"]) == k[1] for k in keys for r in curves[k]):
-                curves[(g, "per size")] = [r for k in keys for r in curves.pop(k)]
-        series = []
-        all_y = []
-        for i, ((g, chosen), rs) in enumerate(curves.items()):
-            rs = sorted(rs, key=lambda r: r["size"])
+        series: list[dict[str, Any]] = []
+        for i, ((g, chosen), rs) in enumerate(_curves(mine, group).items()):
             name = str(g)
             if chosen == "per size":
                 name += " (chosen per size)"
             elif chosen is not None:
                 name += f" (chosen at {_bytes_label(chosen)})"
-            style = {"color": colors[i % len(colors)]}
-            pred = [r for r in rs if r.get("predicted_us") is not None]
-            if pred:
-                y = [float(r["predicted_us"]) for r in pred]
-                series.append(
-                    {
-                        "kind": "predicted",
-                        "label": f"{name} predicted",
-                        **style,
-                        "x": [float(r["size"]) for r in pred],
-                        "y": y,
-                        "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
-                        "marker": None,
-                    }
-                )
-                all_y += y
-            meas = [r for r in rs if r.get("measured_us") is not None and math.isfinite(float(r["measured_us"]))]
-            if meas:
-                med = [float(r["measured_us"]) for r in meas]
-                lo = [_finite(r.get("min_us"), m) for r, m in zip(meas, med, strict=True)]
-                hi = [_finite(r.get("max_us"), m) for r, m in zip(meas, med, strict=True)]
-                series.append(
-                    {
-                        "kind": "measured",
-                        "label": f"{name} measured",
-                        **style,
-                        "x": [float(r["size"]) for r in meas],
-                        "y": med,
-                        "yerr": [
-                            [max(m - a, 0.0) for m, a in zip(med, lo, strict=True)],
-                            [max(b - m, 0.0) for m, b in zip(med, hi, strict=True)],
-                        ],
-                        "linestyle": "none",
-                        "marker": _MARKERS[i % len(_MARKERS)],
-                    }
-                )
-                all_y += lo + hi
+            series += _curve_series(sorted(rs, key=lambda r: r["size"]), name, i, colors[i % len(colors)])
+        all_y = [y for s in series for y in (s["y"] if s["kind"] == "predicted" else s["bounds"])]
+        for s in series:
+            s.pop("bounds", None)
         pos_y = [y for y in all_y if y > 0]
         log_y = bool(pos_y) and len(pos_y) == len(all_y) and max(pos_y) / min(pos_y) > 20
         panels.append(
@@ -215,6 +202,60 @@ def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list
             }
         )
     return panels
+
+
+def _curves(rows: Sequence[Mapping[str, Any]], group: str) -> dict[tuple, list]:
+    """One operation's rows by curve: ``(group value, size chosen at)``; a tree chosen at each row's own size is
+    one curve ``(g, "per size")``."""
+    curves: dict[tuple, list] = {}
+    for r in rows:
+        chosen = r.get("chosen_for_bytes")
+        curves.setdefault((r[group], None if chosen is None else float(chosen)), []).append(r)
+    for g in list(dict.fromkeys(g for g, _ in curves)):
+        keys = [k for k in curves if k[0] == g and k[1] is not None]
+        if len(keys) > 1 and all(float(r["size"]) == k[1] for k in keys for r in curves[k]):
+            curves[(g, "per size")] = [r for k in keys for r in curves.pop(k)]
+    return curves
+
+
+def _curve_series(rs: Sequence[Mapping[str, Any]], name: str, i: int, color: str) -> list[dict[str, Any]]:
+    """A curve's predicted line and measured markers (with their min-max spread; ``bounds``: the y extent)."""
+    out: list[dict[str, Any]] = []
+    pred = [r for r in rs if r.get("predicted_us") is not None]
+    if pred:
+        out.append(
+            {
+                "kind": "predicted",
+                "label": f"{name} predicted",
+                "color": color,
+                "x": [float(r["size"]) for r in pred],
+                "y": [float(r["predicted_us"]) for r in pred],
+                "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
+                "marker": None,
+            }
+        )
+    meas = [r for r in rs if r.get("measured_us") is not None and math.isfinite(float(r["measured_us"]))]
+    if meas:
+        med = [float(r["measured_us"]) for r in meas]
+        lo = [_finite(r.get("min_us"), m) for r, m in zip(meas, med, strict=True)]
+        hi = [_finite(r.get("max_us"), m) for r, m in zip(meas, med, strict=True)]
+        out.append(
+            {
+                "kind": "measured",
+                "label": f"{name} measured",
+                "color": color,
+                "x": [float(r["size"]) for r in meas],
+                "y": med,
+                "yerr": [
+                    [max(m - a, 0.0) for m, a in zip(med, lo, strict=True)],
+                    [max(b - m, 0.0) for m, b in zip(med, hi, strict=True)],
+                ],
+                "linestyle": "none",
+                "marker": _MARKERS[i % len(_MARKERS)],
+                "bounds": lo + hi,
+            }
+        )
+    return out
 
 
 def _draw(panels: Sequence[Mapping[str, Any]], title: str = "") -> Any:

@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+import math
 import re
+from typing import Any
 
 from .errors import InputError
 
-__all__ = ["parse_sizes", "parse_size", "format_size"]
+__all__ = ["parse_sizes", "parse_size", "size_tuple", "format_size"]
 
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2, "mib": 1024**2}
 _RE = re.compile(r"^\s*(-?\d+)\s*([a-zA-Z]*)\s*$")
@@ -60,6 +62,32 @@ def parse_sizes(text: str | int | list, what: str = "--sizes") -> list[int]:
     if not out:
         raise InputError(f"{what} {text!r}: no sizes given")
     return list(dict.fromkeys(out))
+
+
+def size_tuple(sizes: Any, flag: str = "--sizes") -> tuple[int, ...]:
+    """Sizes in bytes as a library caller gives them (a number, a command-line list ``"0,4K"``, or a sequence of
+    either) -> a tuple of whole byte counts in the order given; :class:`InputError` names ``flag``.
+
+    >>> size_tuple([0, "4K", 1024.0])
+    (0, 4096, 1024)
+    """
+    if isinstance(sizes, str):
+        return tuple(parse_sizes(sizes, flag))
+    try:
+        vals = [sizes] if isinstance(sizes, (int, float)) else list(sizes)
+    except TypeError:
+        raise InputError(f"{flag}: expected sizes in bytes, got {sizes!r}") from None
+    out: list[int] = []
+    for v in vals:
+        if isinstance(v, str):
+            out += parse_sizes(v, flag)
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v != int(v):
+            raise InputError(f"{flag}: {v!r} is not a whole number of bytes >= 0")
+        out.append(int(v))
+    if not out:
+        raise InputError(f"{flag}: give at least one size")
+    return tuple(out)
 
 
 def format_size(m: int) -> str:

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 
+from .. import __version__
 from ..errors import HnowError
 from ..jobs.launcher import Terminated
 
@@ -43,8 +44,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
-
     parser = _Parser(
         prog="hnow", description="Model, predict, choose and check MPI collectives on heterogeneous clusters."
     )

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from ..tables import print_table, table_text
 
 __all__ = [
@@ -30,8 +32,6 @@ def emit_json(doc: Any) -> None:
 
 
 def _json_default(o: Any) -> Any:
-    import numpy as np
-
     if isinstance(o, np.integer):
         return int(o)
     if isinstance(o, np.floating):

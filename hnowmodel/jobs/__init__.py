@@ -1,14 +1,22 @@
 """What runs under MPI: typed job specs, the launcher, the wire protocol, and the public functions.
 
-``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (:mod:`hnowmodel.jobs.api`) start
+``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (one module per job, gathered in
+:mod:`hnowmodel.jobs.api`; each takes a :class:`Launch` and a settings dataclass, or their fields as keywords) start
 ``python -m calibrate`` as a child process under ``mpiexec``/``srun`` (:mod:`hnowmodel.jobs.launcher`) and return
 frozen results (:mod:`hnowmodel.jobs.results`). Which MPI library runs the ranks (MPICH, or Open MPI in its own
 environment made by :func:`setup_openmpi`) is :mod:`hnowmodel.jobs.mpienv`'s. This package never imports mpi4py.
 """
 
-from .api import NATIVE, bench, build_trees, calibrate, compare, info, measure, resolve_timing, run_job
-from .launcher import Launch, Terminated, find_launcher, run_task, task_command
+from ..treespec import build_trees
+from .bench_job import BenchSettings, bench, info
+from .calibrate_job import CalibrateSettings, calibrate
+from .checks import NATIVE, Progress, progress_printer, resolve_timing, run_job
+from .compare_job import CompareSettings, compare
+from .compare_rows import compare_rows
+from .discovery import find_launcher
+from .launcher import Launch, Terminated, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
+from .measure_job import MeasureSettings, measure
 from .mpienv import MPI_LIBRARIES, openmpi_missing, openmpi_venv, setup_openmpi
 from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
 from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
@@ -21,7 +29,14 @@ __all__ = [
     "info",
     "run_job",
     "build_trees",
+    "compare_rows",
     "resolve_timing",
+    "progress_printer",
+    "Progress",
+    "CalibrateSettings",
+    "MeasureSettings",
+    "CompareSettings",
+    "BenchSettings",
     "NATIVE",
     "Launch",
     "Terminated",

@@ -40,15 +40,19 @@ def slurm_script(
     ntasks: int | None = None,
     output: str,
     time_min: int = 30,
-    partition: str | None = None,
-    account: str | None = None,
     layout: str = "auto",
     extra_args: Sequence[str] = (),
     force: bool = False,
+    **allocation: str | None,
 ) -> str:
     """The text of an ``sbatch`` script that calibrates ``nodes`` nodes with ``ntasks`` ranks (default one per node)
     and writes the profile to ``output`` (an absolute path where the job runs; ``force`` lets it overwrite).
-    ``time_min`` is the job's time limit in minutes; ``extra_args`` are more ``hnow calibrate`` arguments."""
+    ``time_min`` is the job's time limit in minutes; ``extra_args`` are more ``hnow calibrate`` arguments;
+    ``allocation``: ``partition`` and ``account`` (Slurm names, optional)."""
+    bad = [k for k in allocation if k not in ("partition", "account")]
+    if bad:
+        raise TypeError(f"slurm_script() got an unexpected keyword argument {bad[0]!r} (choose: partition, account)")
+    partition, account = allocation.get("partition"), allocation.get("account")
     nodes = _whole(nodes, "--nodes", 1, 100_000)
     ntasks = nodes if ntasks is None else _whole(ntasks, "--np", 2, 10_000_000)
     if ntasks < max(nodes, 2):

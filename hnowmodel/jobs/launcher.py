@@ -10,11 +10,10 @@ left behind) and :class:`~hnowmodel.errors.MPIRunError` says in one line what ha
 
 from __future__ import annotations
 
+import ctypes
 import math
 import os
-import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,9 +27,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from .. import cluster as _cluster
 from ..errors import InputError, MPIRunError
+from .discovery import find_launcher, kind_of, mpiexec_flavour
 from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock
+from .mpienv import MPIEnv, check_mpi, resolve
 from .wire import (
     ERROR_PREFIX,
     PROGRESS_PREFIX,
@@ -54,9 +56,6 @@ __all__ = [
     "mpiexec_flavour",
     "world_problem",
 ]
-
-#: Launcher names that take hydra/Open MPI style ``-n N`` (and ``-f``/``--hostfile``).
-_MPIEXEC_LIKE = ("mpiexec", "mpirun", "mpiexec.hydra")
 
 
 class Terminated(BaseException):
@@ -115,8 +114,6 @@ class Launch:
                 )
             if self.hostfile is not None:
                 raise InputError("--cluster and --hostfile both say where ranks run: give one of them")
-        from .mpienv import check_mpi
-
         object.__setattr__(self, "mpi", check_mpi(self.mpi))
         if self.mpi == "openmpi":
             if self.cluster is not None and self.kind == "srun":
@@ -124,44 +121,18 @@ class Launch:
             _ = self.mpi_env  # a missing Open MPI environment is found now, before anything starts
 
     @cached_property
-    def mpi_env(self) -> Any:
+    def mpi_env(self) -> MPIEnv:
         """The :class:`~hnowmodel.jobs.mpienv.MPIEnv` of this launch: the ranks' Python, launcher and settings."""
-        from .mpienv import resolve
-
         return resolve(self.mpi, shlex.split(self.launcher), self.kind)
 
     @property
     def kind(self) -> str:
         """``srun``, ``mpiexec`` (hydra, Open MPI's mpirun and their aliases) or ``other``."""
-        base = Path(shlex.split(self.launcher)[0]).name
-        return "srun" if base == "srun" else "mpiexec" if base in _MPIEXEC_LIKE else "other"
+        return kind_of(self.launcher)
 
     def timeout_for(self, default_s: float) -> float:
         """The timeout in seconds: the one asked for, else the job's default."""
         return float(self.timeout_s) if self.timeout_s is not None else float(default_s)
-
-
-def find_launcher(name: str) -> str:
-    """The launcher executable: beside the running Python first (a venv's own ``mpiexec``, even when the venv is
-    not activated), then ``PATH``; :class:`MPIRunError` if neither has it.
-
-    >>> find_launcher(sys.executable) == sys.executable
-    True
-    """
-    if os.sep in name:
-        if os.access(name, os.X_OK) and Path(name).is_file():
-            return name
-        raise MPIRunError(f"launcher {name!r} not found or not executable")
-    beside = Path(sys.executable).parent / name
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    found = shutil.which(name)
-    if found is None:
-        raise MPIRunError(
-            f"launcher {name!r} not found beside {sys.executable} or on PATH (install the 'mpich' extra "
-            "or a system MPI, or pass --launcher)"
-        )
-    return found
 
 
 def task_command(
@@ -226,25 +197,6 @@ def _srun_nodes(launch: Launch) -> int | None:
         if val is not None and val.isdigit():
             return int(val)
     return None
-
-
-_FLAVOURS: dict[str, str] = {}
-
-
-def mpiexec_flavour(exe: str) -> str:
-    """``hydra`` (MPICH), ``openmpi`` or ``unknown``: what ``EXE --version`` says it is (cached per path)."""
-    if exe not in _FLAVOURS:
-        try:
-            out = subprocess.run(
-                [exe, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
-            )
-            text = out.stdout + out.stderr
-        except (OSError, subprocess.TimeoutExpired):
-            text = ""
-        _FLAVOURS[exe] = (
-            "hydra" if "HYDRA" in text else "openmpi" if re.search(r"Open MPI|OpenRTE|prte", text) else "unknown"
-        )
-    return _FLAVOURS[exe]
 
 
 @dataclass(frozen=True)
@@ -405,12 +357,12 @@ def run_task(
     find_launcher(shlex.split(launch.launcher)[0])  # a missing launcher is said at once, not after waiting for the lock
     with mpi_lock(say=progress):
         if launch.cluster is not None:
-            from ..cluster import using
-
-            with using(launch.cluster, slurm=launch.kind == "srun") as state, tempfile.TemporaryDirectory() as tmp:
+            with (
+                _cluster.using(launch.cluster, slurm=launch.kind == "srun") as state,
+                tempfile.TemporaryDirectory() as tmp,
+            ):
                 placement, env, expect = _on_cluster(launch, state, Path(tmp))
-                doc = _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
-                return _with_cluster_facts(doc, state)
+                return _run(launch, task, task_argv, default_timeout_s, progress, placement, env, expect)
         env = dict(srun_defaults(launch)[1]) if launch.kind == "srun" else {}
         expect = _Expect()
         n = _srun_nodes(launch) if launch.kind == "srun" else None
@@ -430,37 +382,22 @@ def run_task(
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect, str(path))
 
 
-def _with_cluster_facts(doc: Any, state: Any) -> Any:
-    """A network calibration on a virtual cluster also records what the hosts' TCP keeps of each connection in the
-    egress queue (``extensions.network.queued_bytes``, :meth:`hnowmodel.cluster.state.Shaping.queued_bytes`): the
-    ranks cannot see it, the cluster's state says it."""
-    net = doc.get("extensions", {}).get("network") if isinstance(doc, dict) else None
-    q = state.shaping.queued_bytes()
-    if isinstance(net, dict) and q is not None:
-        net["queued_bytes"] = q
-    return doc
-
-
 def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...], dict[str, str], _Expect]:
     """Launcher arguments, environment and expected hosts that start ``launch.np`` ranks on a virtual cluster:
     hydra (or Open MPI's mpirun) through the cluster's exec wrapper, or ``srun`` through the cluster's own Slurm
     (``up --slurm``)."""
-    from ..cluster import launch_settings, openmpi_launch_settings
-
     lib = launch.mpi_env.library
     openmpi = launch.kind != "srun" and lib is not None and lib.name == "openmpi"
-    where = (openmpi_launch_settings if openmpi else launch_settings)(state, launch.np)
+    where = (_cluster.openmpi_launch_settings if openmpi else _cluster.launch_settings)(state, launch.np)
     expect = _Expect(hosts=tuple(where.hosts), why=f"the cluster {state.name!r}")
     if launch.kind != "srun":
         return tuple(where.mpiexec_args), dict(where.env), expect
-    from ..cluster import slurm_env
-
     if not getattr(state, "slurm_conf", None):
         raise InputError(
             f"--launcher srun on the cluster {state.name!r}, which runs no Slurm (bring it up with "
             f"'hnow cluster up SPEC --slurm')"
         )
-    env = {**dict(where.env), **slurm_env(state), **srun_defaults(launch)[1]}
+    env = {**dict(where.env), **_cluster.slurm_env(state), **srun_defaults(launch)[1]}
     order = sorted(set(where.hosts), key=list(where.hosts).index)
     # one rank per line, in rank order: srun --distribution=arbitrary places rank i on line i's node
     hostfile = tmp / "ranks"
@@ -468,6 +405,19 @@ def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...],
     env["SLURM_HOSTFILE"] = str(hostfile)
     placement = ("-N", str(len(order)), "--distribution=arbitrary", f"--nodelist={','.join(order)}")
     return placement, env, expect
+
+
+def _rank_env(launch: Launch, placement_env: Mapping[str, str]) -> dict[str, str]:
+    """The ranks' environment: ours, the placement's, the library's defaults, then the user's own."""
+    env = dict(os.environ)
+    env.update(placement_env)
+    for k, v in launch.mpi_env.env.items():  # what the library needs here, unless the user says otherwise
+        env.setdefault(k, v)
+    if "PYTHONPATH" in launch.mpi_env.env:  # the ranks' Python must see this hnowmodel first
+        env["PYTHONPATH"] = launch.mpi_env.env["PYTHONPATH"]
+    env.update(launch.env)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
 
 
 def _run(
@@ -482,14 +432,6 @@ def _run(
     hostfile: str | None = None,
 ) -> Any:
     argv = task_command(launch, task, task_argv, placement, hostfile)
-    env = dict(os.environ)
-    env.update(placement_env)
-    for k, v in launch.mpi_env.env.items():  # what the library needs here, unless the user says otherwise
-        env.setdefault(k, v)
-    if "PYTHONPATH" in launch.mpi_env.env:  # the ranks' Python must see this hnowmodel first
-        env["PYTHONPATH"] = launch.mpi_env.env["PYTHONPATH"]
-    env.update(launch.env)
-    env["PYTHONUNBUFFERED"] = "1"
     timeout_s = launch.timeout_for(default_timeout_s)
     follow = _Follow(launch.np, progress, expect)
     proc = subprocess.Popen(
@@ -497,7 +439,7 @@ def _run(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
-        env=env,
+        env=_rank_env(launch, placement_env),
         start_new_session=True,  # its own process group: one killpg reaches the launcher and every rank
         preexec_fn=_die_with_parent,
         text=True,
@@ -529,6 +471,11 @@ def _run(
     for t in readers:
         t.join(timeout=5)
     _kill_group(proc)  # nothing of the job outlives it (a launcher's stray helper, say)
+    return _result(launch, task, follow, rc, time.monotonic() - start)
+
+
+def _result(launch: Launch, task: str, follow: _Follow, rc: int, elapsed_s: float) -> Any:
+    """Rank 0's result document of a finished job, or :class:`MPIRunError` saying in one line what went wrong."""
     if follow.errors:
         raise MPIRunError(follow.errors[0])
     if rc != 0:
@@ -544,8 +491,7 @@ def _run(
                 "e.g. srun --mpi=none)"
             )
         raise MPIRunError(
-            f"MPI task {task!r} on {launch.np} ranks returned no result ({time.monotonic() - start:.1f} s)"
-            f"{follow.last_words()}"
+            f"MPI task {task!r} on {launch.np} ranks returned no result ({elapsed_s:.1f} s){follow.last_words()}"
         )
     try:
         envelope = unpack(follow.results[0])
@@ -553,7 +499,7 @@ def _run(
         raise MPIRunError(f"MPI task {task!r}: rank 0's result could not be read: {e}") from None
     if not isinstance(envelope, dict):
         raise MPIRunError(f"MPI task {task!r}: rank 0's result is not a result document")
-    problem = world_problem(launch.np, expect, envelope.get("world_size"), list(envelope.get("hosts") or ()))
+    problem = world_problem(launch.np, follow.expect, envelope.get("world_size"), list(envelope.get("hosts") or ()))
     if problem:
         raise MPIRunError(problem)
     return envelope.get("result")
@@ -563,8 +509,6 @@ def _die_with_parent() -> None:
     """In the launcher's process, before exec: SIGTERM it if ``hnow`` dies without cleaning up (SIGKILL, a crash),
     so that mpiexec stops its ranks instead of leaving them busy-polling (Linux ``PR_SET_PDEATHSIG``)."""
     try:
-        import ctypes
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
         pass

@@ -31,10 +31,12 @@ import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
+from .discovery import MPIEXEC_LIKE, find_launcher, mpiexec_flavour
 
 __all__ = [
     "MPILibrary",
@@ -60,7 +62,7 @@ class MPILibrary:
 
     ``name`` is the ``--mpi`` value; ``library`` what ``MPI_Get_library_version`` calls it (and the key of
     :attr:`hnowmodel.ops.Operation.native`); ``flavour`` what its ``mpiexec --version`` says
-    (:func:`hnowmodel.jobs.launcher.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
+    (:func:`hnowmodel.jobs.discovery.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
     library under ``<prefix>/lib``; ``launcher_args`` what hnow adds after ``-n N``; ``as_root`` the environment
     it needs when run by root.
     """
@@ -187,8 +189,6 @@ def resolve(mpi: str | None, launcher_words: list[str], kind: str) -> MPIEnv:
     """The :class:`MPIEnv` of a job: ``mpi`` (``mpich``, ``openmpi``, None = detect from the ``mpiexec`` found),
     the launcher command split into words, and its kind (``mpiexec``, ``srun``, ``other``). Raises
     :class:`InputError` (one line, before anything starts) when the asked-for library is not there."""
-    from .launcher import _MPIEXEC_LIKE, find_launcher, mpiexec_flavour
-
     mpi = check_mpi(mpi)
     here = MPIEnv(None, sys.executable)
     if mpi == "openmpi":
@@ -204,7 +204,7 @@ def resolve(mpi: str | None, launcher_words: list[str], kind: str) -> MPIEnv:
         problem = openmpi_missing(venv)
         if problem:
             raise InputError(f"--mpi openmpi: {problem}")
-        exe = str(venv / "bin" / first) if os.sep not in first and first in _MPIEXEC_LIKE else None
+        exe = str(venv / "bin" / first) if os.sep not in first and first in MPIEXEC_LIKE else None
         return _with_launcher(_openmpi_env(venv, str(venv / "bin" / "python")), exe)
     if kind != "mpiexec":
         return here
@@ -321,7 +321,6 @@ def setup_openmpi(
 
 def _mpi4py_requirement() -> str:
     """The mpi4py this Python has (the same version in both environments), else any 4.x."""
-    from importlib import metadata
 
     try:
         return f"mpi4py=={metadata.version('mpi4py')}"

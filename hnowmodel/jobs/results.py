@@ -14,11 +14,13 @@ repetitions) beside it.
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
+
+from ..report import error_pct
+from ..report import error_stats as summarize
 
 __all__ = [
     "MeasuredRow",
@@ -30,19 +32,6 @@ __all__ = [
     "summarize",
     "rows_as_dicts",
 ]
-
-
-def error_pct(predicted_us: float | None, measured_us: float | None) -> float | None:
-    """``100·(predicted − measured)/measured``; None when either is missing or measured is not > 0.
-
-    >>> error_pct(90.0, 100.0)
-    -10.0
-    """
-    if predicted_us is None or measured_us is None:
-        return None
-    if not (math.isfinite(predicted_us) and math.isfinite(measured_us)) or measured_us <= 0:
-        return None
-    return 100.0 * (predicted_us - measured_us) / measured_us
 
 
 def _frozen_extra(obj: Any) -> None:
@@ -126,18 +115,6 @@ class ComparisonRow:
         d = _row_dict(self)
         d["error_pct"] = self.error_pct
         return d
-
-
-def summarize(rows: Iterable[Any]) -> dict[str, Any]:
-    """Median and max |error_pct| over rows that have one (rows: ComparisonRow or dicts with ``error_pct``)."""
-    errs = []
-    for r in rows:
-        e = r.error_pct if isinstance(r, ComparisonRow) else r.get("error_pct")
-        if e is not None:
-            errs.append(abs(float(e)))
-    if not errs:
-        return {"rows": 0, "median_abs_error_pct": None, "max_abs_error_pct": None}
-    return {"rows": len(errs), "median_abs_error_pct": float(statistics.median(errs)), "max_abs_error_pct": max(errs)}
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ..options import TIMING_METHODS
 from ..trees import Tree
 
 __all__ = ["CalibrateJob", "MeasureJob", "BenchJob", "InfoJob", "TIMING_METHODS"]
-
-#: ``fig2``: the paper's Figure 2 (barrier-subtracted loop); ``sync``: synchronised clocks, no barrier.
-TIMING_METHODS = ("fig2", "sync")
 
 
 @dataclass(frozen=True)

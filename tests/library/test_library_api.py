@@ -72,3 +72,60 @@ def test_scheduler_script_calibrates_and_compares(tmp_path):
         assert r["min_us"] <= r["measured_us"] <= r["max_us"]
         assert r["variant"] == ("link" if r["op"] == "gather" else "paper")
     assert all(r["chosen_for_bytes"] == 0 for r in rows if r["tree"] == "optimal:gather")
+
+
+@pytest.mark.mpi
+def test_bare_optimal_is_chosen_for_the_rows_own_operation_and_size():
+    """``optimal`` in compare is the best tree for each row's operation at its size (not bcast at 0 bytes)."""
+    import hnowmodel as hm
+    from hnowmodel.search import best_tree
+
+    prof = hm.paper_profile()
+    cmp = hm.compare(
+        prof,
+        np=4,
+        testbed="paper",
+        layout="FFSS",
+        ops=["scatter"],
+        trees=["optimal"],
+        sizes=[0, 4096],
+        reps=1,
+        iters=1,
+        both=False,
+    )
+    assert [(r.op, r.tree, r.size, r.chosen_for_bytes) for r in cmp.rows] == [
+        ("scatter", "optimal", 0, 0),
+        ("scatter", "optimal", 4096, 4096),
+    ]
+    row = cmp.rows[1]
+    lay = ["fast", "fast", "slow", "slow"]
+    want = best_tree(prof, lay, op="scatter", size=4096, root=0, compare=(), variant=row.variant).tree
+    assert row.predicted_us == pytest.approx(
+        float(hm.ops.predict("scatter", prof, lay, want, [4096], variant=row.variant)[0])
+    )
+
+
+def test_unknown_keyword_names_the_valid_ones():
+    import hnowmodel as hm
+
+    with pytest.raises(TypeError, match="unexpected keyword argument 'treez'"):
+        hm.compare("paper", np=4, testbed="paper", treez=["binomial"])
+
+
+def test_tree_specs_resolve_per_row_or_fixed():
+    """A bare optimal is chosen per (operation, size); optimal:OP:SIZE is one fixed tree; native resolves to None."""
+    import hnowmodel as hm
+    from hnowmodel.search import best_tree
+    from hnowmodel.treespec import resolve_all, spec_items
+
+    prof, lay = hm.paper_profile(), ["fast", "slow", "fast", "slow", "slow"]
+    items = spec_items(["optimal", "optimal:gather:1K", "binomial,native"])
+    tset = resolve_all(items, 5, layout=lay, profile=prof, rows=[("scatter", 0), ("scatter", 16384)])
+    assert tset.per_row_names == ("optimal",)
+    assert tset.fixed["native"] is None and tset.chosen_for("binomial", 0) is None
+    assert tset.chosen_for("optimal", 16384) == 16384 and tset.chosen_for("optimal:gather:1K", 16384) == 1024
+    for size in (0, 16384):
+        want = best_tree(prof, lay, op="scatter", size=size, compare=()).tree
+        assert tset.tree("optimal", "scatter", size).parent.tolist() == want.parent.tolist()
+    want = best_tree(prof, lay, op="gather", size=1024, compare=()).tree
+    assert tset.tree("optimal:gather:1K", "scatter", 0).parent.tolist() == want.parent.tolist()

@@ -1,0 +1,226 @@
+"""The comparison job: :func:`compare` predicts and measures operations over trees and compares them.
+
+``compare(profile, launch, settings, *, progress, **keywords)``: a profile (or None: calibrate first on the same
+ranks), a :class:`~hnowmodel.jobs.launcher.Launch` (or the number of ranks) and a :class:`CompareSettings`, the
+flags' names as keywords gathered into both by name (:func:`hnowmodel.jobs.checks.gather`)::
+
+    cmp = hm.compare(prof, np=4, testbed="paper", ops=["bcast"], trees=["binomial", "optimal"], sizes=[0, 4096])
+
+A bare ``optimal`` (or ``fnf``) is the best tree for each row's own operation and size (``chosen_for_bytes``
+says which size); ``optimal:OP:SIZE`` is one fixed choice (:mod:`hnowmodel.treespec`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from .. import cluster as _cluster
+from .. import ops as _ops
+from ..errors import InputError
+from ..io import check_output
+from ..options import check_ops
+from ..params import Profile
+from ..report import write_report
+from ..sizes import size_tuple
+from ..testbed import Testbed
+from ..trees import Tree
+from ..treespec import TreeSet, resolve_all, spec_items
+from .calibrate_job import CalibrateSettings, calibrate_with_natives
+from .checks import NATIVE, Progress, check_count, check_testbed, gather, job_layout, load_profile, resolve_timing
+from .compare_rows import calibration_run, compare_rows, interleaved_rows
+from .launcher import Launch
+from .measure_job import MeasureSettings, measure_trees
+from .results import Comparison, Measurement, rows_as_dicts
+
+__all__ = ["CompareSettings", "compare"]
+
+
+@dataclass(frozen=True)
+class CompareSettings:
+    """What to compare (the ``hnow compare`` flags): ``ops`` over ``trees`` at ``sizes`` bytes; ``variants`` maps
+    an operation to its model variant (default: the registry's, also the one ``optimal`` trees are chosen under);
+    ``calibrate_sizes``: the calibration's grid when there is no profile; ``output``: a report folder
+    (``comparison.csv``, plots, ``summary.md``; refused if not empty unless ``force``) titled ``title``;
+    ``config``: a configuration name written into every row of the report. The rest as :class:`MeasureSettings`."""
+
+    testbed: str | None = None
+    layout: Any = None
+    ops: Any = ("bcast", "scatter", "gather")
+    trees: Any = ("binomial", "sequential")
+    sizes: Any = (0, 1024, 4096, 16384)
+    root: int = 0
+    reps: int = 7
+    iters: int | None = None
+    method: str = "auto"
+    stat: str = "auto"
+    variants: Mapping[str, str] | None = None
+    calibrate_sizes: Any = None
+    both: bool = True
+    output: str | Path | None = None
+    force: bool = False
+    title: str = "hnow compare: predicted vs measured"
+    config: str | None = None
+
+
+def compare(
+    profile: Profile | str | None = None,
+    launch: Launch | int | None = None,
+    settings: CompareSettings | None = None,
+    *,
+    progress: Progress = None,
+    **keywords: Any,
+) -> Comparison:
+    """Predict and measure ``ops`` over ``trees`` at ``sizes`` on ``launch.np`` ranks and compare them.
+
+    ``profile``: a Profile, a file, ``"paper"``, or None to calibrate first on the same ranks. Returns a
+    :class:`Comparison` of :class:`ComparisonRow` (``error_pct = 100·(pred − meas)/meas``); with ``output`` also
+    writes the report folder."""
+    launch, s = gather("compare", launch, CompareSettings, settings, keywords)
+    op_names, grid, tb = _check(launch, s)
+    prof = load_profile(profile)
+    with _cluster_up(launch.cluster):  # one cluster for the calibration and the measurement
+        source = "given" if prof is not None else f"calibrated now on the same {launch.np} ranks"
+        interleaved = None
+        if prof is None:
+            prof, interleaved = _calibrate(launch, s, op_names, grid, tb, progress)
+        lay = job_layout(s.layout, launch.np, None, prof)
+        if lay is None:
+            raise InputError("--layout is required (the profile records no layout for this many ranks)")
+        # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing
+        variants = {o: _ops.check_variant(o, (s.variants or {}).get(o), prof) for o in op_names}
+        items = spec_items(s.trees)
+        for name, spec in items:
+            if not isinstance(spec, Tree) and spec.kind == "native":
+                _ops.check_native(name, op_names)
+        rows = [(o, m) for o in op_names for m in grid]
+        tset = resolve_all(items, launch.np, root=s.root, layout=lay, profile=prof, variants=variants, rows=rows)
+        m = _measure(launch, s, tset, prof, tb, interleaved, op_names, grid, progress)
+        rows_ = compare_rows(prof, lay, m, tset, variants, s.root, str(m.run.get("library", "")))
+        context = _context(launch, s, m, lay, source, variants)
+        cmp = Comparison(tuple(rows_), prof, dict(m.run), context)
+        if s.output is not None:
+            rows_d = [
+                {**({"config": s.config} if s.config else {}), "layout": ",".join(lay), **r}
+                for r in rows_as_dicts(cmp.rows)
+            ]
+            write_report(s.output, rows_d, title=s.title, context=context, profile=prof if profile is None else None)
+            cmp = replace(cmp, report=str(s.output))
+        return cmp
+
+
+def _check(launch: Launch, s: CompareSettings) -> tuple[tuple[str, ...], tuple[int, ...], Testbed | None]:
+    """Everything checkable before a rank starts (a calibration included): operations, sizes, testbed, trees."""
+    op_names = tuple(check_ops(s.ops, "--ops"))
+    for o, v in (s.variants or {}).items():
+        _ops.check_variant(o, v)
+    grid = size_tuple(s.sizes)
+    tb = check_testbed(s.testbed, launch.cluster)
+    resolve_timing(s.method, s.stat, tb is not None)
+    check_count(s.reps, "--reps")
+    if s.iters is not None:
+        check_count(s.iters, "--iters")
+    if isinstance(s.root, bool) or not isinstance(s.root, int) or not 0 <= s.root < launch.np:
+        raise InputError(f"--root {s.root!r} is not a rank in 0..{launch.np - 1}")
+    names = [s.trees] if isinstance(s.trees, (str, Tree)) else list(s.trees)
+    for name in (x.strip() for t in names if isinstance(t, str) for x in t.split(",")):
+        if _ops.native_name(name) is not None:  # before a calibration starts
+            _ops.check_native(name, op_names)
+            if tb is not None:
+                raise InputError(f"--trees {name}: the MPI library's own collective cannot run on the emulated testbed")
+    if s.output is not None:
+        check_output(s.output, force=s.force, folder=True)
+    return op_names, grid, tb
+
+
+def _calibrate(
+    launch: Launch, s: CompareSettings, op_names: tuple[str, ...], grid: tuple[int, ...], tb: Any, progress: Progress
+) -> tuple[Profile, dict[str, Any] | None]:
+    """The profile of a comparison given none. On real MPI the native collectives are timed inside the
+    calibration's own rounds (C kernels, common start), so that this machine's drift is common to the profile and
+    to what it is compared with."""
+    trees = s.trees if isinstance(s.trees, (list, tuple)) else str(s.trees).split(",")
+    natives = op_names if NATIVE in trees and tb is None and s.root == 0 else ()
+    cal = CalibrateSettings(testbed=s.testbed, layout=s.layout, sizes=s.calibrate_sizes)
+    return calibrate_with_natives(launch, cal, progress, natives, grid)
+
+
+def _measure(
+    launch: Launch,
+    s: CompareSettings,
+    tset: TreeSet,
+    prof: Profile,
+    tb: Testbed | None,
+    interleaved: Mapping[str, Any] | None,
+    op_names: tuple[str, ...],
+    grid: tuple[int, ...],
+    progress: Progress,
+) -> Measurement:
+    """Measure every tree not timed already in the calibration's rounds (``native``, when ``interleaved``)."""
+    if interleaved:
+        fixed = {k: v for k, v in tset.fixed.items() if k != NATIVE}
+        tset = replace(tset, names=tuple(n for n in tset.names if n != NATIVE), fixed=fixed)
+    m = Measurement((), {})
+    if tset.names:
+        method, stat = resolve_timing(s.method, s.stat, tb is not None)
+        iters = s.iters if s.iters is not None else (2 if tb is not None else 50)
+        ms = MeasureSettings(
+            op=op_names,
+            sizes=grid,
+            testbed=s.testbed,
+            # the testbed's own layout (its type names) says how each rank behaves; the profile's names only predict
+            layout=s.layout if tb is not None else None,
+            root=s.root,
+            reps=s.reps,
+            iters=iters,
+            method=method,
+            stat=stat,
+            both=s.both,
+        )
+        tb_lay = job_layout(ms.layout, launch.np, tb, None)  # None off a testbed
+        m = measure_trees(launch, ms, tset, prof, tb_lay, tb, progress)
+    if interleaved:
+        cal = calibration_run(prof, interleaved)
+        run = {**cal, **m.run}
+        run["native"] = m.run.get("native") or cal["native"]  # the calibration's rounds timed the natives
+        m = Measurement(m.rows + interleaved_rows(interleaved), run)
+    return m
+
+
+def _context(
+    launch: Launch, s: CompareSettings, m: Measurement, lay: Any, source: str, variants: Mapping[str, str]
+) -> dict[str, Any]:
+    """The comparison's description: library, ranks, where, profile, timing, variants, configuration, natives."""
+    run = dict(m.run)
+    cluster = launch.cluster
+    context = {
+        "MPI": run.get("library_version"),
+        "ranks": f"{launch.np}, layout {','.join(lay)}",
+        "where": f"emulated testbed {s.testbed} (time_scale {run.get('time_scale', 1):g}; times in testbed µs)"
+        if run.get("emulated")
+        else f"virtual cluster {cluster} (real TCP through shaped links)"
+        if cluster
+        else "plain MPI",
+        "profile": source,
+        "timing": f"{m.run['method']} ({m.run['stat']} of {s.reps} repetitions; spread = min-max)",
+        "model variants": ", ".join(f"{o}: {v}" for o, v in variants.items()),
+    }
+    if s.config:
+        context["configuration"] = s.config
+    natives_run = run.get("natives") or ({NATIVE: run["native"]} if run.get("native") else {})
+    if natives_run:
+        context["native"] = (
+            "; ".join(f"{spec}: {nat['algorithm']} (pinned: {nat['pinned']})" for spec, nat in natives_run.items())
+            + ", each predicted with its model tree"
+        )
+    return context
+
+
+def _cluster_up(cluster: str | None) -> Any:
+    """Keep ``cluster`` up for a block of several jobs (see :func:`hnowmodel.cluster.using`)."""
+    if cluster is None:
+        return contextlib.nullcontext()
+    return _cluster.using(cluster)

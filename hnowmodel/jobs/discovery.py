@@ -1,0 +1,75 @@
+"""Finding the MPI launcher and what it is: a leaf module (standard library and :mod:`hnowmodel.errors` only).
+
+:func:`find_launcher` locates ``mpiexec``/``srun``/any launcher (beside the running Python first, then ``PATH``);
+:func:`mpiexec_flavour` says whose ``mpiexec`` it is (MPICH's hydra or Open MPI's); :data:`MPIEXEC_LIKE` names the
+launchers that take ``-n N``. Both :mod:`hnowmodel.jobs.launcher` (how ranks start) and
+:mod:`hnowmodel.jobs.mpienv` (which library runs them) read it, so neither imports the other for it.
+
+>>> kind_of("srun -N 2"), kind_of("/usr/bin/mpirun"), kind_of("ssh")
+('srun', 'mpiexec', 'other')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ..errors import MPIRunError
+
+__all__ = ["MPIEXEC_LIKE", "find_launcher", "mpiexec_flavour", "kind_of"]
+
+#: Launcher names that take hydra/Open MPI style ``-n N`` (and ``-f``/``--hostfile``).
+MPIEXEC_LIKE = ("mpiexec", "mpirun", "mpiexec.hydra")
+
+
+def kind_of(launcher: str) -> str:
+    """``srun``, ``mpiexec`` (hydra, Open MPI's mpirun and their aliases) or ``other``, from a launcher command."""
+    base = Path(shlex.split(launcher)[0]).name
+    return "srun" if base == "srun" else "mpiexec" if base in MPIEXEC_LIKE else "other"
+
+
+def find_launcher(name: str) -> str:
+    """The launcher executable: beside the running Python first (a venv's own ``mpiexec``, even when the venv is
+    not activated), then ``PATH``; :class:`MPIRunError` if neither has it.
+
+    >>> find_launcher(sys.executable) == sys.executable
+    True
+    """
+    if os.sep in name:
+        if os.access(name, os.X_OK) and Path(name).is_file():
+            return name
+        raise MPIRunError(f"launcher {name!r} not found or not executable")
+    beside = Path(sys.executable).parent / name
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    found = shutil.which(name)
+    if found is None:
+        raise MPIRunError(
+            f"launcher {name!r} not found beside {sys.executable} or on PATH (install the 'mpich' extra "
+            "or a system MPI, or pass --launcher)"
+        )
+    return found
+
+
+_FLAVOURS: dict[str, str] = {}
+
+
+def mpiexec_flavour(exe: str) -> str:
+    """``hydra`` (MPICH), ``openmpi`` or ``unknown``: what ``EXE --version`` says it is (cached per path)."""
+    if exe not in _FLAVOURS:
+        try:
+            out = subprocess.run(
+                [exe, "--version"], capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL
+            )
+            text = out.stdout + out.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        _FLAVOURS[exe] = (
+            "hydra" if "HYDRA" in text else "openmpi" if re.search(r"Open MPI|OpenRTE|prte", text) else "unknown"
+        )
+    return _FLAVOURS[exe]
