@@ -44,7 +44,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, MPIRunError
+from .launchers import find_launcher
 
 __all__ = [
     "DefaultTable",
@@ -100,9 +101,6 @@ def _is_elf(path: Path) -> bool:
 
 def _mpicc_lib_dirs() -> list[Path]:
     """``-L`` folders of ``mpicc -show`` (the ``mpicc`` beside this Python, else on PATH); [] without one."""
-    from .errors import MPIRunError
-    from .jobs.launcher import find_launcher
-
     try:
         cc = find_launcher("mpicc")
     except MPIRunError:

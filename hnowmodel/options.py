@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, TreeError
 from .ops import NATIVE, check_native, native_name
 from .ops import names as _op_names
-from .trees import TREES, tree_names
+from .treespec import parse_spec
 
 __all__ = [
     "split_list",
@@ -83,10 +83,11 @@ def check_trees(text: Any, testbed: Any = None, flag: str = "--tree") -> list[st
     for s in specs:
         if native_name(s) is not None:
             check_native(s, flag=flag)
-        elif s.partition(":")[0] not in TREES:
-            raise InputError(
-                f"{flag}: unknown tree {s!r} (choose from: {', '.join([*tree_names(), NATIVE, 'native:ALGO'])})"
-            )
+            continue
+        try:
+            parse_spec(s)
+        except TreeError as e:
+            raise InputError(f"{flag}: {e}") from None
     if any(native_name(s) is not None for s in specs) and testbed:
         raise InputError(NATIVE_ON_TESTBED)
     return specs

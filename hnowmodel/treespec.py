@@ -32,9 +32,19 @@ from . import search as _search
 from .errors import InputError, TreeError
 from .params import Profile
 from .sizes import parse_size
-from .trees import Tree, make_tree
+from .trees import TREES, Tree, make_tree, tree_names
 
-__all__ = ["TreeSpec", "TreeSet", "CHOSEN", "parse_spec", "spec_items", "resolve", "resolve_all", "build_trees"]
+__all__ = [
+    "TreeSpec",
+    "TreeSet",
+    "CHOSEN",
+    "spec_names",
+    "parse_spec",
+    "spec_items",
+    "resolve",
+    "resolve_all",
+    "build_trees",
+]
 
 #: The specs whose tree the model chooses for the profile and the layout.
 CHOSEN = ("optimal", "fnf")
@@ -63,8 +73,19 @@ class TreeSpec:
         return size if self.per_row else self.size
 
 
+def spec_names() -> list[str]:
+    """Every form a tree spec takes, as the help and the errors list them.
+
+    >>> spec_names()[-5:]
+    ['fnf[:SIZE]', 'optimal[:OP][:SIZE]', 'native', 'native:ALGO', '@file.json']
+    """
+    families = [name for name in tree_names() if not name.startswith("@")]
+    return [*families, "fnf[:SIZE]", "optimal[:OP][:SIZE]", _ops.NATIVE, "native:ALGO", "@file.json"]
+
+
 def parse_spec(text: str) -> TreeSpec:
-    """Classify one spec (errors about families and files come when it is resolved, with the tree's size known)."""
+    """Classify one spec (errors about a family's argument and about files come when it is resolved, with the
+    tree's size known); :class:`TreeError` names an unknown family and the valid forms."""
     text = str(text).strip()
     if text.startswith("@"):
         return TreeSpec(text, "file")
@@ -72,6 +93,8 @@ def parse_spec(text: str) -> TreeSpec:
         return TreeSpec(text, "native")
     method, _, arg = text.partition(":")
     if method not in CHOSEN:
+        if method not in TREES:
+            raise TreeError(f"unknown tree {text!r} (choose from: {', '.join(spec_names())})")
         return TreeSpec(text, "family")
     op, size = None, None
     for part in arg.split(":") if arg else []:

@@ -103,7 +103,8 @@ def evaluate(case: dict[str, Any], profs: dict[str, Any]) -> list[float]:
     prof, layout, sizes = profs[case["profile"]]
     kind, n = case["kind"], len(layout)
     if kind in ("predict", "per_rank"):
-        tree = hm.trees.make_tree(case["tree"], n, root=case["root"], layout=layout, profile=prof)
+        spec = hm.treespec.parse_spec(case["tree"])
+        tree = hm.treespec.resolve(spec, n, root=case["root"], layout=layout, profile=prof)
         variant = variants.check(case["op"], case["variant"])
         t = variant.predict(case["op"], prof, layout, tree, sizes, per_rank=kind == "per_rank")
         return np.ravel(t).tolist()
@@ -118,7 +119,8 @@ def evaluate(case: dict[str, Any], profs: dict[str, Any]) -> list[float]:
         return [b.time_us, *map(float, b.tree.parent), *(float(c) for kids in b.tree.children for c in kids)]
     if kind == "optimal":
         size = sizes[case["size_i"]]
-        tree = hm.trees.make_tree(f"optimal:{case['op']}:{int(size)}", n, layout=layout, profile=prof)
+        spec = hm.treespec.parse_spec(f"optimal:{case['op']}:{int(size)}")
+        tree = hm.treespec.resolve(spec, n, layout=layout, profile=prof)
         return [*map(float, tree.parent), *(float(c) for kids in tree.children for c in kids)]
     if kind == "rank_order":
         ro = hm.search.rank_order(prof, layout, "binomial", case["op"], sizes[case["size_i"]])

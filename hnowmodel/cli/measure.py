@@ -6,7 +6,7 @@ import argparse
 
 from ..jobs import measure
 from ..sizes import format_size
-from ..trees import tree_names
+from ..treespec import spec_names
 from .common import add_mpi_arguments, emit_json, launch_kwargs, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run", "add_timing_arguments"]
@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_mpi_arguments(p)
     p.add_argument("--layout", default=None, help="node type of each rank (overrides the testbed's ranks)")
     p.add_argument("--op", default="bcast", help="operation(s), comma-separated: bcast, scatter, gather")
-    p.add_argument("--tree", default="binomial", help=f"tree(s), comma-separated: {', '.join(tree_names())}, native")
+    p.add_argument("--tree", default="binomial", help=f"tree(s), comma-separated: {', '.join(spec_names())}")
     p.add_argument("--sizes", default="0,1K,4K,16K", help="message sizes in bytes (per rank for scatter/gather)")
     p.add_argument("--profile", default=None, help="profile for trees chosen from the model (hierarchical, optimal)")
     add_timing_arguments(p)

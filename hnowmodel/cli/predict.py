@@ -6,7 +6,7 @@ import argparse
 
 from ..predictions import OPS_AND_PTP, prediction_rows
 from ..sizes import format_size
-from ..trees import tree_names
+from ..treespec import spec_names
 from .common import emit_json, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -18,7 +18,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="profile JSON file, or 'paper' for Table 1 (default)")
     p.add_argument("--layout", default=None, help="node type of each rank: FFSS, fast,slow,… , fast*4,slow*4, @file")
     p.add_argument("--op", default="bcast", help=f"operation: {', '.join(OPS_AND_PTP)} (default bcast)")
-    p.add_argument("--tree", default="binomial", help=f"tree name(s), comma-separated: {', '.join(tree_names())}")
+    p.add_argument("--tree", default="binomial", help=f"tree name(s), comma-separated: {', '.join(spec_names())}")
     p.add_argument("--sizes", default="0,1K,4K,16K,64K", help="message sizes in bytes: 0,1K,4K or 0..64K")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
     p.add_argument("--variant", default=None, help="model variant (gather: link, the default, or paper = eq. 12)")

@@ -13,7 +13,7 @@ from .calibrate_job import CalibrateSettings, calibrate
 from .checks import NATIVE, Progress, progress_printer, resolve_timing, run_job
 from .compare_job import CompareSettings, compare
 from .compare_rows import compare_rows
-from .discovery import find_launcher
+from ..launchers import find_launcher
 from .launcher import Launch, Terminated, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
 from .measure_job import MeasureSettings, measure

@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import cluster as _cluster
 from ..errors import InputError, MPIRunError
-from .discovery import find_launcher, kind_of, mpiexec_flavour
+from ..launchers import find_launcher, kind_of, mpiexec_flavour
 from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock
 from .mpienv import MPIEnv, check_mpi, resolve

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
-from .discovery import MPIEXEC_LIKE, find_launcher, mpiexec_flavour
+from ..launchers import MPIEXEC_LIKE, find_launcher, mpiexec_flavour
 
 __all__ = [
     "MPILibrary",
@@ -62,7 +62,7 @@ class MPILibrary:
 
     ``name`` is the ``--mpi`` value; ``library`` what ``MPI_Get_library_version`` calls it (and the key of
     :attr:`hnowmodel.ops.Operation.native`); ``flavour`` what its ``mpiexec --version`` says
-    (:func:`hnowmodel.jobs.discovery.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
+    (:func:`hnowmodel.launchers.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
     library under ``<prefix>/lib``; ``launcher_args`` what hnow adds after ``-n N``; ``as_root`` the environment
     it needs when run by root.
     """

@@ -85,22 +85,3 @@ def make_tree(
     if name not in TREES:
         raise TreeError(f"unknown tree {spec!r} (choose from: {', '.join(tree_names())})")
     return TREES[name](n, root=root, arg=arg or None, layout=layout, profile=profile)
-
-
-# ==== TRANSITIONAL: delete this block once hnowmodel.treespec resolves ``fnf``/``optimal`` (issue #25) =============
-# ``fnf`` / ``optimal[:OP][:SIZE]`` are trees chosen by :mod:`hnowmodel.search`, a layer above this package; the
-# import inside the factory is the trees -> search cycle. The tree-spec resolver above search replaces it.
-def _chosen_tree(method: str) -> TreeFactory:
-    """``fnf`` / ``optimal[:OP][:SIZE]``: trees chosen for the layout's node types by :mod:`hnowmodel.search`."""
-
-    def factory(n: int, root: int = 0, arg: str | None = None, layout: Any = None, profile: Any = None) -> Tree:
-        from .. import search
-
-        return search.chosen_tree_factory(method)(n, root=root, arg=arg, layout=layout, profile=profile)
-
-    return factory
-
-
-TREES.update(fnf=_chosen_tree("fnf"), optimal=_chosen_tree("optimal"))
-_ARGS.update(fnf="[:SIZE]", optimal="[:SIZE]")
-# ==== end of the transitional block ================================================================================

@@ -209,11 +209,12 @@ def test_json_and_networkx_roundtrip(t):
     assert T.from_children(t.children) == t
 
 
-def test_chosen_trees_are_registered_by_the_trees_module_itself():
-    """``fnf``/``optimal`` are in the registry without another module filling it in at import time."""
-    assert T.TREES["fnf"].__module__ == T.TREES["optimal"].__module__ == "hnowmodel.trees.registry"
-    layout = ["fast", "slow", "slow", "fast"]
-    assert T.make_tree("optimal:4K", 4, 2, layout, paper_profile()).root == 2
+def test_chosen_trees_are_not_tree_families():
+    """``fnf``/``optimal`` are chosen by the search, a layer above the trees: :mod:`hnowmodel.treespec` resolves
+    them, and the trees' own registry refuses them (naming the families it has)."""
+    assert "fnf" not in T.TREES and "optimal" not in T.TREES
+    with pytest.raises(TreeError, match="choose from: binomial"):
+        T.make_tree("optimal:4K", 4)
 
 
 def test_cached_computes_once_per_tree_and_key():

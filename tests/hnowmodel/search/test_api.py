@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hnowmodel import ops, predict, search, trees
+from hnowmodel import ops, predict, search, trees, treespec
 from hnowmodel.errors import InputError, TreeError
 
 from .profiles import PROF, THREE, TYPES3
@@ -45,6 +45,11 @@ def test_scatter_gather_best_beats_every_sequential_order(layout, op, method, si
         assert best.compared[name] == pytest.approx(ops.predict(op, THREE, layout, t, [size])[0])
 
 
+def chosen(spec, n, root=0, layout=None, profile=None):
+    """A chosen tree (``optimal``/``fnf`` specs) as the tree-spec resolver builds it."""
+    return treespec.resolve(treespec.parse_spec(spec), n, root=root, layout=layout, profile=profile)
+
+
 def test_best_tree_result_shape():
     best = search.best_tree(PROF, ["fast", "slow"] * 3, "bcast", 1024, root=1)
     d = best.to_dict()
@@ -56,19 +61,19 @@ def test_best_tree_result_shape():
 
 def test_registered_trees_and_errors():
     layout = ["fast", "slow", "slow", "fast"]
-    assert trees.make_tree("optimal", 4, 0, layout, PROF).n == 4
-    assert trees.make_tree("fnf:1024", 4, 0, layout, PROF).n == 4
-    opt = trees.make_tree("optimal:4K", 4, 2, layout, PROF)
+    assert chosen("optimal", 4, 0, layout, PROF).n == 4
+    assert chosen("fnf:1024", 4, 0, layout, PROF).n == 4
+    opt = chosen("optimal:4K", 4, 2, layout, PROF)
     assert opt.root == 2
     assert predict.bcast(PROF, layout, opt, [4096])[0] == pytest.approx(search.exact_bcast(PROF, layout, 4096, 2)[1])
-    sc = trees.make_tree("optimal:scatter:1K", 4, 0, layout, PROF)
+    sc = chosen("optimal:scatter:1K", 4, 0, layout, PROF)
     assert sc == search.best_tree(PROF, layout, "scatter", 1024).tree
     with pytest.raises(TreeError, match="layout and a profile"):
-        trees.make_tree("optimal", 4)
+        chosen("optimal", 4)
     with pytest.raises(TreeError, match="'xx'"):
-        trees.make_tree("optimal:xx", 4, 0, layout, PROF)
+        chosen("optimal:xx", 4, 0, layout, PROF)
     with pytest.raises(TreeError, match="layout has 4 ranks"):
-        trees.make_tree("fnf", 5, 0, layout, PROF)
+        chosen("fnf", 5, 0, layout, PROF)
     with pytest.raises(InputError, match="magic"):
         search.best_tree(PROF, layout, method="magic")
     with pytest.raises(InputError, match="allreduce"):
@@ -80,9 +85,9 @@ def test_registered_trees_and_errors():
 @pytest.mark.parametrize("op", ["scatter", "gather"])
 @pytest.mark.parametrize("size", [0, 1024, 4096])
 def test_op_optimal_never_worse_than_the_broadcast_optimum_on_that_op(op, size):
-    from hnowmodel import paper_profile, trees
+    from hnowmodel import paper_profile
 
     prof, layout = paper_profile(), ["fast"] * 4 + ["slow"] * 4
-    own = trees.make_tree(f"optimal:{op}:{size}", 8, layout=layout, profile=prof)
-    bshape = trees.make_tree(f"optimal:bcast:{size}", 8, layout=layout, profile=prof)
+    own = chosen(f"optimal:{op}:{size}", 8, 0, layout, prof)
+    bshape = chosen(f"optimal:bcast:{size}", 8, 0, layout, prof)
     assert ops.predict(op, prof, layout, own, [size])[0] <= ops.predict(op, prof, layout, bshape, [size])[0]

@@ -94,7 +94,7 @@ def test_exact_is_never_slower_than_any_other_tree_or_method(layout, data):
     n = len(layout)
     others = [
         trees.make_tree(s, n, root, layout, THREE)
-        for s in ("binomial", "sequential", "chain", "kary:3", "knomial:3", "hierarchical", "fnf")
+        for s in ("binomial", "sequential", "chain", "kary:3", "knomial:3", "hierarchical")
     ]
     others += [search.fnf(THREE, layout, size, root), search.ecef(THREE, layout, size, root)]
     others += [search.best_tree(THREE, layout, "bcast", size, m, root).tree for m in ("fnf", "ecef")]

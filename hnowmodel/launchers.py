@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..errors import MPIRunError
+from .errors import MPIRunError
 
 __all__ = ["MPIEXEC_LIKE", "find_launcher", "mpiexec_flavour", "kind_of"]
 
