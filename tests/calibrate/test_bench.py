@@ -16,7 +16,7 @@ from calibrate.bench.queues import queue_extension
 from hnowmodel.benchmarks import BENCHMARKS, check_names
 from hnowmodel.errors import InputError
 from hnowmodel.params import Profile, paper_profile
-from tests.conftest import run_hnow
+from tests.helpers import run_hnow
 
 NAMES = [
     "latency",

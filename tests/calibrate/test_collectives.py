@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from calibrate.collectives import MPICH_PIN, payload_block
-from tests.conftest import run_mpi_module
+from tests.helpers import run_mpi_module
 
 pytestmark = pytest.mark.mpi
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.conftest import run_hnow
+from tests.helpers import run_hnow
 
 BAD = [
     ("measure", "--np", "2", "--op", "foo"),

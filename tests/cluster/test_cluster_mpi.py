@@ -16,7 +16,7 @@ import pytest
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
 from hnowmodel.cluster.state import state_path
-from tests.conftest import run_hnow
+from tests.helpers import run_hnow
 
 from . import needs_netns
 

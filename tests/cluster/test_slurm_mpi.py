@@ -17,9 +17,8 @@ import pytest
 
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
-from tests.conftest import one_error_line, run_hnow
-
-from .test_slurm import _NAME, python_on_hosts, run, slurm_ok  # noqa: F401 - fixtures
+from tests.helpers import SLURM_NAME, one_error_line, run_hnow
+from tests.helpers import slurm_run as run
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -61,9 +60,9 @@ def _ranks_inside(name: str) -> dict[str, list[int]]:
 
 
 @pytest.fixture(scope="module")
-def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):  # noqa: F811 - the imported fixtures
+def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):
     """A 4-host, 2-speed cluster with Slurm for the module, and its spec file."""
-    name = f"{_NAME}j"
+    name = f"{SLURM_NAME}j"
     spec = _spec_file(tmp_path_factory.mktemp("spec"), name)
     try:
         yield hc.up(spec, slurm=True), spec

