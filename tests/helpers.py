@@ -25,6 +25,7 @@ __all__ = [
     "flow_profile",
     "network_profile",
     "profile_with_hosts",
+    "model_us",
     "COUNTERS",
     "env_of_file",
     "sent_per_child",
@@ -142,6 +143,20 @@ def profile_with_hosts(
     p = Path(folder) / name
     Profile.from_dict(doc).save(p)
     return str(p)
+
+
+def model_us(op: str, profile, layout, tree, size: int, variant: str | None = None) -> float:
+    """The model's completion time (µs) of ``op`` over ``tree`` (a tree, or a spec such as ``binomial``) at ``size``
+    bytes, under ``variant`` (None: the profile's default) - through the operation registry, the public way in.
+
+    >>> model_us("bcast", __import__("hnowmodel").paper_profile(), ["fast", "fast"], "binomial", 0)
+    170.0
+    """
+    import hnowmodel as hm
+
+    if isinstance(tree, str):
+        tree = hm.trees.make_tree(tree, len(layout), layout=list(layout), profile=profile)
+    return float(hm.ops.predict(op, profile, list(layout), tree, [size], variant=variant)[0])
 
 
 # --- the export proofs: bytes each host sent -------------------------------------------------------------------------
