@@ -26,6 +26,8 @@ __all__ = [
     "network_profile",
     "profile_with_hosts",
     "model_us",
+    "check_measured_row",
+    "check_compared_row",
     "COUNTERS",
     "env_of_file",
     "sent_per_child",
@@ -157,6 +159,46 @@ def model_us(op: str, profile, layout, tree, size: int, variant: str | None = No
     if isinstance(tree, str):
         tree = hm.trees.make_tree(tree, len(layout), layout=list(layout), profile=profile)
     return float(hm.ops.predict(op, profile, list(layout), tree, [size], variant=variant)[0])
+
+
+# --- measured and compared rows ------------------------------------------------------------------------------------
+
+
+def check_measured_row(row) -> None:
+    """Assert what every measured row (a dict from ``--json``, or a row object) must satisfy: its spread over
+    repetitions is ordered (0 <= min <= median <= max, all finite), ``measured_us`` is positive and is the row's
+    ``stat`` of that spread (median or min), and the executor verified the payload where it says so.
+
+    >>> check_measured_row({"min_us": 1.0, "median_us": 2.0, "max_us": 5.0, "measured_us": 2.0, "stat": "median"})
+    >>> check_measured_row({"min_us": 3.0, "median_us": 2.0, "max_us": 5.0, "measured_us": 2.0, "stat": "median"})
+    Traceback (most recent call last):
+    AssertionError: spread not ordered: ...
+    """
+    import math
+
+    r = row if isinstance(row, dict) else row.to_dict()
+    lo, mid, hi, got = r["min_us"], r["median_us"], r["max_us"], r["measured_us"]
+    assert all(math.isfinite(x) for x in (lo, mid, hi, got)), f"not finite: {r}"
+    assert 0 <= lo <= mid <= hi, f"spread not ordered: {r}"
+    assert got > 0 and lo <= got <= hi, f"measured outside its spread: {r}"
+    if r.get("stat"):
+        assert got == r[f"{r['stat']}_us"], f"measured is not the {r['stat']}: {r}"
+    assert r.get("verified", True) is True, f"payload not verified: {r}"
+
+
+def check_compared_row(row) -> None:
+    """Assert what every compared row must satisfy: a measured row (:func:`check_measured_row`) whose
+    ``error_pct`` is ``100·(predicted − measured)/measured``, None exactly when there is no prediction."""
+    import math
+
+    r = row if isinstance(row, dict) else row.to_dict()
+    check_measured_row(r)
+    if r["predicted_us"] is None:
+        assert r["error_pct"] is None, r
+        return
+    assert math.isfinite(r["predicted_us"]) and r["predicted_us"] > 0, r
+    want = 100.0 * (r["predicted_us"] - r["measured_us"]) / r["measured_us"]
+    assert math.isclose(r["error_pct"], want, rel_tol=1e-9, abs_tol=1e-9), (r["error_pct"], want, r)
 
 
 # --- the export proofs: bytes each host sent -------------------------------------------------------------------------
