@@ -3,6 +3,7 @@ failures leave no profile behind."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -19,9 +20,11 @@ TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
 
 
 # The calibration fits lines to emulated times; on a loaded 2-core machine a rank scheduled late adds delay to some
-# samples, which a fit's intercept partly absorbs. The bounds (5 % per type term, 10 % for the network, on a quiet
-# machine) are widened to 8 % and 15 %: a term lost, doubled or given to the wrong side (S for R) is 30-100 % off.
-TYPE_TOL, NET_TOL, RESIDUAL_PCT = 0.08, 0.15, 8
+# samples, which raises a fit's intercept and can tilt its slope either way (a type's Sc came out 8 % high once).
+# The bounds of a quiet machine (5 % per type term, 10 % for the network) are widened to 15 % and 20 %: a term lost,
+# doubled or given to the wrong side (S for R) is 30-100 % off. And a check load does not move: where the true
+# values of two types differ by more than 30 %, the recovered ones are in the same order.
+TYPE_TOL, NET_TOL, RESIDUAL_PCT = 0.15, 0.20, 8
 
 
 def _check_recovered(profile: Profile, truth: Profile, type_tol=TYPE_TOL, net_tol=NET_TOL):
@@ -29,6 +32,12 @@ def _check_recovered(profile: Profile, truth: Profile, type_tol=TYPE_TOL, net_to
         got = profile.types[name]
         for k in TYPE_KEYS:
             assert getattr(got, k) == pytest.approx(getattr(t, k), rel=type_tol), (name, k)
+    for k in TYPE_KEYS:
+        for a, b in itertools.combinations(truth.types, 2):
+            ta, tb = getattr(truth.types[a], k), getattr(truth.types[b], k)
+            if max(ta, tb) > 1.3 * min(ta, tb):
+                ga, gb = getattr(profile.types[a], k), getattr(profile.types[b], k)
+                assert (ga < gb) == (ta < tb), (k, a, b, ga, gb)
     assert profile.network.Xc_us == pytest.approx(truth.network.Xc_us, rel=net_tol)
     assert profile.network.Xm_us_per_byte == pytest.approx(truth.network.Xm_us_per_byte, rel=net_tol)
 
@@ -76,7 +85,7 @@ def _has_c_kernels() -> bool:
 @pytest.fixture(scope="module")
 def plain_calibration(tmp_path_factory) -> tuple[Profile, str, dict[int, float]]:
     """Real MPI, 2 ranks, C kernels: the profile ``hnow calibrate --quick`` writes, its stdout, and the standalone C
-    ping-pong's one-way medians (µs by size), run right after."""
+    ping-pong's one-way (min, median) µs by size, run right after."""
     if not _has_c_kernels():
         pytest.skip("no mpicc for the C kernels")
     from calibrate.ckernels import run_reference
@@ -84,7 +93,7 @@ def plain_calibration(tmp_path_factory) -> tuple[Profile, str, dict[int, float]]
     out = tmp_path_factory.mktemp("plain") / "plain.json"
     proc = run_hnow("calibrate", "--np", "2", "--layout", "node,node", "-o", str(out), "--quick", timeout=180)
     assert proc.returncode == 0, proc.stderr
-    ref = {r["size_bytes"]: r["median_us"] for r in run_reference([8, 1024, 65536, 1 << 20])}
+    ref = {r["size_bytes"]: (r["min_us"], r["median_us"]) for r in run_reference([8, 1024, 65536, 1 << 20])}
     return Profile.load(out), proc.stdout, ref
 
 
@@ -108,9 +117,12 @@ def test_plain_mpi_profile_against_a_plain_c_pingpong(plain_calibration):
     within seconds; the method errors it guards against were 3-6x (a Python-timed least-squares line over 0-1 MiB)."""
     prof, _, ref = plain_calibration
     assert sorted(ref) == [8, 1024, 65536, 1 << 20]
-    for m, ref_us in ref.items():
+    for m, (ref_min, ref_median) in ref.items():
+        # the reference runs after the calibration, under whatever load is then (its median was 3x the profile's
+        # once on a loaded machine): the profile is held against half the reference's fastest run and 1.5 times
+        # its median, since load only ever adds time
         got = float(prof.ptp_us("node", "node", m))
-        assert 0.5 * ref_us < got < 1.5 * ref_us, (m, got, ref_us)
+        assert 0.5 * ref_min < got < 1.5 * ref_median, (m, got, ref_min, ref_median)
 
 
 def test_python_kernels_say_so(hnow, tmp_path):
