@@ -23,8 +23,8 @@ TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
 # samples, which raises a fit's intercept and can tilt its slope either way (a type's Sc came out 8 % high once).
 # The bounds of a quiet machine (5 % per type term, 10 % for the network) are widened to 15 % and 20 %: a term lost,
 # doubled or given to the wrong side (S for R) is 30-100 % off. And a check load does not move: where the true
-# values of two types differ by more than 30 %, the recovered ones are in the same order.
-TYPE_TOL, NET_TOL, RESIDUAL_PCT = 0.15, 0.20, 8
+# values of two types differ by more than 30 %, the recovered ones are in the same order. Xc: see below.
+TYPE_TOL, NET_TOL, XC_TOL, RESIDUAL_PCT = 0.15, 0.20, 0.06, 8
 
 
 def _check_recovered(profile: Profile, truth: Profile, type_tol=TYPE_TOL, net_tol=NET_TOL):
@@ -38,7 +38,10 @@ def _check_recovered(profile: Profile, truth: Profile, type_tol=TYPE_TOL, net_to
             if max(ta, tb) > 1.3 * min(ta, tb):
                 ga, gb = getattr(profile.types[a], k), getattr(profile.types[b], k)
                 assert (ga < gb) == (ta < tb), (k, a, b, ga, gb)
-    assert profile.network.Xc_us == pytest.approx(truth.network.Xc_us, rel=net_tol)
+    # Xc is what a 0-byte ping-pong leaves over after S and R: its error is theirs, so it is bounded against the
+    # 0-byte one-way time it is part of (a 5-µs miss of the paper's 16 µs is 3 % of 170 µs), not against itself
+    one_way0 = min(float(truth.ptp_us(a, b, 0)) for a in truth.types for b in truth.types)
+    assert abs(profile.network.Xc_us - truth.network.Xc_us) < XC_TOL * one_way0, (profile.network.Xc_us, one_way0)
     assert profile.network.Xm_us_per_byte == pytest.approx(truth.network.Xm_us_per_byte, rel=net_tol)
 
 

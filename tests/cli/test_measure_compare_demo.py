@@ -69,9 +69,10 @@ def test_measure_json_rows(tmp_path):
         # plain MPI's default timing: common start, latest finish (median over repetitions)
         assert r["method"] == "sync" and r["stat"] == "median"
         assert r["measured_us"] == r["sync_median_us"] == r["median_us"]
-        # both methods are in every row, each with its ordered spread
-        for m in ("sync", "fig2"):
-            assert 0 <= r[f"{m}_min_us"] <= r[f"{m}_median_us"] <= r[f"{m}_max_us"], (m, r)
+        # both methods are in every row, each with its ordered spread (a Figure-2 sample subtracts the barrier's
+        # time, so under load it can come out below 0: no sign asserted for it)
+        assert 0 <= r["sync_min_us"] <= r["sync_median_us"] <= r["sync_max_us"], r
+        assert r["fig2_min_us"] <= r["fig2_median_us"] <= r["fig2_max_us"], r
     assert doc["run"]["native"]["pinned"] is True and doc["run"]["method"] == "sync"
 
 

@@ -1,7 +1,8 @@
 """A real Slurm on the virtual cluster (``hnow cluster up SPEC --slurm``): nodes idle, ``srun``/``salloc``/``sbatch``
 on the hosts from the root namespace, node-local ``/tmp`` and ``/dev/shm``, a 4-rank mpi4py job over Slurm's PMI,
 idempotence, adding Slurm to a cluster that is up, failures rolled back, crash clean-up, and 20 up/down cycles that
-leave no process, namespace, mount or ``/dev/shm`` segment behind. Behaviour, not timing.
+leave no process, namespace, mount or ``/dev/shm`` segment behind. Behaviour, and one loose wall-clock bound
+(marker ``timing``).
 
 Skipped, with the reason, where there is no root, no network namespaces, or Slurm is neither installed nor
 installable (the module fixture installs Debian's packages where it can: ``hm.cluster.ensure_installed()``).
@@ -366,13 +367,24 @@ def test_crash_in_the_middle_of_up_then_down_removes_everything_and_a_dead_daemo
     _assert_nothing_left(name)
 
 
+@pytest.mark.timing
+def test_up_and_down_with_slurm_take_seconds(slurm_ok, cleanup):
+    """A loose wall-clock bound: up + down of 4 hosts with Slurm measured ~0.35 s; 10 s holds on a loaded 2-core
+    machine and still catches a wait that runs into a timeout (the daemons' readiness poll, a kill that waits)."""
+    name = f"{_NAME}t"
+    cleanup.append(name)
+    t0 = time.monotonic()
+    hc.up(_spec(name), slurm=True)
+    assert hc.down(name).removed
+    assert time.monotonic() - t0 < 10
+    _assert_nothing_left(name)
+
+
 def test_twenty_up_down_cycles_leave_nothing_behind(slurm_ok, cleanup):
     name = f"{_NAME}y"
     cleanup.append(name)
-    t0 = time.monotonic()
     st = hc.up(_spec(name), slurm=True)
     assert hc.down(name).removed
-    assert time.monotonic() - t0 < 10  # loose sanity bound (measured ~0.35 s for up + down)
     for _ in range(20):
         st = hc.up(_spec(name), slurm=True)
         f = f"hnow-{name}-x"
