@@ -4,8 +4,9 @@ file outside the repository, and ``import hnowmodel`` stays light.
 
 The graph is read with :mod:`ast` (every ``import``, at module level and inside functions, relative imports resolved;
 ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``), so an import hidden in a
-function to dodge a cycle still counts. An import of ``a.b.c`` is an edge to ``a.b.c`` only (not to the packages
-``a`` and ``a.b`` that Python also runs): the layers are about what a module uses. The layer table below is the one
+function to dodge a cycle still counts (so does one under ``if TYPE_CHECKING:``: a dependency all the same). An
+import of ``a.b.c`` is an edge to ``a.b.c`` only (not to the packages ``a`` and ``a.b`` that Python also runs): the
+layers are about what a module uses. The layer table below is the one
 in ``docs/architecture.md``; keep the two the same.
 """
 
