@@ -1,13 +1,15 @@
-"""Shared test set-up: a deterministic hypothesis profile and helpers to run the CLI and MPI jobs."""
+"""Shared test set-up: a deterministic hypothesis profile, MPI tests skipped where no launcher is found, the ``hnow``
+fixture. The helpers test modules share are in :mod:`tests.helpers`."""
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# the helpers used to live here; older modules import them from here still (new ones: from tests.helpers)
+from tests.helpers import one_error_line, run_hnow, run_mpi_module  # noqa: F401
 
 settings.register_profile(
     "ci",
@@ -46,45 +48,7 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
-def one_error_line(stderr: str) -> bool:
-    """``stderr`` holds one error line and nothing else but progress (a wait for the machine's MPI lock, say)."""
-    lines = [ln for ln in stderr.splitlines() if ln.strip() and not ln.startswith(("waiting for the MPI lock", "["))]
-    return len(lines) == 1 and " error: " in lines[0]
-
-
-def run_hnow(
-    *args: str, timeout: float = 300, check: bool = False, env: dict | None = None, cwd: str | None = None
-) -> subprocess.CompletedProcess:
-    """Run ``hnow ARGS`` as a subprocess (as a user would; ``env`` added to this environment) and return it."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "hnowmodel.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-        cwd=cwd,
-    )
-    if check and proc.returncode != 0:
-        raise AssertionError(f"hnow {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
-    return proc
-
-
-def run_mpi_module(np: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run ``mpiexec -n NP python -m calibrate ARGS`` (holding the machine's MPI lock) and return the completed
-    process."""
-    from hnowmodel.jobs import mpi_lock
-
-    with mpi_lock():
-        return subprocess.run(
-            ["mpiexec", "-n", str(np), sys.executable, "-m", "calibrate", *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-
-
 @pytest.fixture
 def hnow():
+    """``run_hnow``: run the CLI as a subprocess."""
     return run_hnow

@@ -16,7 +16,7 @@ from calibrate.bench.queues import queue_extension
 from hnowmodel.benchmarks import BENCHMARKS, check_names
 from hnowmodel.errors import InputError
 from hnowmodel.params import Profile, paper_profile
-from tests.conftest import run_hnow
+from tests.helpers import model_us, run_hnow
 
 NAMES = [
     "latency",
@@ -115,29 +115,35 @@ def _by(rows, name):
     return [r for r in rows if r["bench"] == name]
 
 
-@pytest.mark.mpi
-def test_all_benchmarks_plain_mpi(tmp_path):
-    """Every benchmark at --quick settings in one job, through hnow (CSV/PNG/JSON, profile extensions)."""
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory) -> tuple[dict, object]:
+    """Every benchmark at --quick settings in one job on plain MPI, through hnow (CSV/PNG/JSON, profile extensions):
+    its JSON document and its folder (run once for the tests that read it)."""
+    tmp_path = tmp_path_factory.mktemp("bench")
     prof_in = tmp_path / "p.json"
     paper_profile().save(prof_in)
     out = tmp_path / "out"
     p = run_hnow(
-        "bench",
-        "all",
-        "--np",
-        "2",
-        "--quick",
-        "--json",
-        "-o",
-        str(out),
-        "--profile-in",
-        str(prof_in),
-        "--profile-out",
-        str(tmp_path / "p2.json"),
-        timeout=180,
-    )
+        "bench", "all", "--np", "2", "--quick", "--json", "-o", str(out), "--profile-in", str(prof_in),
+        "--profile-out", str(tmp_path / "p2.json"), timeout=180,
+    )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+    return json.loads(p.stdout), tmp_path
+
+
+@pytest.fixture(scope="module")
+def emulated_run() -> dict:
+    """Every benchmark at --quick settings on the emulated paper testbed: the JSON document."""
+    p = run_hnow("bench", "all", "--np", "2", "--testbed", "paper", "--quick", "--json", timeout=240)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.mpi
+def test_all_benchmarks_plain_mpi(plain_run):
+    """Every benchmark runs on plain MPI and writes its CSV and plot; the profile gets the queue extensions."""
+    doc, tmp_path = plain_run
+    out = tmp_path / "out"
     assert doc["emulated"] is False and doc["np"] == 2
     for name in NAMES:
         rows = _by(doc["rows"], name)
@@ -149,10 +155,6 @@ def test_all_benchmarks_plain_mpi(tmp_path):
     modes = {r["mode"] for r in _by(doc["rows"], "completion")}
     assert modes == {"recv", "test", "wait", "test-sleep"}
     assert {r["method"] for r in _by(doc["rows"], "cpu-availability")} == {"polling", "bandwidth-loop"}
-    # Underwood & Brightwell: traversing 300 posted entries costs; merely having them posted does not
-    pq = {(r["length"], r["traversed"]): r for r in _by(doc["rows"], "posted-queue")}
-    assert pq[(300, 300)]["min_us"] > pq[(0, 0)]["min_us"] + 0.3
-    assert pq[(300, 0)]["min_us"] < pq[(300, 300)]["min_us"]
     prof = Profile.load(tmp_path / "p2.json")
     assert prof.extensions["posted_queue"]["us_per_entry"] > 0
     assert "unexpected_queue" in prof.extensions and "hotspot" in prof.extensions
@@ -160,23 +162,41 @@ def test_all_benchmarks_plain_mpi(tmp_path):
 
 
 @pytest.mark.mpi
-def test_all_benchmarks_emulated_testbed():
-    """Every benchmark runs on the emulated testbed; emulated latency is the model's (Table 2: 170 µs fast-fast)."""
-    p = run_hnow("bench", "all", "--np", "2", "--testbed", "paper", "--quick", "--json", timeout=240)
-    assert p.returncode == 0, p.stderr
-    doc = json.loads(p.stdout)
+@pytest.mark.timing
+def test_traversing_the_posted_queue_costs_and_merely_posting_does_not(plain_run):
+    """Underwood & Brightwell: traversing 300 posted entries costs; merely having them posted does not. Minima
+    (load only adds time); the margin (0.3 µs over ~300 entries) is far below what a traversal costs (~1 µs)."""
+    doc, _ = plain_run
+    pq = {(r["length"], r["traversed"]): r for r in _by(doc["rows"], "posted-queue")}
+    assert pq[(300, 300)]["min_us"] > pq[(0, 0)]["min_us"] + 0.3
+    assert pq[(300, 0)]["min_us"] < pq[(300, 300)]["min_us"]
+
+
+@pytest.mark.mpi
+def test_all_benchmarks_emulated_testbed(emulated_run):
+    """Every benchmark runs on the emulated testbed, with its note."""
+    doc = emulated_run
     assert doc["emulated"] is True
     for name in NAMES:
         assert _by(doc["rows"], name), name
         assert doc["benchmarks"][name]["notes"]
-    lat0 = next(r for r in _by(doc["rows"], "latency") if r["size"] == 0)
-    assert lat0["median_us"] == pytest.approx(170.0, rel=0.03)
-    ov = next(r for r in _by(doc["rows"], "overhead") if r["size"] == 0)
-    assert ov["send_us"] == pytest.approx(60.0, rel=0.05)  # Sc of a fast node
-    assert ov["recv_us"] == pytest.approx(94.0, rel=0.05)  # Rc (Table-2 convention)
 
 
 @pytest.mark.mpi
+@pytest.mark.timing
+def test_emulated_latency_and_overheads_are_the_models(emulated_run):
+    """Emulated latency is the model's (Table 2: 170 µs fast-fast), the send/receive overheads the fast type's Sc
+    and Rc. The emulator only ever adds delay, so the band is lopsided: 3-5 % below (clock rounding, as on a quiet
+    machine), 12 % above (a rank scheduled late on a loaded 2-core machine: ~0.5 ms of the 5 ms real time of a
+    170-µs message at time scale 30). A lost or doubled term (Sc 60, Rc 94, X 16) falls outside."""
+    doc = emulated_run
+    lat0 = next(r for r in _by(doc["rows"], "latency") if r["size"] == 0)
+    ov = next(r for r in _by(doc["rows"], "overhead") if r["size"] == 0)
+    for got, want, below in ((lat0["min_us"], 170.0, 0.03), (ov["send_us"], 60.0, 0.05), (ov["recv_us"], 94.0, 0.05)):
+        assert (1 - below) * want <= got <= 1.12 * want, (got, want)
+    assert lat0["min_us"] <= lat0["median_us"] <= lat0["max_us"]
+
+
 def _hotspot_fanin() -> list[dict]:
     p = run_hnow(
         "bench", "hotspot", "--np", "4", "--testbed", "paper", "--layout", "FSSF", "--slaves", "1,2,3",
@@ -188,17 +208,15 @@ def _hotspot_fanin() -> list[dict]:
     return rows
 
 
+@pytest.mark.mpi
+@pytest.mark.timing
 def test_hotspot_receive_follows_the_gather_model_on_testbed():
-    """Hot-spot fan-in vs k on the emulated testbed: rises with k and stays near hnowmodel.predict.gather
-    (sequential, link). Behaviour only: 4 busy ranks on 2 cores of a VM that drifts 30-65 % for seconds put the
-    accuracy itself (within ~10 % on a quiet machine) out of a test's reach; a factor of 2 catches a broken model
-    or emulator."""
-    from hnowmodel.predict import gather
-    from hnowmodel.trees import sequential
-
+    """Hot-spot fan-in vs k on the emulated testbed: rises with k and stays near the gather model (sequential,
+    link). Behaviour only: 4 busy ranks on 2 cores of a VM that drifts 30-65 % for seconds put the accuracy itself
+    (within ~10 % on a quiet machine) out of a test's reach; a factor of 2 catches a broken model or emulator."""
     layout = ["fast", "slow", "slow", "fast"]
     prof = paper_profile()
-    one = [gather(prof, layout[: k + 1], sequential(k + 1), [4], variant="link")[0] for k in (1, 2, 3)]
+    one = [model_us("gather", prof, layout[: k + 1], "sequential", 4, variant="link") for k in (1, 2, 3)]
     pred = np.array(one, dtype=float)
     fan = np.array([r["fanin_min_us"] for r in _hotspot_fanin()])
     assert np.all((fan > 0.5 * pred) & (fan < 2.0 * pred)), (fan.tolist(), pred.tolist())

@@ -198,22 +198,36 @@ def test_kernels_under_mpiexec(cache_home, tmp_path):
         return sorted(xs)[len(xs) // 2]
 
     kern = res["kernels"]
+    assert set(kern) == {f"oneway_{m}" for m in (0, 8, 1 << 20)} | {
+        f"{kind}_{m}" for kind in lengths if kind != "oneway" for m in (8, 1 << 20)
+    }
     for kind in ("oneway", "pingpong", "sends", "recv", "oneway_unaligned", "rested_send"):
         assert med(kern[f"{kind}_{1 << 20}"]) > med(kern[f"{kind}_8"]), kind  # 1 MiB vs 8 B: a huge margin
+        # the unit is µs: 1 MiB over shared memory moves at 0.1-100 GB/s, i.e. 10-10,000 µs (x5 for a loaded
+        # machine); seconds would read ~1e-4 and nanoseconds ~1e5-1e7, and 8 B takes well under a millisecond
+        assert _IN_US_1MIB[0] < med(kern[f"{kind}_{1 << 20}"]) < _IN_US_1MIB[1], (kind, kern[f"{kind}_{1 << 20}"])
+        assert med(kern[f"{kind}_8"]) < 1000, (kind, kern[f"{kind}_8"])
 
     for key, per_rank in res["coll"].items():
         assert len(per_rank) == 2
         for start, finish in per_rank:
             assert all(f >= s for s, f in zip(start, finish, strict=True)), key
         assert all(c > 0 for c in _completions(per_rank)), key
+    assert set(res["coll"]) == {f"{op}_{m}" for op in ("bcast", "scatter", "gather") for m in (0, 8, 1 << 20)}
     for op in ("bcast", "scatter", "gather"):
-        assert med(_completions(res["coll"][f"{op}_{1 << 20}"])) > med(_completions(res["coll"][f"{op}_8"])), op
+        big = med(_completions(res["coll"][f"{op}_{1 << 20}"]))
+        assert big > med(_completions(res["coll"][f"{op}_8"])), op
+        assert _IN_US_1MIB[0] < big < _IN_US_1MIB[1], (op, big)  # start/finish stamps in µs too
 
     for errs in res["errors_all_ranks"]:  # errors are collective: every rank raises the same
         assert "bad arguments" in errs["same_rank"]
         assert "unknown collective op" in errs["bad_op"]
         assert "bad arguments" in errs["bad_root"]
         assert "b must be (a + 1) % size" in errs["rested_self"]
+
+
+# What 1 MiB between two ranks of one machine takes, in µs, with room for a loaded machine (see above)
+_IN_US_1MIB = (5.0, 50_000.0)
 
 
 def _completions(per_rank: list) -> list[float]:
@@ -232,6 +246,7 @@ def test_reference_pingpong_one_row_per_size(cache_home):
         assert r["batches"] == 5
         assert 0 < r["min_us"] <= r["median_us"] <= r["max_us"]
     assert rows[-1]["median_us"] > rows[1]["median_us"]
+    assert _IN_US_1MIB[0] < rows[-1]["median_us"] < _IN_US_1MIB[1]  # one-way µs, not s or ns
 
 
 def test_reference_rejects_bad_sizes():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from calibrate.collectives import MPICH_PIN, payload_block
-from tests.conftest import run_mpi_module
+from tests.helpers import run_mpi_module
 
 pytestmark = pytest.mark.mpi
 
@@ -141,39 +141,39 @@ def test_native_on_testbed_is_refused_before_mpi():
     assert "native cannot run on the emulated testbed" in proc.stderr
 
 
+@pytest.mark.timing
 def test_emulated_measure_matches_true_profile_prediction():
-    """4 ranks FFSS on the paper testbed: measured bcast/gather within 10 % of the model with the TRUE parameters."""
+    """4 ranks FFSS on the paper testbed: measured bcast/scatter/gather follow the model with the TRUE parameters.
+
+    The fastest round (the emulator only adds delay: a rank scheduled late) within 10 % below (as on a quiet
+    machine) and 15 % above the model (4 ranks busy-poll 2 cores of a loaded machine); and, a ratio that load
+    does not shift, where the model says one tree is much faster than the other (> 25 %), the measurement agrees."""
     testbed_mod = pytest.importorskip("calibrate.testbed")
-    from hnowmodel import predict, trees
+    from tests.helpers import model_us
 
     doc = _measure(
-        4,
-        "--testbed",
-        "paper",
-        "--layout",
-        "FFSS",
-        "--op",
-        "bcast,scatter,gather",
-        "--tree",
-        "binomial,sequential",
-        "--sizes",
-        "1K",
-        "--reps",
-        "3",
-        "--iters",
-        "2",
-        "--methods",
-        "sync,fig2",
-        timeout=120,
-    )
+        4, "--testbed", "paper", "--layout", "FFSS", "--op", "bcast,scatter,gather", "--tree", "binomial,sequential",
+        "--sizes", "1K", "--reps", "3", "--iters", "2", "--methods", "sync,fig2", timeout=120,
+    )  # fmt: skip
     assert doc["emulated"] and doc["time_scale"] > 1
     prof = testbed_mod.load_testbed("paper").profile()
     layout = ["fast", "fast", "slow", "slow"]
-    for r in doc["rows"]:
-        tree = trees.make_tree(r["tree"], 4)
-        kw = {"variant": "link"} if r["op"] == "gather" else {}
-        want = float(predict.predict(r["op"], prof, layout, tree, [r["size"]], **kw)[0])
-        assert r["sync_median_us"] == pytest.approx(want, rel=0.10), (r["op"], r["tree"], r["sync_median_us"], want)
+    rows = doc["rows"]
+    assert sorted((r["op"], r["tree"], r["size"]) for r in rows) == sorted(
+        (o, t, 1024) for o in ("bcast", "scatter", "gather") for t in ("binomial", "sequential")
+    )
+    want = {}
+    for r in rows:
+        variant = "link" if r["op"] == "gather" else None
+        want[r["op"], r["tree"]] = w = model_us(r["op"], prof, layout, r["tree"], r["size"], variant=variant)
+        got = r["sync_min_us"]
+        assert 0.90 * w <= got <= 1.15 * w, (r["op"], r["tree"], got, w)
+        assert r["sync_min_us"] <= r["sync_median_us"] <= r["sync_max_us"]
+    got = {(r["op"], r["tree"]): r["sync_min_us"] for r in rows}
+    for op in ("bcast", "scatter", "gather"):
+        b, q = want[op, "binomial"], want[op, "sequential"]
+        if max(b, q) > 1.25 * min(b, q):
+            assert (got[op, "binomial"] < got[op, "sequential"]) == (b < q), (op, got, want)
 
 
 def test_op_specific_trees_run_only_their_op():

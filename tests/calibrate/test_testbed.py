@@ -1,4 +1,5 @@
-"""The emulated testbed: file validation, and real mpiexec runs whose timings follow DESIGN.md's semantics."""
+"""The emulated testbed: file validation, and real mpiexec runs whose timings follow the emulator's
+semantics (calibrate/testbed.py)."""
 
 from __future__ import annotations
 
@@ -93,18 +94,30 @@ PROBE = textwrap.dedent(
 )
 
 
+# The emulator ends every busy period at an absolute time and only ever adds delay (a rank scheduled late), so the
+# minimum of the runs is not below the model (LOW: clock rounding and barrier skew, the quiet machine's 3 %) and
+# above it by no more than what scheduling on a loaded machine adds (HIGH): 4 ranks busy-poll 2 cores; at 0 bytes
+# the 200-µs ping-pong is 6 ms of real time, and one late wake-up of ~0.5 ms is 8 % of it (the test failed once
+# under load at +3 %). A broken emulator or model is off by a whole term (S, R, X: 30-100 % here), far outside.
+LOW, HIGH = 0.03, 0.12
+
+
+def _within_band(got: float, want: float) -> bool:
+    return want * (1 - LOW) <= got <= want * (1 + HIGH)
+
+
 @pytest.mark.mpi
+@pytest.mark.timing
 def test_emulated_times_follow_the_model(tmp_path):
     """One-way time = S + X + R; many-to-one = eq. 10-12 with the receiver's link carrying one message at a time."""
     import subprocess
 
-    from hnowmodel import predict, trees
+    from hnowmodel.jobs import mpi_lock
+    from tests.helpers import model_us
 
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
     layout = "FSSF"
-    from hnowmodel.jobs import mpi_lock
-
     with mpi_lock():
         proc = subprocess.run(
             ["mpiexec", "-n", "4", sys.executable, str(script), layout], capture_output=True, text=True, timeout=120
@@ -115,9 +128,13 @@ def test_emulated_times_follow_the_model(tmp_path):
     prof = tb.profile()
     for m in (0, 4096):
         pp = (prof.ptp_us("fast", "slow", m) + prof.ptp_us("slow", "fast", m)) / 2
-        assert got[str(m)]["pingpong"] == pytest.approx(pp, rel=0.03)
-        g = predict.gather(prof, list(tb.ranks), trees.sequential(4), [m], variant="link")[0]
-        assert got[str(m)]["gather"] == pytest.approx(g, rel=0.03)
+        g = model_us("gather", prof, tb.ranks, "sequential", m, variant="link")
+        assert _within_band(got[str(m)]["pingpong"], pp), (m, got[str(m)], pp)
+        assert _within_band(got[str(m)]["gather"], g), (m, got[str(m)], g)
+    # load-independent shape: the many-to-one takes longer than one message, and X*m adds with the size
+    for kind in ("pingpong", "gather"):
+        assert got["4096"][kind] > got["0"][kind], got
+    assert got["0"]["gather"] > got["0"]["pingpong"] and got["4096"]["gather"] > got["4096"]["pingpong"], got
 
 
 # ---- MPI constants come from mpi4py (MPICH: ANY_SOURCE = -2, PROC_NULL = -1) -----------------------------------

@@ -7,16 +7,9 @@ import json
 
 import pytest
 
-from hnowmodel.params import Profile, paper_profile
-from tests.conftest import one_error_line, run_hnow
-
-
-def _profile(tmp_path, hosts=("n1", "n2", "n3", "n4"), types=("fast", "fast", "slow", "slow")) -> str:
-    doc = paper_profile().to_dict()
-    doc["nodes"] = [{"rank": r, "host": h, "type": t} for r, (h, t) in enumerate(zip(hosts, types, strict=True))]
-    p = tmp_path / "p.json"
-    Profile.from_dict(doc).save(p)
-    return str(p)
+from hnowmodel.params import paper_profile
+from tests.helpers import one_error_line, run_hnow
+from tests.helpers import profile_with_hosts as _profile
 
 
 def test_files_say_the_same_order(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_hnow
+from tests.helpers import run_hnow
 
 NO_LAUNCHER = ("--launcher", "no-such-mpiexec")
 

@@ -16,7 +16,7 @@ import pytest
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
 from hnowmodel.cluster.state import state_path
-from tests.conftest import run_hnow
+from tests.helpers import check_compared_row, run_hnow
 
 from . import needs_netns
 
@@ -112,9 +112,10 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
         "--json",
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    rows = json.loads(res.stdout)["rows"]
-    assert rows and all(r["tree"] == "native" and r["measured_us"] > 0 for r in rows)
-    assert all(r["predicted_us"] is not None and r["predicted_us"] > 0 for r in rows)
+    (row,) = json.loads(res.stdout)["rows"]
+    assert (row["op"], row["tree"], row["size"]) == ("bcast", "native", 16384)
+    assert row["predicted_us"] is not None and row["model_tree"].startswith("binomial"), row  # MPICH's pinned tree
+    check_compared_row(row)  # ordered spread, error_pct = 100 (predicted - measured) / measured
     assert any(s.name == name for s in hc.status())  # still up: it was up before the command
     assert _ranks_inside(name) == {}  # no stray ranks
     hc.down(name)

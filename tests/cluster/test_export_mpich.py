@@ -22,33 +22,14 @@ import hnowmodel.cluster as hc
 from hnowmodel import ops
 from hnowmodel.jobs import mpi_lock
 from hnowmodel.trees import binomial, make_tree
-from tests.conftest import run_hnow
+from tests.helpers import COUNTERS as _COUNTERS
+from tests.helpers import env_of_file as _mpich_env
+from tests.helpers import run_hnow
+from tests.helpers import sent_per_child as _sent_per_child
 
 from . import four_hosts_spec, needs_netns
 
 pytestmark = pytest.mark.mpi
-
-#: One bcast per size; each rank prints nothing, rank 0 prints ``tx SIZE host:bytes_sent:payload_ok ...``.
-_COUNTERS = """
-import socket, sys
-import numpy as np
-from mpi4py import MPI
-
-c = MPI.COMM_WORLD
-def tx():
-    with open("/sys/class/net/eth0/statistics/tx_bytes") as f:
-        return int(f.read())
-for m in map(int, sys.argv[1:]):
-    buf = np.full(m, 7 if c.rank == 0 else 0, dtype="u1")
-    c.Barrier()
-    t0 = tx()
-    c.Barrier()
-    c.Bcast(buf, root=0)
-    c.Barrier()
-    rows = c.gather((socket.gethostname(), tx() - t0, bool((buf == 7).all())), root=0)
-    if c.rank == 0:
-        print("tx", m, " ".join(f"{h}:{d}:{int(ok)}" for h, d, ok in rows), flush=True)
-"""
 
 _M = 262144  # the exported size (bytes)
 _ABOVE = 1 << 20  # above every exported size: MPICH's default runs
@@ -64,20 +45,6 @@ def _four_hosts(name: str, tmp_path, *sizes: int) -> tuple[object, list[str]]:
     return ls, ["mpiexec", *ls.mpiexec_args, "-n", "4", sys.executable, str(script), *map(str, sizes)]
 
 
-def _mpich_env(folder, name: str = "mpich-env.txt") -> dict[str, str]:
-    """The environment ``mpich-env.txt`` (or ``name``) sets up (its ``export`` and ``unset`` lines), on top of this
-    one."""
-    env = dict(os.environ)
-    for line in (folder / name).read_text().splitlines():
-        if line.startswith("export "):
-            k, _, v = line[len("export ") :].partition("=")
-            env[k] = v
-        elif line.startswith("unset "):
-            for k in line.split()[1:]:
-                env.pop(k, None)
-    return env
-
-
 def _export(tmp_path, layout: str) -> tuple[dict, object]:
     out = tmp_path / "ex"
     res = run_hnow(
@@ -86,12 +53,6 @@ def _export(tmp_path, layout: str) -> tuple[dict, object]:
     )  # fmt: skip
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)["mpich"], out
-
-
-def _sent_per_child(stdout: str, m: int) -> tuple[list[int], list[bool]]:
-    line = next(ln for ln in stdout.splitlines() if ln.startswith(f"tx {m} "))
-    cells = [c.split(":") for c in line.split()[2:]]
-    return [round(int(b) / m) for _, b, _ in cells], [ok == "1" for _, _, ok in cells]
 
 
 @needs_netns

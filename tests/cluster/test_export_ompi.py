@@ -27,10 +27,12 @@ from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
 from hnowmodel.trees import make_tree
-from tests.conftest import run_hnow
+from tests.helpers import COUNTERS as _COUNTERS
+from tests.helpers import env_of_file as _mpich_env
+from tests.helpers import run_hnow
+from tests.helpers import sent_per_child as _sent_per_child
 
 from . import four_hosts_spec, needs_netns
-from .test_export_mpich import _COUNTERS, _mpich_env, _sent_per_child
 
 pytestmark = pytest.mark.mpi
 MISSING = openmpi_missing()

@@ -8,8 +8,8 @@ import json
 import pytest
 
 import hnowmodel.cluster as hc
-from tests.cli.test_export import _profile
-from tests.conftest import run_hnow
+from tests.helpers import profile_with_hosts as _profile
+from tests.helpers import run_hnow
 
 from . import needs_netns
 

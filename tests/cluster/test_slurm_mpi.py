@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+import hnowmodel as hm
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
-from tests.conftest import one_error_line, run_hnow
-
-from .test_slurm import _NAME, python_on_hosts, run, slurm_ok  # noqa: F401 - fixtures
+from tests.helpers import SLURM_NAME, check_compared_row, check_measured_row, model_us, one_error_line, run_hnow
+from tests.helpers import slurm_run as run
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
@@ -61,9 +61,9 @@ def _ranks_inside(name: str) -> dict[str, list[int]]:
 
 
 @pytest.fixture(scope="module")
-def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):  # noqa: F811 - the imported fixtures
+def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):
     """A 4-host, 2-speed cluster with Slurm for the module, and its spec file."""
-    name = f"{_NAME}j"
+    name = f"{SLURM_NAME}j"
     spec = _spec_file(tmp_path_factory.mktemp("spec"), name)
     try:
         yield hc.up(spec, slurm=True), spec
@@ -97,15 +97,25 @@ def test_calibrate_measure_compare_through_srun_outside_an_allocation(slurm4, tm
         "--sizes", "16K", "--reps", "2", "--json",
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
-    assert [r["measured_us"] > 0 for r in json.loads(res.stdout)["rows"]] == [True]
+    (row,) = json.loads(res.stdout)["rows"]
+    assert (row["op"], row["tree"], row["size"]) == ("bcast", "binomial", 16384)
+    check_measured_row(row)  # payload verified, spread ordered, measured = its stat
     res = hnow(
         "compare", "--np", "4", "--cluster", spec, "--launcher", "srun", "--profile", str(prof), "--ops", "bcast",
         "--trees", "native,binomial", "--sizes", "16K", "--reps", "2", "--json",
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     rows = json.loads(res.stdout)["rows"]
-    assert {r["tree"] for r in rows} == {"native", "binomial"}
-    assert all(r["predicted_us"] > 0 and r["measured_us"] > 0 for r in rows)
+    assert sorted((r["op"], r["tree"], r["size"]) for r in rows) == [
+        ("bcast", "binomial", 16384),
+        ("bcast", "native", 16384),
+    ]
+    profile = hm.Profile.load(prof)
+    for r in rows:
+        check_compared_row(r)  # error_pct = 100 (predicted - measured) / measured
+        if r["tree"] == "binomial":  # predicted from the calibrated profile, under the row's variant
+            want = model_us("bcast", profile, types, "binomial", 16384, variant=r["variant"])
+            assert r["predicted_us"] == pytest.approx(want), r
     assert _ranks_inside(st.name) == {}
 
 

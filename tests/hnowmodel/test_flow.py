@@ -14,29 +14,10 @@ from hnowmodel import ops
 from hnowmodel import predict as P
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError, ProfileError
-from hnowmodel.params import Link, NodeType, Profile, paper_profile
-
-from .test_trees import _any_tree
-
-
-def _profile(
-    egress: dict[str, float],
-    ingress: dict[str, float] | None = None,
-    *,
-    S: float = 0.0,
-    R: float = 0.0,
-    Xc: float = 0.0,
-    burst: float = 0.0,
-    rendezvous: int | None = None,
-    Sm: float = 0.0,
-    Rm: float = 0.0,
-) -> Profile:
-    """Types with the given egress/ingress capacities (bytes/µs); pair Xm = max(1/egress_a, 1/ingress_b)."""
-    ingress = ingress or egress
-    types = {k: NodeType(k, S, Sm, R, Rm) for k in egress}
-    links = {(a, b): Link(Xc, max(1 / egress[a], 1 / ingress[b])) for a in egress for b in egress}
-    ext = {"network": {"burst_bytes": burst}} if burst else {}
-    return Profile(types, Link(Xc, 1.0), links, extensions=ext, rendezvous_from_bytes=rendezvous)
+from hnowmodel.params import NodeType, Profile, paper_profile
+from tests.helpers import any_tree as _any_tree
+from tests.helpers import flow_profile as _profile
+from tests.helpers import network_profile as _network_profile
 
 
 # ---- hand-computed cases -------------------------------------------------------------------------------------
@@ -466,11 +447,6 @@ def test_monotone_in_the_size(case, m, dm):
 
 
 # ---- the flow variant by default on a network profile, and the search under it -----------------------------------
-def _network_profile() -> Profile:
-    prof = _profile({"fast": 20.0, "mid": 6.0, "slow": 2.5}, S=2.0, R=2.0, Xc=50.0, burst=1000.0)
-    return prof
-
-
 def test_a_network_profile_defaults_to_the_flow_variants_everywhere():
     net, plain = _network_profile(), paper_profile()
     assert ops.is_network_profile(net) and not ops.is_network_profile(plain)

@@ -295,7 +295,7 @@ def test_bad_choices_name_the_input(kw, says):
 
 def test_a_network_profile_is_chosen_for_under_its_network_variants():
     _table()
-    from tests.hnowmodel.test_flow import _network_profile
+    from tests.helpers import network_profile as _network_profile
 
     prof = _network_profile()
     sel = choose_mpich(prof, ["fast", "mid", "slow", "fast", "mid", "slow"], ops=["bcast", "gather"], sizes=[65536])

@@ -13,8 +13,7 @@ from hnowmodel import reference as R
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError, LayoutError
 from hnowmodel.params import Link, NodeType, Profile, paper_profile
-
-from .test_trees import _any_tree
+from tests.helpers import any_tree as _any_tree
 
 PROF = paper_profile()
 FFSS = ["fast", "fast", "slow", "slow"]

@@ -27,8 +27,7 @@ from hnowmodel.params import (
     Regime,
     paper_profile,
 )
-
-from .test_trees import _any_tree
+from tests.helpers import any_tree as _any_tree
 
 # fast: a protocol switch after 1000 bytes (inclusive bound); slow: one line; network: a switch after 2000 bytes.
 FAST = NodeType.piecewise(

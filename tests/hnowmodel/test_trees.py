@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError, TreeError
 from hnowmodel.params import paper_profile
+from tests.helpers import any_tree as _any_tree
 
 
 def test_binomial_matches_mpich_order():
@@ -174,16 +175,6 @@ def test_python_api_refuses_fractional_ranks():
     with pytest.raises(TreeError, match="True"):
         T.from_children([[True], []])
     assert T.from_parent(np.array([-1, 0], dtype=np.int32)).children == ((1,), ())
-
-
-def _any_tree(draw, n):
-    kind = draw(st.sampled_from(["binomial", "sequential", "chain", "kary:3", "knomial:3", "random"]))
-    root = draw(st.integers(0, n - 1))
-    if kind != "random":
-        return T.make_tree(kind, n, root)
-    parent = [-1] + [draw(st.integers(0, i - 1)) for i in range(1, n)]
-    perm = draw(st.permutations(range(n)))
-    return T.from_parent(parent).relabel(perm)
 
 
 @st.composite

@@ -15,7 +15,7 @@ from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, task_command
 from hnowmodel.jobs.hostfile import format_hostfile, parse_hostfile, place, read_hostfile
 from hnowmodel.jobs.launcher import _Expect, srun_defaults, world_problem
-from tests.conftest import one_error_line
+from tests.helpers import one_error_line
 
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 

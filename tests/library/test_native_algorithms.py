@@ -8,8 +8,7 @@ import pytest
 import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.errors import InputError
-from hnowmodel.jobs.api import _job_groups
-from tests.conftest import one_error_line, run_hnow
+from tests.helpers import check_compared_row, check_measured_row, one_error_line, run_hnow
 
 
 def test_native_specs_name_their_algorithm():
@@ -65,19 +64,6 @@ def test_bad_native_algorithm_exits_2_with_one_line(argv):
     assert proc.stdout == ""
 
 
-def test_algorithms_that_set_one_variable_two_ways_run_in_separate_jobs():
-    built = {"binomial": hm.trees.binomial(4), "native": None, "native:binomial": None}
-    built.update({"native:tree:kary:3": None, "native:tree:kary:2": None})
-    groups = _job_groups(built, ["bcast", "scatter"])
-    assert [list(g) for g in groups] == [
-        ["binomial", "native", "native:binomial"],
-        ["native:tree:kary:3"],
-        ["native:tree:kary:2"],
-    ]
-    # scatter alone: a bcast algorithm sets nothing, so nothing clashes
-    assert len(_job_groups({"native": None, "native:binomial": None}, ["scatter"])) == 1
-
-
 @pytest.mark.mpi
 def test_native_algorithm_is_measured_pinned_and_compared_with_its_model_tree():
     """Plain MPI, 4 ranks: ``native`` and ``native:tree:kary:3`` in one call (two jobs: both set MPICH's bcast
@@ -91,13 +77,19 @@ def test_native_algorithm_is_measured_pinned_and_compared_with_its_model_tree():
         ("scatter", "native"),
         ("bcast", "native:tree:kary:3"),
     }
-    assert all(r.extra["verified"] and r.measured_us > 0 for r in m.rows)
+    for r in m.rows:
+        check_measured_row(r)  # verified payload, ordered spread, measured = its stat
+        assert r.size == 4096
+    # the two settings of MPICH's bcast algorithm ran in two jobs, each with its own pin in the ranks' environment
     kary = m.run["natives"]["native:tree:kary:3"]
     assert kary["pinned"] and kary["algorithm"] == "tree:kary:3" and kary["model_tree"] == "kary:3"
     assert kary["cvars"]["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "tree"
     assert kary["cvars"]["MPIR_CVAR_BCAST_TREE_TYPE"] == "kary" and kary["cvars"]["MPIR_CVAR_BCAST_TREE_KVAL"] == "3"
     plain = m.run["natives"]["native"]
     assert plain["pinned"] and plain["cvars"]["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "binomial"
+    assert plain["model_tree"] == "binomial" and kary["model_trees"] == {"bcast": "kary:3"}  # scatter: no kary
+    # what the ranks had set is exactly what the registry pins for each spec
+    assert kary["cvars"] == ops.native_spec_env("native:tree:kary:3", ["bcast"])
     assert m.run["native"] == plain  # ``native`` keeps meaning the pinned default
 
     prof, layout = hm.paper_profile(), ["fast", "fast", "slow", "slow"]
@@ -106,6 +98,9 @@ def test_native_algorithm_is_measured_pinned_and_compared_with_its_model_tree():
     )
     (row,) = cmp.rows  # gather has no tree algorithm: nothing to run
     assert (row.op, row.tree, row.model_tree) == ("bcast", "native:tree:knomial_1:3", "mpich-knomial1:3")
+    assert row.size == 4096
+    check_compared_row(row)
+    assert cmp.run["natives"]["native:tree:knomial_1:3"]["pinned"] is True
     nat = ops.native_for("native:tree:knomial_1:3", "bcast", "MPICH")
     want = ops.native_predict("bcast", "MPICH", prof, layout, [4096], algorithm=nat)[0]
     assert row.predicted_us == pytest.approx(want)
