@@ -1,8 +1,8 @@
 """Layouts: the node type of each rank, as given on the command line or in a file.
 
-Accepted forms (DESIGN.md): ``FFSS`` (first letter of each type name, case-insensitive), ``fast,fast,slow``
-(``fast*4,slow*4`` repeats), or ``@file.json`` (a JSON list of type names, or an object with ``"ranks"`` or
-``"nodes"`` as in testbed and profile files).
+Accepted forms (docs/file-formats.md, "Layout"): ``FFSS`` (first letter of each type name, case-insensitive),
+``fast,fast,slow`` (``fast*4,slow*4`` repeats), or ``@file.json`` (a JSON list of type names, or an object with
+``"ranks"`` or ``"nodes"`` as in testbed and profile files).
 
 >>> parse_layout("FFSS", ["fast", "slow"])
 ('fast', 'fast', 'slow', 'slow')

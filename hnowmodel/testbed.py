@@ -100,7 +100,7 @@ def load_testbed(spec: str | Testbed) -> Testbed:
     for key in ("types", "network", "ranks"):
         if key not in doc:
             raise ProfileError(f"{where}.{key}: missing")
-    # the emulator's semantics are one line per parameter (DESIGN.md): no regimes in a testbed
+    # the emulator's semantics are one line per parameter (docs/file-formats.md, "Testbed"): no regimes in a testbed
     types = parse_types(doc["types"], f"{where}.types", allow_regimes=False)
     network = parse_network(doc["network"], f"{where}.network", allow_regimes=False)
     links = parse_links(doc.get("links"), types, f"{where}.links", allow_regimes=False)

@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import networkx as nx
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("hnowmodel", "calibrate")
@@ -33,6 +32,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.sizes": 0,
     "hnowmodel.units": 0,
     "hnowmodel.tables": 0,
+    "hnowmodel.launchers": 0,  # finding mpiexec/srun/mpicc: read by jobs and by the MPICH export alike
     # L1: what the model reads - the layout of ranks on hosts, the profile (its parameters)
     "hnowmodel.layout": 1,
     "hnowmodel.params": 1,
@@ -42,12 +42,9 @@ LAYERS: dict[str, int] = {
     # operation registry, the reference (paper) numbers, the emulated testbed, the fit report
     "hnowmodel.predict": 3,
     "hnowmodel.flow": 3,
-    "hnowmodel.flow_": 3,  # flow_* modules, should the engine be split beside flow.py rather than inside it
-    "hnowmodel.queue": 3,
-    "hnowmodel.queues": 3,
     "hnowmodel.variants": 3,
     "hnowmodel.schedule": 3,
-    "hnowmodel.engine": 3,
+    "hnowmodel.movement": 3,
     "hnowmodel.ops": 3,
     "hnowmodel.reference": 3,
     "hnowmodel.testbed": 3,
@@ -159,8 +156,8 @@ def import_graph(
 def layer_of(module: str) -> int | None:
     """The layer of an ``hnowmodel`` module (longest prefix of :data:`LAYERS`), or None when no entry covers it.
 
-    >>> layer_of("hnowmodel.flow.engine"), layer_of("hnowmodel.jobs.compare"), layer_of("hnowmodel.flow_gather")
-    (3, 6, 3)
+    >>> layer_of("hnowmodel.flow.gather"), layer_of("hnowmodel.jobs.compare_job"), layer_of("hnowmodel.flowers")
+    (3, 6, None)
     """
     if module == FACADE:
         return FACADE_LAYER
@@ -283,11 +280,6 @@ def test_hnowmodel_never_imports_calibrate_or_mpi4py():
     assert not bad, "hnowmodel imports what is calibrate's:\n" + "\n".join(bad)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue #25 item 4: main has import cycles, layer inversions and DESIGN.md citations; the integrator "
-    "removes this xfail once the refactor is merged",
-)
 def test_layers_hold_no_cycle_no_upward_import_no_outside_citation():
     graph, _ = import_graph()
     found = cycles(graph) + layer_violations(graph) + outside_citations()

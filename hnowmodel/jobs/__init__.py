@@ -7,13 +7,13 @@ frozen results (:mod:`hnowmodel.jobs.results`). Which MPI library runs the ranks
 environment made by :func:`setup_openmpi`) is :mod:`hnowmodel.jobs.mpienv`'s. This package never imports mpi4py.
 """
 
+from ..launchers import find_launcher
 from ..treespec import build_trees
 from .bench_job import BenchSettings, bench, info
 from .calibrate_job import CalibrateSettings, calibrate
 from .checks import NATIVE, Progress, progress_printer, resolve_timing, run_job
 from .compare_job import CompareSettings, compare
 from .compare_rows import compare_rows
-from ..launchers import find_launcher
 from .launcher import Launch, Terminated, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
 from .measure_job import MeasureSettings, measure

@@ -2,8 +2,9 @@
 
 These are tests of a fitter, not fake measurements: the data are either the NIST StRD "Norris" linear-regression
 dataset with its certified values (as lmfit tests against NIST), or series generated from a known piecewise-linear
-model -- the MPICH shared-memory regimes fitted on this machine (DESIGN.md, "Measuring on real MPI") -- with seeded
-multiplicative noise, so the truth the fit must recover is known exactly. Everything is deterministic (fixed seeds,
+model -- the MPICH shared-memory regimes fitted on a 2-core VM with the MPICH wheel (docs/model.md, "How the
+regimes are measured on real MPI") -- with seeded multiplicative noise, so the truth the fit must recover is known
+exactly. Everything is deterministic (fixed seeds,
 hypothesis' derandomized "ci" profile from ``tests/conftest.py``).
 """
 
@@ -138,7 +139,7 @@ def test_log_grid_three_per_octave_with_powers_of_two():
 
 # ---------------------------------------------------------------------------------------- piecewise regimes
 
-# DESIGN.md, "Measuring on real MPI": MPICH over shared memory, fitted on this machine. Eager up to 8191 B; from
+# MPICH over shared memory, fitted on this machine. Eager up to 8191 B; from
 # 8192 B CMA; a copy-mechanism change above ~52 KiB; cache effect from 2 MiB (intercept 0).
 DESIGN = [(1.26, 1e-3 / 12.2), (3.23, 1e-3 / 10.5), (2.41, 1e-3 / 9.7), (0.0, 1e-3 / 6.9)]
 GRID = np.array(log_grid(0, 4 * MiB))

@@ -8,7 +8,7 @@ import pytest
 
 from hnowmodel.cli import COMMANDS, build_parser
 
-#: The subcommands DESIGN.md promises (contract); each must be offered, documented and take --json.
+#: The subcommands the README and docs promise (contract); each must be offered, documented and take --json.
 CONTRACT = {
     "calibrate",
     "predict",

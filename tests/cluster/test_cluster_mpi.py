@@ -81,7 +81,7 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     assert xm[("fast", "fast")] < xm[("slow", "slow")]
     # the token bucket's burst is fitted and stored for the flow model
     assert doc["extensions"]["network"]["burst_bytes"] > 0
-    assert doc["extensions"]["network"]["queued_bytes"] == 3 * 1448  # recorded from the cluster (Shaping)
+    assert "queued_bytes" not in doc["extensions"]["network"]  # not measured: nothing read from the cluster
     # the send after idling (buckets full) minus S, a line over the bytes the burst passes: both types measured
     points = doc["provenance"]["burst_send"]["points"]
     assert {p["type"] for p in points} == {"fast", "slow"}

@@ -1,4 +1,4 @@
-"""Layout and size parsing: the command-line syntaxes of DESIGN.md and their errors."""
+"""Layout and size parsing: the command-line syntaxes of docs/file-formats.md and their errors."""
 
 from __future__ import annotations
 
