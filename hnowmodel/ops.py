@@ -47,12 +47,9 @@ __all__ = [
     "check_variant",
     "default_variant",
     "is_network_profile",
-    "NETWORK_VARIANT",
-    "FLOW_VARIANTS",
     "predict",
     "native_predict",
     "native_choices",
-    "native_kwargs",
     "MPICH_TREE_KS",
     "OMPI_CHAIN_FANOUTS",
     "OMPI_KNOMIAL_RADICES",
@@ -294,18 +291,6 @@ _OMPI_GATHER = (
 )
 
 
-def native_kwargs(op: str, nat: NativeAlgorithm, variant: str) -> dict[str, Any]:
-    """Deprecated (pass ``nat.schedule`` to the predictor instead): the old keyword form of what the predictors
-    of ``op`` under ``variant`` are told about ``nat`` beyond its model tree: the root's local copy where it makes
-    one (before its first send with ``copy_first``), and under a flow-level variant how it moves its messages."""
-    kw: dict[str, Any] = {"root_copy": True} if nat.root_copy else {}
-    if nat.copy_first:
-        kw["copy_first"] = True
-    if _variants.get(variant).flow_level:
-        kw.update(nat.flow_kw)
-    return kw
-
-
 def native_predict(
     op: str,
     library: str,
@@ -480,13 +465,6 @@ def get(op: str) -> Operation:
         return OPERATIONS[op]
     except (KeyError, TypeError):
         raise InputError(f"unknown operation {op!r} (choose from: {', '.join(OPERATIONS)})") from None
-
-
-#: Deprecated (read :attr:`hnowmodel.variants.Variant.flow_level`): the flow-level variants' names.
-FLOW_VARIANTS = frozenset(name for name, v in _variants.VARIANTS.items() if v.flow_level)
-#: The flow-level variant every operation has (:mod:`hnowmodel.flow`, max-min sharing); each operation's
-#: ``network_variant`` (the one that measured best on a network) is what a network profile uses by default.
-NETWORK_VARIANT = "flow"
 
 
 def is_network_profile(profile: Any) -> bool:

@@ -71,7 +71,7 @@ def prediction_rows(
         lay = parse_layout(layout, prof.type_names)
     if not 0 <= root < len(lay):
         raise LayoutError(f"--root {root} is not a rank of the {len(lay)}-rank layout")
-    fn = ops.predictor(op, variant, prof)
+    var = ops.variant_of(op, variant, prof)
     names = [t.strip() for t in (trees.split(",") if isinstance(trees, str) else trees) if t.strip()]
     if not names:
         raise InputError("--tree: give at least one tree name")
@@ -79,11 +79,11 @@ def prediction_rows(
     for name in names:
         if name == "sequential" and order == "best":
             # the best order depends on the size: one tree per size
-            times = [float(fn(prof, lay, best_sequential(prof, lay, op, s, root), [s])[0]) for s in grid]
+            times = [float(var.predict(op, prof, lay, best_sequential(prof, lay, op, s, root), [s])[0]) for s in grid]
         else:
             tree = resolve(parse_spec(name), len(lay), root=root, layout=lay, profile=prof)
             if tree is None:
                 raise InputError(f"--tree {name}: the MPI library's own collective has no prediction here")
-            times = fn(prof, lay, tree, grid)
+            times = var.predict(op, prof, lay, tree, grid)
         rows += [{"op": op, "tree": name, "size": s, "time_us": float(t)} for s, t in zip(grid, times, strict=True)]
     return rows

@@ -7,14 +7,15 @@ every variant of the operation); ``native`` rows are predicted with the library'
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .. import ops as _ops
-from .. import predict as _predict
 from ..errors import HnowError
 from ..params import Profile
 from ..report import error_pct
-from ..trees import Tree
+from ..schedule import Schedule
+from ..trees import Tree, make_tree
 from ..treespec import TreeSet
 from .checks import NATIVE
 from .results import ComparisonRow, MeasuredRow, Measurement
@@ -43,26 +44,23 @@ class _Predictions:
 
     def __call__(self, r: MeasuredRow, variant: str) -> float | None:
         per_row = r.tree in self.tset.per_row_names
-        key = (r.op, r.tree, variant, r.size if per_row else None)
+        common_start = self.common_start(r)
+        key = (r.op, r.tree, variant, r.size if per_row else None, common_start)
         if key not in self.cache:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
-            tree = self.tset.tree(r.tree, r.op, r.size)
-            if tree is None:
+            tree, schedule = self.tset.tree(r.tree, r.op, r.size), Schedule(common_start=common_start)
+            if tree is None:  # native: the algorithm's model tree, run by its schedule
                 nat = _ops.native_for(r.tree, r.op, self.library)
-                t = (
-                    None
-                    if nat is None
-                    else _ops.native_predict(
-                        r.op, self.library, self.prof, self.lay, sizes, root=self.root, variant=variant, algorithm=nat
-                    )
-                )
-            else:
-                t = _ops.predict(r.op, self.prof, self.lay, tree, sizes, variant=variant)
+                if nat is not None:
+                    tree = make_tree(nat.model_tree, len(self.lay), root=self.root)
+                    schedule = replace(nat.schedule, common_start=common_start)
+            t = (
+                None
+                if tree is None
+                else _ops.variant_of(r.op, variant, self.prof).predict(r.op, self.prof, self.lay, tree, sizes, schedule)
+            )
             self.cache[key] = None if t is None else dict(zip(sizes, (float(v) for v in t), strict=True))
-        got = None if self.cache[key] is None else self.cache[key][r.size]
-        if got is not None and self.common_start(r):
-            got += float(_predict.common_start_us(self.prof, [r.size])[0])
-        return got
+        return None if self.cache[key] is None else self.cache[key][r.size]
 
 
 def compare_rows(
@@ -97,7 +95,7 @@ def compare_rows(
                 by_variant = dict.fromkeys(by_variant)
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
             else:
-                model_tree = nat.model_tree + (" + root copy" if nat.root_copy else "")
+                model_tree = nat.model_tree + (" + root copy" if nat.schedule.root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""
         out.append(_row(r, predicted, by_variant, variants[r.op], model_tree, tset.chosen_for(r.tree, r.size), note))
     return out

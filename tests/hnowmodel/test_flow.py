@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import hnowmodel as hm
 from hnowmodel import flow as F
-from hnowmodel import ops
+from hnowmodel import ops, variants
 from hnowmodel import predict as P
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError, ProfileError
@@ -453,7 +453,7 @@ def test_a_network_profile_defaults_to_the_flow_variants_everywhere():
     want = {"bcast": "flow-rr", "scatter": "flow-rr", "gather": "flow"}  # what measured best on the cluster
     for op in ops.names():
         assert ops.default_variant(op, net) == ops.get(op).network_variant == want[op]
-        assert want[op] in ops.FLOW_VARIANTS
+        assert variants.get(want[op]).flow_level
         assert ops.default_variant(op, plain) == ops.get(op).default_variant
         assert ops.check_variant(op, "paper", net) == "paper"  # an explicit choice wins
     layout = ["fast", "slow", "mid", "mid", "fast", "slow"]

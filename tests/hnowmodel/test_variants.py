@@ -36,7 +36,6 @@ def test_every_entry_serves_its_operations_and_says_where_the_exact_search_appli
         assert v.name == name and v.summary and v.ops == served, name
         assert {op for op in ops.names() if v.exact_for(op)} == exact, name
         assert v.flow_level is flow_level, name
-    assert ops.FLOW_VARIANTS == {n for n, (_, _, f) in want.items() if f}
 
 
 def test_an_operation_lists_the_variants_that_serve_it_in_registry_order():
@@ -137,13 +136,6 @@ def test_native_algorithms_carry_their_schedule():
     assert mpich.root_copy and not mpich.copy_first
     assert ops.get("scatter").native["Open MPI"].schedule == Schedule(root_copy=True, copy_first=True)
     assert ops.get("bcast").native["MPICH"].schedule == Schedule()
-    # the deprecated keyword form gives the flow fields only to flow-level variants, as before
-    assert ops.native_kwargs("gather", mpich, "paper") == {"root_copy": True}
-    assert ops.native_kwargs("gather", mpich, "flow") == {
-        "root_copy": True,
-        "recv_order": "smallest_first",
-        "relay_waits": True,
-    }
 
 
 # ---- the schedule --------------------------------------------------------------------------------------------
