@@ -21,6 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from . import variants
 from .errors import InputError
 from .io import write_json_atomic
 from .params import Profile
@@ -314,8 +315,12 @@ def check_options(options: Mapping[str, Any], np: int | None = None) -> dict[str
         for m in str(o["methods"]).split(","):
             if m.strip() not in ("polling", "bandwidth-loop"):
                 raise InputError(f"--methods: unknown method {m.strip()!r} (choose from: polling, bandwidth-loop)")
-    if "variant" in o and o["variant"] not in ("paper", "link"):
-        raise InputError(f"--variant: unknown gather variant {o['variant']!r} (choose from: paper, link)")
+    if "variant" in o:
+        closed_form = [v for v in variants.for_op("gather") if not variants.get(v).flow_level]
+        if o["variant"] not in closed_form:  # hotspot's root link, no link capacities to share
+            raise InputError(
+                f"--variant: unknown gather variant {o['variant']!r} (choose from: {', '.join(closed_form)})"
+            )
     if o.get("min_reps") and o.get("max_reps") and o["min_reps"] > o["max_reps"]:
         raise InputError(f"--min-reps {o['min_reps']} is larger than --max-reps {o['max_reps']}")
     if "profile" in o:

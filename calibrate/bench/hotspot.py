@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 
 from hnowmodel.sizes import parse_sizes
+from hnowmodel.trees import sequential
+from hnowmodel.variants import check as check_variant
 
 from .common import TAG_ACK, TAG_DATA, TAG_SYNC, Ctx, summarize
 
@@ -89,11 +91,9 @@ def _predict(ctx: Ctx, k: int, m: int) -> float | None:
     layout = getattr(ctx.tr, "layout", None) or prepared.get("layout") or prof.layout
     if not layout:
         return None
-    from hnowmodel.predict import gather
-    from hnowmodel.trees import sequential
-
     lay = list(layout)[: k + 1]
-    return float(gather(prof, lay, sequential(k + 1), [m], variant=ctx.args.variant or "link")[0])
+    variant = check_variant("gather", ctx.args.variant or "link")
+    return float(variant.predict("gather", prof, lay, sequential(k + 1), [m])[0])
 
 
 def hotspot(ctx: Ctx) -> list[dict]:
