@@ -8,7 +8,7 @@ import argparse
 
 from .. import ops
 from ..errors import InputError
-from ..export import FORMATS, ORDER_FORMATS, export, write_export
+from ..export import FORMATS, ORDER_FORMATS, AlgorithmRequest, export, write_export
 from ..io import check_output
 from ..layout import parse_layout
 from ..params import Profile
@@ -81,17 +81,8 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, force=args.force, folder=True)
     profile = Profile.load(args.profile)
     layout = None if args.layout is None else parse_layout(args.layout, profile.type_names)
-    ex = export(
-        profile,
-        formats,
-        layout=layout,
-        op=args.op,
-        size=size,
-        tree=args.tree,
-        ops=op_list,
-        sizes=sizes,
-        libmpi=args.libmpi,
-    )
+    algorithms = AlgorithmRequest(ops=op_list, sizes=sizes, layout=layout, libmpi=args.libmpi)
+    ex = export(profile, formats, op=args.op, size=size, tree=args.tree, algorithms=algorithms)
     paths = write_export(ex, args.output, force=args.force) if args.output else {}
     if args.output:
         ex = ex.placed(args.output)

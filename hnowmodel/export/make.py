@@ -96,14 +96,13 @@ def export(
     size: int = 0,
     tree: str = "binomial",
     algorithms: AlgorithmRequest | None = None,
-    **legacy: Any,
 ) -> Export:
     """Every file of ``formats`` (:data:`FORMATS`) in one :class:`Export`: the rank order formats from
     :func:`export_order` (``op``, ``size``, ``tree``; the profile's ``nodes``), and each library's algorithm
     selection (:data:`LIBRARY_FORMATS`: ``mpich-json`` from :func:`choose_mpich`, ``ompi-rules`` from
     :func:`choose_ompi`) for ``algorithms`` (:class:`AlgorithmRequest`). With a rank order too, the algorithms are
     chosen for the ranks in the exported order, as they will run."""
-    req = _request(algorithms, legacy)
+    req = AlgorithmRequest() if algorithms is None else algorithms
     fmts = _formats(formats, req.layout)
     want_order = [f for f in fmts if f in ORDER_FORMATS]
     ex = export_order(profile, op=op, size=size, tree=tree) if want_order else None
@@ -127,20 +126,3 @@ def export(
         usage += ("In that rank order:\n" if ex else "") + text
         selections[lib.key] = sel
     return Export(ex.order if ex else None, ex.hosts if ex else (), files, usage, op, size, tree, selections)
-
-
-# ==== TRANSITIONAL: delete once cli/export.py and experiments/export_gain.py pass ``algorithms=`` (issue #25) ====
-_LEGACY = ("layout", "ops", "sizes", "libmpi")
-
-
-def _request(algorithms: AlgorithmRequest | None, legacy: Mapping[str, Any]) -> AlgorithmRequest:
-    """``algorithms``, or one made of the keywords :func:`export` took before :class:`AlgorithmRequest`."""
-    bad = [k for k in legacy if k not in _LEGACY]
-    if bad:
-        raise TypeError(f"export() got an unexpected keyword argument {bad[0]!r}")
-    if legacy and algorithms is not None:
-        raise TypeError(f"export(): give {', '.join(legacy)} in algorithms=AlgorithmRequest(...)")
-    return algorithms if algorithms is not None else AlgorithmRequest(**legacy)
-
-
-# ==== end of the transitional block ===============================================================================

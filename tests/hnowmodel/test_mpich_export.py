@@ -13,7 +13,7 @@ import hnowmodel as hm
 from hnowmodel import mpich, ops
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
-from hnowmodel.export import choose_mpich, export
+from hnowmodel.export import AlgorithmRequest, choose_mpich, export
 
 
 # ---- MPICH 5.0's tree loops (src/mpi/coll/algorithms/treealgo/treeutil.c), transliterated line by line --------
@@ -266,7 +266,8 @@ def test_an_unchanged_choice_leaves_the_default_table():
 
 def test_export_puts_the_files_and_the_run_line_together():
     _table()
-    ex = export(hm.paper_profile(), ["mpich-json"], layout=_FFSF, ops=["bcast"], sizes=[262144])
+    req = AlgorithmRequest(ops=["bcast"], sizes=[262144], layout=_FFSF)
+    ex = export(hm.paper_profile(), ["mpich-json"], algorithms=req)
     assert set(ex.files) == {"mpich-json", "mpich-env"} and ex.order is None
     env = ex.placed("/x").files["mpich-env"]
     assert "export MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=/x/mpich-coll.json" in env
