@@ -6,7 +6,8 @@ environment of ``hnow setup-openmpi``), with the cluster's hosts as the spec lis
 
 1. calibrate once (``hm.calibrate(np=6, cluster=spec, layout="auto")``);
 2. for each operation and size, export from that profile what an application would run
-   (``hm.export.export(profile, ["hostfile", <the library's format>], op=OP, size=SIZE, ops=[OP], sizes=[SIZE])``):
+   (``hm.export.export(profile, ["hostfile", <the library's format>], op=OP, size=SIZE,
+   algorithms=AlgorithmRequest(ops=[OP], sizes=[SIZE]))``):
    the rank order under which the library's default algorithm is predicted fastest, and in that order the
    library's fastest algorithm (``choose_mpich``, ``choose_ompi``);
 3. measure (medians of synchronised single collectives) and predict, each with the profile's default model variant:
@@ -28,6 +29,7 @@ files under ``experiments/out/export_gain/``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import statistics
@@ -46,6 +48,7 @@ from common import claim, command_line, md_table, outdir, parser, save_png, writ
 
 import hnowmodel as hm  # noqa: E402
 from hnowmodel import ops  # noqa: E402
+from hnowmodel.export import AlgorithmRequest  # noqa: E402
 from hnowmodel.jobs import mpi_lock  # noqa: E402
 from hnowmodel.sizes import format_size, parse_sizes  # noqa: E402
 
@@ -123,6 +126,165 @@ def _spec_in_order(spec: Mapping[str, Any], name: str, hosts: list[str]) -> dict
     return {**spec, "name": name, "hosts": [by_name[h] for h in hosts]}
 
 
+@dataclass(frozen=True)
+class Job:
+    """One library's run: the library, the spec (as a document and as the file written from it), the number of
+    ranks and their hosts in spec order, the timing repetitions, the lock file, the output folder and the progress
+    printer."""
+
+    lib: Library
+    spec_doc: dict
+    spec_path: Path
+    n: int
+    hosts: list[str]
+    reps: int
+    lock: str | None
+    out: Path
+    say: Callable[[str], None]
+
+    @property
+    def launch(self) -> dict[str, Any]:
+        """The keywords every ``hm.calibrate``/``hm.compare`` of this run takes."""
+        return {"progress": True, **self.lib.launch}
+
+
+def _export_one(job: Job, prof: Any, lay: list[str], op: str, m: int) -> dict[str, Any]:
+    """Export the rank order and in it the library's algorithm for ``op`` at ``m`` bytes; write its files."""
+    lib = job.lib
+    tree = lib.order_tree(prof, op, m)
+    ex = hm.export.export(
+        prof,
+        ["hostfile", lib.export_format],
+        op=op,
+        size=m,
+        tree=tree,
+        algorithms=AlgorithmRequest(ops=[op], sizes=[m]),
+    )
+    row = lib.row(ex)
+    default, chosen = row.default, row.chosen
+    perm = list(ex.order.perm)
+    hm.export.write_export(ex, job.out / "exports" / lib.name / f"{op}-{format_size(m)}", force=True)
+    e = {
+        "op": op,
+        "size": m,
+        "order": [job.hosts[r] for r in perm],
+        "layout": [lay[r] for r in perm],
+        "library_default": default,
+        "algorithm": chosen,
+        "tree": lib.exported_spec(row),
+        "default_tree": lib.default_spec(row),
+        "order_tree": tree,
+        "order_gain_pct": ex.order.gain_pct,
+        "algorithm_gain_pct": row.gain_pct,
+    }
+    job.say(f"{lib.name}: {op} {format_size(m)}: order {' '.join(e['order'])}, algorithm {chosen} (default {default})")
+    return e
+
+
+def _measure_spec_order(
+    job: Job, prof: Any, lay: list[str], exports: dict[tuple[str, int], dict[str, Any]], sizes: list[int]
+) -> tuple[dict[tuple[str, int, str], Any], dict[tuple[str, int], Any], Any]:
+    """The library's default and the optimal trees, in the spec's order, one job per size: the compared rows by
+    (op, size, what), the best tree by (op, size) and the library's version."""
+    rows_cmp: dict[tuple[str, int, str], Any] = {}
+    best: dict[tuple[str, int], Any] = {}
+    library_version = None
+    for m in sizes:
+        defaults = {op: exports[(op, m)]["default_tree"] for op in ops.names()}
+        trees: dict[str, Any] = {t: None for t in defaults.values() if t is not None}
+        for op in ops.names():
+            v = ops.default_variant(op, prof)
+            best[(op, m)] = hm.search.best_tree(prof, lay, op=op, size=m, variant=v).tree
+            trees[f"optimal:{op}:{m}"] = best[(op, m)]
+        job.say(f"{job.lib.name}: measuring default native and the optimal trees at {format_size(m)} (spec order)")
+        with mpi_lock(job.lock):
+            cmp = hm.compare(
+                prof,
+                cluster=str(job.spec_path),
+                np=job.n,
+                ops=list(ops.names()),
+                trees=trees,
+                sizes=[m],
+                reps=job.reps,
+                both=False,
+                **job.launch,
+            )
+        for r in cmp.rows:
+            if r.tree == defaults[r.op]:
+                rows_cmp[(r.op, r.size, "default")] = r
+            elif r.tree.startswith("optimal:"):
+                rows_cmp[(r.op, r.size, "optimal tree")] = r
+        library_version = cmp.run.get("library_version")
+    return rows_cmp, best, library_version
+
+
+def _measure_exported(
+    job: Job, prof: Any, exports: dict[tuple[str, int], dict[str, Any]], rows_cmp: dict[tuple[str, int, str], Any]
+) -> None:
+    """The exported settings: one cluster per distinct order (its hosts in that order), one job per algorithm and
+    operation; their rows go into ``rows_cmp`` under ``exported``."""
+    lib = job.lib
+    orders = list(dict.fromkeys(tuple(e["order"]) for e in exports.values()))
+    for i, order in enumerate(orders):
+        name = job.spec_doc["name"] if list(order) == job.hosts else f"xgo{i + 1}"
+        o_path = job.out / f"spec-{lib.name}-{name}.json"
+        o_path.write_text(json.dumps(_spec_in_order(job.spec_doc, name, list(order)), indent=1))
+        mine = [e for e in exports.values() if tuple(e["order"]) == order]
+        with hm.cluster.using(str(o_path)):
+            for tree, op in dict.fromkeys((e["tree"], e["op"]) for e in mine if e["tree"] is not None):
+                szs = [e["size"] for e in mine if (e["tree"], e["op"]) == (tree, op)]
+                job.say(
+                    f"{lib.name}: measuring exported {tree} {op} at {', '.join(map(format_size, szs))} in order "
+                    f"{' '.join(order)} (cluster {name})"
+                )
+                with mpi_lock(job.lock):
+                    cmp = hm.compare(
+                        prof,
+                        cluster=str(o_path),
+                        np=job.n,
+                        layout=mine[0]["layout"],
+                        ops=[op],
+                        trees=[tree],
+                        sizes=szs,
+                        reps=job.reps,
+                        both=False,
+                        **job.launch,
+                    )
+                for r in cmp.rows:
+                    rows_cmp[(r.op, r.size, "exported")] = r
+
+
+def _result_row(job: Job, what: str, r: Any, base: Any, e: dict[str, Any], best: Any) -> dict[str, Any]:
+    """One CSV row: ``r`` (what was measured as ``what``) beside the default ``base`` (None: not modelled), with
+    the export ``e`` it belongs to and the best tree ``best`` of its operation and size."""
+    pg = None if what == "default" or base is None else _gain(base.predicted_us, r.predicted_us)
+    mg = None if what == "default" or base is None else _gain(base.measured_us, r.measured_us)
+    return {
+        "library": job.lib.name,
+        "op": e["op"],
+        "size": e["size"],
+        "what": what,
+        "predicted_us": r.predicted_us,
+        "measured_us": r.measured_us,
+        "error_pct": r.error_pct,
+        "predicted_gain_pct": pg,
+        "measured_gain_pct": mg,
+        "difference_points": None if pg is None or mg is None else mg - pg,
+        "setting": {
+            "default": f"{r.tree} ({e['library_default']}), order {' '.join(job.hosts)}",
+            "exported": f"{r.tree} ({e['algorithm']}), order {' '.join(e['order'])}",
+            "optimal tree": f"tree executor, parent {best.parent.tolist()}",
+        }[what],
+        "model_tree": r.model_tree,
+        "variant": r.variant,
+        "min_us": r.min_us,
+        "max_us": r.max_us,
+        "error_pct_by_variant": {
+            v: None if x is None else round(x, 1) for v, x in r.extra["error_pct_by_variant"].items()
+        },
+    }
+
+
 def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock: str | None, out: Path, say) -> dict:
     """Calibrate, export, measure and predict for one library; returns its rows, exports and timings."""
     spec_path = out / f"spec-{lib.name}.json"
@@ -130,142 +292,35 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
     spec = hm.cluster.load_spec(str(spec_path))
     n = sum(h.slots for h in spec.hosts)
     hosts = hm.cluster.rank_hosts([(h.name, h.slots) for h in spec.hosts], n)
+    job = Job(lib, spec_doc, spec_path, n, hosts, reps, lock, out, say)
     t0 = time.monotonic()
-    common = {"progress": True, **lib.launch}
     with hm.cluster.using(str(spec_path)):
         say(f"{lib.name}: calibrating on {n} hosts ({', '.join(hosts)}), layout auto")
         with mpi_lock(lock):
             prof = hm.calibrate(
-                n, cluster=str(spec_path), layout="auto", output=out / f"profile-{lib.name}.json", force=True, **common
+                n,
+                cluster=str(spec_path),
+                layout="auto",
+                output=out / f"profile-{lib.name}.json",
+                force=True,
+                **job.launch,
             )
         t_cal = time.monotonic() - t0
         lay = list(prof.layout)
         say(f"{lib.name}: calibrated in {t_cal:.0f} s; layout {','.join(lay)}")
         # --- exports: per operation and size, the rank order and in it the library's algorithm
-        exports: dict[tuple[str, int], dict[str, Any]] = {}
-        for op in ops.names():
-            for m in sizes:
-                tree = lib.order_tree(prof, op, m)
-                ex = hm.export.export(
-                    prof, ["hostfile", lib.export_format], op=op, size=m, tree=tree, ops=[op], sizes=[m]
-                )
-                row = lib.row(ex)
-                default, chosen = row.default, row.chosen
-                perm = list(ex.order.perm)
-                hm.export.write_export(ex, out / "exports" / lib.name / f"{op}-{format_size(m)}", force=True)
-                exports[(op, m)] = {
-                    "op": op,
-                    "size": m,
-                    "order": [hosts[r] for r in perm],
-                    "layout": [lay[r] for r in perm],
-                    "library_default": default,
-                    "algorithm": chosen,
-                    "tree": lib.exported_spec(row),
-                    "default_tree": lib.default_spec(row),
-                    "order_tree": tree,
-                    "order_gain_pct": ex.order.gain_pct,
-                    "algorithm_gain_pct": row.gain_pct,
-                }
-                say(
-                    f"{lib.name}: {op} {format_size(m)}: order {' '.join(exports[(op, m)]['order'])}, "
-                    f"algorithm {chosen} (default {default})"
-                )
-        # --- default and optimal tree, in the spec's order: one job per size
-        rows_cmp: dict[tuple[str, int, str], Any] = {}
-        best: dict[tuple[str, int], Any] = {}
-        for m in sizes:
-            defaults = {op: exports[(op, m)]["default_tree"] for op in ops.names()}
-            trees: dict[str, Any] = {t: None for t in defaults.values() if t is not None}
-            for op in ops.names():
-                v = ops.default_variant(op, prof)
-                best[(op, m)] = hm.search.best_tree(prof, lay, op=op, size=m, variant=v).tree
-                trees[f"optimal:{op}:{m}"] = best[(op, m)]
-            say(f"{lib.name}: measuring default native and the optimal trees at {format_size(m)} (spec order)")
-            with mpi_lock(lock):
-                cmp = hm.compare(
-                    prof,
-                    cluster=str(spec_path),
-                    np=n,
-                    ops=list(ops.names()),
-                    trees=trees,
-                    sizes=[m],
-                    reps=reps,
-                    both=False,
-                    **common,
-                )
-            for r in cmp.rows:
-                if r.tree == defaults[r.op]:
-                    rows_cmp[(r.op, r.size, "default")] = r
-                elif r.tree.startswith("optimal:"):
-                    rows_cmp[(r.op, r.size, "optimal tree")] = r
-            library_version = cmp.run.get("library_version")
-    # --- exported: one cluster per distinct order (its hosts in that order), one job per algorithm and operation
-    orders = list(dict.fromkeys(tuple(e["order"]) for e in exports.values()))
-    for i, order in enumerate(orders):
-        name = spec_doc["name"] if list(order) == hosts else f"xgo{i + 1}"
-        o_path = out / f"spec-{lib.name}-{name}.json"
-        o_path.write_text(json.dumps(_spec_in_order(spec_doc, name, list(order)), indent=1))
-        mine = [e for e in exports.values() if tuple(e["order"]) == order]
-        with hm.cluster.using(str(o_path)):
-            for tree, op in dict.fromkeys((e["tree"], e["op"]) for e in mine if e["tree"] is not None):
-                szs = [e["size"] for e in mine if (e["tree"], e["op"]) == (tree, op)]
-                say(
-                    f"{lib.name}: measuring exported {tree} {op} at {', '.join(map(format_size, szs))} in order "
-                    f"{' '.join(order)} (cluster {name})"
-                )
-                with mpi_lock(lock):
-                    cmp = hm.compare(
-                        prof,
-                        cluster=str(o_path),
-                        np=n,
-                        layout=mine[0]["layout"],
-                        ops=[op],
-                        trees=[tree],
-                        sizes=szs,
-                        reps=reps,
-                        both=False,
-                        **common,
-                    )
-                for r in cmp.rows:
-                    rows_cmp[(r.op, r.size, "exported")] = r
-    # --- rows
-    rows = []
-    for op in ops.names():
-        for m in sizes:
-            base = rows_cmp.get((op, m, "default"))  # None: the library's default is not modelled
-            e = exports[(op, m)]
-            for what in WHATS:
-                r = rows_cmp.get((op, m, what))
-                if r is None:
-                    continue
-                pg = None if what == "default" or base is None else _gain(base.predicted_us, r.predicted_us)
-                mg = None if what == "default" or base is None else _gain(base.measured_us, r.measured_us)
-                rows.append(
-                    {
-                        "library": lib.name,
-                        "op": op,
-                        "size": m,
-                        "what": what,
-                        "predicted_us": r.predicted_us,
-                        "measured_us": r.measured_us,
-                        "error_pct": r.error_pct,
-                        "predicted_gain_pct": pg,
-                        "measured_gain_pct": mg,
-                        "difference_points": None if pg is None or mg is None else mg - pg,
-                        "setting": {
-                            "default": f"{r.tree} ({e['library_default']}), order {' '.join(hosts)}",
-                            "exported": f"{r.tree} ({e['algorithm']}), order {' '.join(e['order'])}",
-                            "optimal tree": f"tree executor, parent {best[(op, m)].parent.tolist()}",
-                        }[what],
-                        "model_tree": r.model_tree,
-                        "variant": r.variant,
-                        "min_us": r.min_us,
-                        "max_us": r.max_us,
-                        "error_pct_by_variant": {
-                            v: None if e is None else round(e, 1) for v, e in r.extra["error_pct_by_variant"].items()
-                        },
-                    }
-                )
+        exports = {(op, m): _export_one(job, prof, lay, op, m) for op in ops.names() for m in sizes}
+        rows_cmp, best, library_version = _measure_spec_order(job, prof, lay, exports, sizes)
+    _measure_exported(job, prof, exports, rows_cmp)
+    rows = [
+        _result_row(
+            job, what, rows_cmp[(op, m, what)], rows_cmp.get((op, m, "default")), exports[(op, m)], best[(op, m)]
+        )
+        for op in ops.names()
+        for m in sizes
+        for what in WHATS
+        if rows_cmp.get((op, m, what)) is not None
+    ]
     return {
         "rows": rows,
         "exports": list(exports.values()),
@@ -322,7 +377,15 @@ def _plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
-def main() -> None:
+COLUMNS = [
+    "library", "op", "size", "what", "predicted_us", "measured_us", "error_pct", "predicted_gain_pct",
+    "measured_gain_pct", "difference_points", "setting", "model_tree", "variant", "min_us", "max_us",
+    "error_pct_by_variant",
+]  # fmt: skip
+
+
+def _parse() -> argparse.Namespace:
+    """The command line, checked (``--libraries`` names only known libraries)."""
     p = parser("export_gain", __doc__)
     p.add_argument("--spec", default=None, help="cluster spec file (default: the 6-host spec in this script)")
     p.add_argument("--reps", type=int, default=5, help="timing repetitions per row (default 5)")
@@ -330,127 +393,121 @@ def main() -> None:
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
     p.add_argument("--libraries", default=",".join(LIBRARIES), help=f"comma list (default {','.join(LIBRARIES)})")
     args = p.parse_args()
-    chosen = [x.strip() for x in args.libraries.split(",") if x.strip()]
-    for x in chosen:
+    args.chosen = [x.strip() for x in args.libraries.split(",") if x.strip()]
+    for x in args.chosen:
         if x not in LIBRARIES:
             p.error(f"--libraries: unknown library {x!r} (choose from: {', '.join(LIBRARIES)})")
-    out = outdir(args.out)
-    spec_doc = json.loads(Path(args.spec).read_text()) if args.spec else SPEC
-    sizes = parse_sizes(args.sizes) if args.sizes else SIZES
-    t0 = time.monotonic()
+    return args
 
-    def say(msg: str) -> None:
-        print(f"[export_gain {time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
 
-    results = {name: run_library(LIBRARIES[name], spec_doc, sizes, args.reps, args.lock, out, say) for name in chosen}
-    t_all = time.monotonic() - t0
-    rows = [r for res in results.values() for r in res["rows"]]
-    columns = [
-        "library", "op", "size", "what", "predicted_us", "measured_us", "error_pct", "predicted_gain_pct",
-        "measured_gain_pct", "difference_points", "setting", "model_tree", "variant", "min_us", "max_us",
-        "error_pct_by_variant",
-    ]  # fmt: skip
-    write_csv(out / "export_gain.csv", [{c: r[c] for c in columns} for r in rows])  # write_csv: dicts as JSON
-    _plot(rows, out / "export_gain.png")
+def _library_section(name: str, res: dict, rows: list[dict], reps: int) -> list[str]:
+    """The report's part for one library: claims, what was not compared, the exports, the rows, the misses."""
+    lib_rows = [r for r in rows if r["library"] == name]
+    return _library_claims(name, res, lib_rows, reps) + _library_tables(name, res, lib_rows)
 
-    body = [
-        f"Reproduce with: `{command_line()}` (as root). Whole run {t_all:.0f} s. Cluster: "
-        + ", ".join(f"{h['name']} {h['egress_mbit']:g} Mbit/s" for h in spec_doc["hosts"])
-        + " (egress = ingress), one rank per host, rank 0 the root, in this host order unless said otherwise.",
+
+def _library_claims(name: str, res: dict, lib_rows: list[dict], reps: int) -> list[str]:
+    """One library's heading, run facts, claims, what was not compared and the error per setting."""
+    exp = [r for r in lib_rows if r["what"] == "exported" and r["difference_points"] is not None]
+    kept = [e for e in res["exports"] if e["default_tree"] is None]
+    opt = [r for r in lib_rows if r["what"] == "optimal tree"]
+    worst_gain = max((abs(r["difference_points"]) for r in exp), default=math.nan)
+    worst_tree = max((abs(r["error_pct"]) for r in opt), default=math.nan)
+    errs = {w: [abs(r["error_pct"]) for r in lib_rows if r["what"] == w] for w in WHATS}
+    return [
+        f"## {name}",
+        "",
+        f"{res['library_version']}; calibrated once on the cluster ({res['calibration_s']:.0f} s, layout found: "
+        f"{', '.join(f'{h}={t}' for h, t in zip(res['hosts'], res['layout'], strict=True))}); timing: sync "
+        f"(every rank starts at one instant, latest finish), median of {reps} repetitions; predictions "
+        f"under the profile's default variants ({', '.join(f'{o} {v}' for o, v in res['variants'].items())}).",
+        "",
+        "### Claims",
+        claim(
+            f"exported native settings measured within {GAIN_POINTS:g} points of their predicted gain over the "
+            "defaults (bcast, scatter, gather at every size)",
+            bool(exp) and worst_gain <= GAIN_POINTS,
+            "worst "
+            + f"{worst_gain:.1f} points; "
+            + ", ".join(
+                f"{r['op']} {format_size(r['size'])} measured {r['measured_gain_pct']:+.1f} / predicted "
+                f"{r['predicted_gain_pct']:+.1f}"
+                for r in exp
+            ),
+        ),
+        claim(
+            f"the optimal tree through the helper within {TREE_ERROR_PCT:g} % of its prediction",
+            bool(opt) and worst_tree <= TREE_ERROR_PCT,
+            "worst "
+            + f"{worst_tree:.1f} %; "
+            + ", ".join(f"{r['op']} {format_size(r['size'])} {r['error_pct']:+.1f} %" for r in opt),
+        ),
+        "",
+        *(
+            [
+                "Not compared (the library's default there is an algorithm hnow does not model, so neither "
+                "its time nor the gain over it is predicted): "
+                + ", ".join(f"{e['op']} {format_size(e['size'])} ({e['library_default']})" for e in kept),
+                "",
+            ]
+            if kept
+            else []
+        ),
+        "Median / max |error| per setting: "
+        + "; ".join(f"{w} {statistics.median(v):.1f} / {max(v):.1f} %" for w, v in errs.items() if v),
         "",
     ]
-    for name, res in results.items():
-        lib_rows = [r for r in rows if r["library"] == name]
-        exp = [r for r in lib_rows if r["what"] == "exported" and r["difference_points"] is not None]
-        kept = [e for e in res["exports"] if e["default_tree"] is None]
-        opt = [r for r in lib_rows if r["what"] == "optimal tree"]
-        worst_gain = max((abs(r["difference_points"]) for r in exp), default=math.nan)
-        worst_tree = max((abs(r["error_pct"]) for r in opt), default=math.nan)
-        errs = {w: [abs(r["error_pct"]) for r in lib_rows if r["what"] == w] for w in WHATS}
-        misses = [
-            {
-                "op": r["op"],
-                "size": format_size(r["size"]),
-                "what": r["what"],
-                "model tree": r["model_tree"] or "(tree executor)",
-                **{f"{v} %": e for v, e in r["error_pct_by_variant"].items()},
-            }
-            for r in lib_rows
-            if r["error_pct"] is not None and abs(r["error_pct"]) > TREE_ERROR_PCT
-        ]
-        body += [
-            f"## {name}",
-            "",
-            f"{res['library_version']}; calibrated once on the cluster ({res['calibration_s']:.0f} s, layout found: "
-            f"{', '.join(f'{h}={t}' for h, t in zip(res['hosts'], res['layout'], strict=True))}); timing: sync "
-            f"(every rank starts at one instant, latest finish), median of {args.reps} repetitions; predictions "
-            f"under the profile's default variants ({', '.join(f'{o} {v}' for o, v in res['variants'].items())}).",
-            "",
-            "### Claims",
-            claim(
-                f"exported native settings measured within {GAIN_POINTS:g} points of their predicted gain over the "
-                "defaults (bcast, scatter, gather at every size)",
-                bool(exp) and worst_gain <= GAIN_POINTS,
-                "worst "
-                + f"{worst_gain:.1f} points; "
-                + ", ".join(
-                    f"{r['op']} {format_size(r['size'])} measured {r['measured_gain_pct']:+.1f} / predicted "
-                    f"{r['predicted_gain_pct']:+.1f}"
-                    for r in exp
-                ),
-            ),
-            claim(
-                f"the optimal tree through the helper within {TREE_ERROR_PCT:g} % of its prediction",
-                bool(opt) and worst_tree <= TREE_ERROR_PCT,
-                "worst "
-                + f"{worst_tree:.1f} %; "
-                + ", ".join(f"{r['op']} {format_size(r['size'])} {r['error_pct']:+.1f} %" for r in opt),
-            ),
-            "",
-            *(
-                [
-                    "Not compared (the library's default there is an algorithm hnow does not model, so neither "
-                    "its time nor the gain over it is predicted): "
-                    + ", ".join(f"{e['op']} {format_size(e['size'])} ({e['library_default']})" for e in kept),
-                    "",
-                ]
-                if kept
-                else []
-            ),
-            "Median / max |error| per setting: "
-            + "; ".join(f"{w} {statistics.median(v):.1f} / {max(v):.1f} %" for w, v in errs.items() if v),
-            "",
-            "### What was exported (per operation and size: `hnow export --op OP --size SIZE --format "
-            f"hostfile,{LIBRARIES[name].export_format}`)",
-            md_table(
-                [
-                    {
-                        "op": e["op"],
-                        "size": format_size(e["size"]),
-                        "rank order (hostfile)": " ".join(e["order"]),
-                        "order chosen for": e["order_tree"],
-                        "library default": e["library_default"],
-                        "exported algorithm": e["algorithm"],
-                        "predicted gain of the order %": e["order_gain_pct"],
-                        "then of the algorithm %": e["algorithm_gain_pct"],
-                    }
-                    for e in res["exports"]
-                ]
-            ),
-            "### Predicted and measured",
-            md_table(
-                [
-                    {**{c: "" if r[c] is None else r[c] for c in columns[1:10]}, "size": format_size(r["size"])}
-                    for r in lib_rows
-                ]
-            ),
-            f"### Where the default variant misses by more than {TREE_ERROR_PCT:g} %, beside the other variants",
-            "Error % of the same measurement under each model variant of its operation (the default one is "
-            "what the rows above use):",
-            "",
-            md_table(misses, list(dict.fromkeys(k for r in misses for k in r))),
-        ]
-    body += [
+
+
+def _library_tables(name: str, res: dict, lib_rows: list[dict]) -> list[str]:
+    """One library's tables: what was exported, predicted and measured, where the default variant misses."""
+    misses = [
+        {
+            "op": r["op"],
+            "size": format_size(r["size"]),
+            "what": r["what"],
+            "model tree": r["model_tree"] or "(tree executor)",
+            **{f"{v} %": e for v, e in r["error_pct_by_variant"].items()},
+        }
+        for r in lib_rows
+        if r["error_pct"] is not None and abs(r["error_pct"]) > TREE_ERROR_PCT
+    ]
+    return [
+        "### What was exported (per operation and size: `hnow export --op OP --size SIZE --format "
+        f"hostfile,{LIBRARIES[name].export_format}`)",
+        md_table(
+            [
+                {
+                    "op": e["op"],
+                    "size": format_size(e["size"]),
+                    "rank order (hostfile)": " ".join(e["order"]),
+                    "order chosen for": e["order_tree"],
+                    "library default": e["library_default"],
+                    "exported algorithm": e["algorithm"],
+                    "predicted gain of the order %": e["order_gain_pct"],
+                    "then of the algorithm %": e["algorithm_gain_pct"],
+                }
+                for e in res["exports"]
+            ]
+        ),
+        "### Predicted and measured",
+        md_table(
+            [
+                {**{c: "" if r[c] is None else r[c] for c in COLUMNS[1:10]}, "size": format_size(r["size"])}
+                for r in lib_rows
+            ]
+        ),
+        f"### Where the default variant misses by more than {TREE_ERROR_PCT:g} %, beside the other variants",
+        "Error % of the same measurement under each model variant of its operation (the default one is "
+        "what the rows above use):",
+        "",
+        md_table(misses, list(dict.fromkeys(k for r in misses for k in r))),
+    ]
+
+
+def _notes() -> list[str]:
+    """The report's notes: what each setting is, how gains are counted, what the tree executor does."""
+    return [
         "",
         "## Notes",
         "- **default**: the library's own collective, pinned to the algorithm its default rules pick for that "
@@ -480,6 +537,35 @@ def main() -> None:
         "docs/native-algorithms.md) from the size the calibration measured for struct sends "
         "(`extensions.network.struct_rendezvous_from_bytes`).",
     ]
+
+
+def main() -> None:
+    args = _parse()
+    out = outdir(args.out)
+    spec_doc = json.loads(Path(args.spec).read_text()) if args.spec else SPEC
+    sizes = parse_sizes(args.sizes) if args.sizes else SIZES
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        print(f"[export_gain {time.monotonic() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    results = {
+        name: run_library(LIBRARIES[name], spec_doc, sizes, args.reps, args.lock, out, say) for name in args.chosen
+    }
+    t_all = time.monotonic() - t0
+    rows = [r for res in results.values() for r in res["rows"]]
+    write_csv(out / "export_gain.csv", [{c: r[c] for c in COLUMNS} for r in rows])  # write_csv: dicts as JSON
+    _plot(rows, out / "export_gain.png")
+
+    body = [
+        f"Reproduce with: `{command_line()}` (as root). Whole run {t_all:.0f} s. Cluster: "
+        + ", ".join(f"{h['name']} {h['egress_mbit']:g} Mbit/s" for h in spec_doc["hosts"])
+        + " (egress = ingress), one rank per host, rank 0 the root, in this host order unless said otherwise.",
+        "",
+    ]
+    for name, res in results.items():
+        body += _library_section(name, res, rows, args.reps)
+    body += _notes()
     write_markdown(
         out / "export_gain.md", "Exported MPI settings on a virtual heterogeneous cluster", ["\n".join(body) + "\n"]
     )

@@ -39,15 +39,8 @@ CASES = [
 ]
 
 
-def main() -> None:
-    p = parser("fig3_5_validation", __doc__)
-    p.add_argument("--sizes", default="0,1K,2K,4K", help="message sizes (bytes)")
-    p.add_argument("--reps", type=int, default=5, help="timing repetitions")
-    p.add_argument("--skip-plain", action="store_true", help="emulated testbed only")
-    args = p.parse_args()
-    out = outdir(args.out)
-    sizes = [int(s) for s in __import__("hnowmodel").parse_sizes(args.sizes)]
-    t0 = time.monotonic()
+def _emulated(sizes: list[int], reps: int, out: Path) -> list[dict]:
+    """Calibrate on 8 emulated ranks, then compare every configuration's trees (Figures 3-5)."""
     prof = hm.calibrate(8, testbed="paper", layout="FFFFSSSS", quick=True)
     prof.save(out / "profile_emulated.json")
     rows = []
@@ -62,35 +55,37 @@ def main() -> None:
                 ops=[op],
                 trees=trees,
                 sizes=sizes,
-                reps=args.reps,
+                reps=reps,
                 iters=2,
                 method="sync",
             )
             rows += [{**r, "config": cfg, "platform": "emulated"} for r in rows_as_dicts(got.rows)]
+    return rows
+
+
+def _plain(sizes: list[int], reps: int, out: Path) -> list[dict]:
+    """Calibrate plain MPI on 4 ranks of this machine and compare binomial, sequential and native."""
+    pprof = hm.calibrate(4, layout=None, quick=True)
+    pprof.save(out / "profile_plain.json")
+    layout = [pprof.type_names[0]] * 4
     plain = []
-    if not args.skip_plain:
-        pprof = hm.calibrate(4, layout=None, quick=True)
-        pprof.save(out / "profile_plain.json")
-        layout = [pprof.type_names[0]] * 4
-        for op in ("bcast", "scatter", "gather"):
-            got = hm.compare(
-                pprof,
-                np=4,
-                layout=layout,
-                ops=[op],
-                trees=["binomial", "sequential", "native"],
-                sizes=sizes,
-                reps=2 * args.reps + 1,
-                iters=100,
-                method="fig2",
-            )
-            plain += [{**r, "config": "A-plain", "platform": "plain MPI"} for r in rows_as_dicts(got.rows)]
-    allrows = rows + plain
-    write_csv(
-        out / "fig3_5_validation.csv",
-        allrows,
-        columns=["platform", *[c for c in allrows[0] if c != "platform" and c != "tree_parent"]],
-    )
+    for op in ("bcast", "scatter", "gather"):
+        got = hm.compare(
+            pprof,
+            np=4,
+            layout=layout,
+            ops=[op],
+            trees=["binomial", "sequential", "native"],
+            sizes=sizes,
+            reps=2 * reps + 1,
+            iters=100,
+            method="fig2",
+        )
+        plain += [{**r, "config": "A-plain", "platform": "plain MPI"} for r in rows_as_dicts(got.rows)]
+    return plain
+
+
+def _plots(rows: list[dict], plain: list[dict], out: Path) -> None:
     for op, fig in (("bcast", 3), ("scatter", 4), ("gather", 5)):
         mine = [r for r in rows if r["op"] == op]
         # one panel per configuration: reuse the comparison plot with configs as the panel key
@@ -101,8 +96,12 @@ def main() -> None:
         )
     if plain:
         plot_comparison(plain, out / "plain_mpi.png", "plain MPI, 4 ranks on this machine (configuration A)")
+
+
+def _markdown(rows: list[dict], plain: list[dict], sizes: list[int], wall_s: float) -> list[str]:
+    """The report's body: the paper's two claims, the plain-MPI errors, the statistics per group."""
     em = error_stats(rows)
-    body = [f"Wall time {time.monotonic() - t0:.0f} s. Emulated times are testbed µs (divided by time_scale).\n\n"]
+    body = [f"Wall time {wall_s:.0f} s. Emulated times are testbed µs (divided by time_scale).\n\n"]
     body.append(
         claim(
             "estimated times are very close to the measured times (emulated testbed, median |error| <= 10 %)",
@@ -128,7 +127,29 @@ def main() -> None:
             f"median |error| {ps['median_abs_error_pct']:.1f} %, max {ps['max_abs_error_pct']:.1f} %.\n"
         )
     body.append("\n## Per configuration, operation and tree\n\n")
-    body.append(md_table(group_stats(allrows, ("platform", "config", "op", "tree"))))
+    body.append(md_table(group_stats(rows + plain, ("platform", "config", "op", "tree"))))
+    return body
+
+
+def main() -> None:
+    p = parser("fig3_5_validation", __doc__)
+    p.add_argument("--sizes", default="0,1K,2K,4K", help="message sizes (bytes)")
+    p.add_argument("--reps", type=int, default=5, help="timing repetitions")
+    p.add_argument("--skip-plain", action="store_true", help="emulated testbed only")
+    args = p.parse_args()
+    out = outdir(args.out)
+    sizes = [int(s) for s in __import__("hnowmodel").parse_sizes(args.sizes)]
+    t0 = time.monotonic()
+    rows = _emulated(sizes, args.reps, out)
+    plain = [] if args.skip_plain else _plain(sizes, args.reps, out)
+    allrows = rows + plain
+    write_csv(
+        out / "fig3_5_validation.csv",
+        allrows,
+        columns=["platform", *[c for c in allrows[0] if c != "platform" and c != "tree_parent"]],
+    )
+    _plots(rows, plain, out)
+    body = _markdown(rows, plain, sizes, time.monotonic() - t0)
     write_markdown(out / "fig3_5_validation.md", "Figures 3-5: predicted vs measured (Banikazemi et al.)", body)
     print(f"wrote {out}")
 

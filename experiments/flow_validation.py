@@ -33,12 +33,13 @@ import hnowmodel as hm
 from hnowmodel import flow, ops
 from hnowmodel.cluster.spec import load_spec
 from hnowmodel.params import Link, NodeType, Profile
+from hnowmodel.schedule import Schedule
+from hnowmodel.units import FRAMING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
 
 NAME = "flow_validation"
-FRAMING = 1514 / 1448
 TYPE_OF_SPEED = {160: "fast", 60: "mid", 25: "slow"}
 VARIANTS = {"bcast": ("paper", "flow"), "scatter": ("paper", "flow"), "gather": ("link", "paper", "flow")}
 
@@ -157,20 +158,21 @@ def predictions(prof, layout, op, tree_name, tree, size) -> dict[str, tuple[floa
     out = {}
     native = tree_name == "native"
     t = hm.trees.binomial(len(layout)) if native else tree
-    kw = {"root_copy": True} if native and op != "bcast" else {}
+    schedule = Schedule(root_copy=True) if native and op != "bcast" else None
     for v in VARIANTS[op]:
-        fn = ops.predictor(op, v)
-        per = fn(prof, layout, t, [size], per_rank=True, **kw)[0]
-        comp = float(fn(prof, layout, t, [size], **kw)[0])
+        variant = ops.variant_of(op, v)
+        per = variant.predict(op, prof, layout, t, [size], schedule, per_rank=True)[0]
+        comp = float(variant.predict(op, prof, layout, t, [size], schedule)[0])
         out[v] = (comp, per)
     for sharing in flow.SHARINGS[1:]:
-        if sharing == "fifo" and op == "gather":  # fifo models one message into each rank: bcast and scatter
+        if op == "gather" and flow.LINK_SHARINGS[sharing].queued:  # a queue models one message into each rank
             continue
-        run = flow.simulate(op, prof, layout, t, size, sharing=sharing, **kw)
+        run = flow.simulate(op, prof, layout, t, size, schedule, sharing=sharing)
         out[f"flow/{sharing}"] = (run.completion_us, np.asarray(run.done_us))
     if op == "gather" and native:  # MPICH posts its receives in a fixed order: smallest subtree first
+        smallest_first = Schedule(root_copy=True, recv_order="smallest_first")
         for sharing in ("maxmin", "weighted"):
-            run = flow.simulate(op, prof, layout, t, size, root_copy=True, recv_order="smallest_first", sharing=sharing)
+            run = flow.simulate(op, prof, layout, t, size, smallest_first, sharing=sharing)
             out[f"flow/{sharing}/smallest_first"] = (run.completion_us, np.asarray(run.done_us))
     return out
 

@@ -19,12 +19,8 @@ def three_types() -> Profile:
     return Profile({"fast": p.types["fast"], "slow": p.types["slow"], "medium": medium}, p.network)
 
 
-def main() -> None:
-    p = parser("perf_search", __doc__)
-    p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--big", type=int, default=100_000, help="ranks for the heuristics (default 10^5)")
-    args = p.parse_args()
-    out = outdir(args.out)
+def _cases(big: int) -> list[tuple]:
+    """(method, case label, profile, layout, target s or None, fn(profile, layout, size)) of every timed case."""
     two, three = paper_profile(), three_types()
     cases = [
         (
@@ -52,9 +48,9 @@ def main() -> None:
             lambda pr, lay, s: search.exact_bcast(pr, lay, s),
         ),
     ]
-    big2 = ["fast", "slow"] * (args.big // 2)
-    big3 = (["fast", "slow", "medium"] * (args.big // 3 + 1))[: args.big]
-    for prof, lay, label in ((two, big2, f"2 types x {args.big} ranks"), (three, big3, f"3 types x {args.big} ranks")):
+    big2 = ["fast", "slow"] * (big // 2)
+    big3 = (["fast", "slow", "medium"] * (big // 3 + 1))[:big]
+    for prof, lay, label in ((two, big2, f"2 types x {big} ranks"), (three, big3, f"3 types x {big} ranks")):
         cases += [
             ("fnf", label, prof, lay, 5.0, lambda pr, lay, s: search.fnf(pr, lay, s)),
             ("ecef", label, prof, lay, 5.0, lambda pr, lay, s: search.ecef(pr, lay, s)),
@@ -67,6 +63,16 @@ def main() -> None:
                 lambda pr, lay, s: search.best_tree(pr, lay, "bcast", s, "auto", compare=()),
             ),
         ]
+    return cases
+
+
+def main() -> None:
+    p = parser("perf_search", __doc__)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--big", type=int, default=100_000, help="ranks for the heuristics (default 10^5)")
+    args = p.parse_args()
+    out = outdir(args.out)
+    cases = _cases(args.big)
     rows = []
     for method, label, prof, lay, target, fn in cases:
         for size in (0, 4096):

@@ -23,6 +23,7 @@ from hnowmodel.errors import HnowError
 
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 HNOW = str(Path(sys.executable).parent / "hnow")  # the installed command, as a user runs it
+LA = "--launcher-args"
 
 
 def _hnow(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -46,12 +47,11 @@ def _script(folder: Path, name: str, body: str) -> str:
     return str(f)
 
 
-def main() -> None:
-    p = parser("start_checks", __doc__)
-    args = p.parse_args()
-    out = outdir(args.out)
-    os.environ.setdefault("HNOW_MPI_LOCK", "/tmp/hnow-mpi.lock")
-    tmp = Path(tempfile.mkdtemp(prefix="hnow-start-checks-"))
+Case = tuple[str, bool, list[str], dict[str, str]]
+
+
+def _local_cases(tmp: Path) -> list[Case]:
+    """(label, is a mismatch, hnow arguments, environment) of the cases without Slurm; their scripts go in ``tmp``."""
     copies = _script(
         tmp,
         "copies/launch",
@@ -67,10 +67,9 @@ def main() -> None:
     hosts.write_text("nodeA slots=1\nnodeB slots=1\n")
     here = tmp / "here"
     here.write_text(f"{os.uname().nodename}:4\n")
-    la = "--launcher-args"
-    cases: list[tuple[str, bool, list[str], dict[str, str]]] = [
+    return [
         ("mpiexec, --np 4", False, ["--np", "4"], {}),
-        ("mpiexec, --np 4 but -n 2 in --launcher-args", True, ["--np", "4", la, "-n 2"], {}),
+        ("mpiexec, --np 4 but -n 2 in --launcher-args", True, ["--np", "4", LA, "-n 2"], {}),
         ("N copies of one rank (no process manager)", True, ["--np", "3", "--launcher", copies], {}),
         (
             "hostfile of 2 hosts, launcher ignores it",
@@ -80,7 +79,10 @@ def main() -> None:
         ),
         ("hostfile of this host, 4 slots", False, ["--np", "4", "--hostfile", str(here)], {}),
     ]
-    name = "startchk"
+
+
+def _slurm_cases(name: str) -> tuple[list[Case], dict[str, str], str]:
+    """Up a 4-host Slurm cluster ``name``: its cases, its environment (empty: not up) and why not."""
     spec = {
         "schema": "hnowmodel.cluster/1",
         "name": name,
@@ -94,36 +96,55 @@ def main() -> None:
         slurm_env = hm.cluster.slurm_env(st)
     except HnowError as e:
         why_not = str(e)
-    if slurm_env:
-        srun = ["--launcher", "srun"]
-        cases += [
-            ("srun -N 4, --np 4", False, ["--np", "4", *srun, la, "-N 4"], slurm_env),
+    if not slurm_env:
+        return [], slurm_env, why_not
+    srun = ["--launcher", "srun"]
+    return (
+        [
+            ("srun -N 4, --np 4", False, ["--np", "4", *srun, LA, "-N 4"], slurm_env),
             ("srun --mpi=none (singletons)", True, ["--np", "4", "--launcher", "srun --mpi=none"], slurm_env),
-            ("srun -N 4 but --np 2 (srun runs on 2 nodes)", True, ["--np", "2", *srun, la, "-N 4"], slurm_env),
-            ("srun, --np 4 but -n 2 in --launcher-args", True, ["--np", "4", *srun, la, "-n 2"], slurm_env),
-            ("srun -N 2 on h1,h2, --np 4", False, ["--np", "4", *srun, la, "-N 2 -w h1,h2 --overcommit"], slurm_env),
-        ]
+            ("srun -N 4 but --np 2 (srun runs on 2 nodes)", True, ["--np", "2", *srun, LA, "-N 4"], slurm_env),
+            ("srun, --np 4 but -n 2 in --launcher-args", True, ["--np", "4", *srun, LA, "-n 2"], slurm_env),
+            ("srun -N 2 on h1,h2, --np 4", False, ["--np", "4", *srun, LA, "-N 2 -w h1,h2 --overcommit"], slurm_env),
+        ],
+        slurm_env,
+        why_not,
+    )
+
+
+def _check(label: str, mismatch: bool, argv: list[str], env: dict[str, str]) -> dict:
+    """Run one case: a mismatch must exit 2 with one error line, a matching set-up must succeed."""
+    res = _hnow(argv, env)
+    errs = [ln for ln in res.stderr.splitlines() if " error: " in ln]
+    others = [ln for ln in res.stderr.splitlines() if ln.strip() and " error: " not in ln and not ln.startswith("[")]
+    caught = res.returncode == 2 and len(errs) == 1 and not others and "Traceback" not in res.stderr
+    ok = caught if mismatch else res.returncode == 0
+    hosts_seen = json.loads(_hnow([*argv, "--json"], env).stdout or "{}").get("hosts") if not mismatch else None
+    row = {
+        "case": label,
+        "mismatch": mismatch,
+        "exit": res.returncode,
+        "as_expected": ok,
+        "line": errs[0].split(" error: ", 1)[1][:400] if errs else f"hosts {hosts_seen}",
+    }
+    print(f"{'ok ' if ok else 'BAD'} {label}: {row['line']}", flush=True)
+    return row
+
+
+def main() -> None:
+    p = parser("start_checks", __doc__)
+    args = p.parse_args()
+    out = outdir(args.out)
+    os.environ.setdefault("HNOW_MPI_LOCK", "/tmp/hnow-mpi.lock")
+    tmp = Path(tempfile.mkdtemp(prefix="hnow-start-checks-"))
+    cases = _local_cases(tmp)
+    name = "startchk"
+    more, slurm_env, why_not = _slurm_cases(name)
+    cases += more
     rows = []
     try:
         for label, mismatch, argv, env in cases:
-            res = _hnow(argv, env)
-            errs = [ln for ln in res.stderr.splitlines() if " error: " in ln]
-            others = [
-                ln for ln in res.stderr.splitlines() if ln.strip() and " error: " not in ln and not ln.startswith("[")
-            ]
-            caught = res.returncode == 2 and len(errs) == 1 and not others and "Traceback" not in res.stderr
-            ok = caught if mismatch else res.returncode == 0
-            hosts_seen = json.loads(_hnow([*argv, "--json"], env).stdout or "{}").get("hosts") if not mismatch else None
-            rows.append(
-                {
-                    "case": label,
-                    "mismatch": mismatch,
-                    "exit": res.returncode,
-                    "as_expected": ok,
-                    "line": errs[0].split(" error: ", 1)[1][:400] if errs else f"hosts {hosts_seen}",
-                }
-            )
-            print(f"{'ok ' if ok else 'BAD'} {label}: {rows[-1]['line']}", flush=True)
+            rows.append(_check(label, mismatch, argv, env))
     finally:
         if slurm_env:
             hm.cluster.down(name)

@@ -13,6 +13,8 @@ than binomial when measured". Without ``--measure`` only predictions are written
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -64,13 +66,8 @@ def measured(prof, layout: list[str], sizes: list[int]) -> dict[tuple[str, int],
     return out
 
 
-def main() -> None:
-    p = parser("tree_search", __doc__)
-    p.add_argument("--measure", action="store_true", help="also measure 8-node trees on the emulated testbed")
-    p.add_argument("--measure-sizes", default="0,1K,8K", help="sizes for --measure (default 0,1K,8K)")
-    args = p.parse_args()
-    out = outdir(args.out)
-    prof = paper_profile()
+def _predict_and_plot(prof, out: Path) -> list[dict]:
+    """Every tree's predicted broadcast time at every size on 4+4 and 8+8 nodes; plotted, one panel per node count."""
     rows = []
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for ax, n in zip(axes, (8, 16), strict=True):
@@ -85,16 +82,14 @@ def main() -> None:
         ax.set_xscale("symlog", linthresh=256)
         ax.legend()
     save_png(fig, out / "tree_search.png")
+    return rows
+
+
+def _predicted_part(rows: list[dict]) -> list[str]:
+    """The report's tables of predicted times and the two claims on them."""
 
     def t(n, name, s):
         return next(r["time_us"] for r in rows if (r["nodes"], r["tree"], r["size"]) == (n, name, s))
-
-    meas = {}
-    if args.measure:
-        meas = measured(prof, ["fast"] * 4 + ["slow"] * 4, parse_sizes(args.measure_sizes))
-        for r in rows:
-            r["measured_us"] = meas.get((r["tree"], r["size"]), "") if r["nodes"] == 8 else ""
-    write_csv(out / "tree_search.csv", rows)
 
     body = []
     for n in (8, 16):
@@ -126,30 +121,48 @@ def main() -> None:
             all(t(n, "optimal", s) <= t(n, k, s) + 1e-9 for n in (8, 16) for s in SIZES for k in ALL),
         )
     )
-    if meas:
-        ms = sorted({s for (_, s) in meas})
-        body.append(
-            md_table(
-                [
-                    {
-                        "size": format_size(s),
-                        **{
-                            f"{k} measured": meas.get((k, s), float("nan"))
-                            for k in ("optimal", "binomial", "hierarchical")
-                        },
-                    }
-                    for s in ms
-                ]
-            )
-        )
-        body.append(
-            claim(
-                "measured on the emulated paper testbed (4+4), optimal is faster than binomial",
-                all(meas[("optimal", s)] < meas[("binomial", s)] for s in ms),
-            )
-        )
-    else:
-        body.append("\n(measured part not run: add `--measure` to time the 8-node trees on the emulated testbed)\n")
+    return body
+
+
+def _measured_part(meas: dict[tuple[str, int], float]) -> list[str]:
+    """The report's measured table and claim (``--measure``), or the line saying it was not run."""
+    if not meas:
+        return ["\n(measured part not run: add `--measure` to time the 8-node trees on the emulated testbed)\n"]
+    ms = sorted({s for (_, s) in meas})
+    return [
+        md_table(
+            [
+                {
+                    "size": format_size(s),
+                    **{
+                        f"{k} measured": meas.get((k, s), float("nan")) for k in ("optimal", "binomial", "hierarchical")
+                    },
+                }
+                for s in ms
+            ]
+        ),
+        claim(
+            "measured on the emulated paper testbed (4+4), optimal is faster than binomial",
+            all(meas[("optimal", s)] < meas[("binomial", s)] for s in ms),
+        ),
+    ]
+
+
+def main() -> None:
+    p = parser("tree_search", __doc__)
+    p.add_argument("--measure", action="store_true", help="also measure 8-node trees on the emulated testbed")
+    p.add_argument("--measure-sizes", default="0,1K,8K", help="sizes for --measure (default 0,1K,8K)")
+    args = p.parse_args()
+    out = outdir(args.out)
+    prof = paper_profile()
+    rows = _predict_and_plot(prof, out)
+    meas = {}
+    if args.measure:
+        meas = measured(prof, ["fast"] * 4 + ["slow"] * 4, parse_sizes(args.measure_sizes))
+        for r in rows:
+            r["measured_us"] = meas.get((r["tree"], r["size"]), "") if r["nodes"] == 8 else ""
+    write_csv(out / "tree_search.csv", rows)
+    body = _predicted_part(rows) + _measured_part(meas)
     write_markdown(out / "tree_search.md", "Tree search: exact optimum vs the paper's trees and heuristics", body)
     print("".join(body))
 
