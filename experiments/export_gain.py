@@ -529,7 +529,7 @@ def _notes() -> list[str]:
         "arrival order (`Irecv` + `Waitany`), then sends its subtree's blocks to its parent. They differ only in "
         "local copies: the helper packs the root's scatter blocks into subtree order and unpacks the gathered "
         "blocks into rank order inside the call (n·m bytes of memcpy at the root: 1.5 MB at 256 KiB × 6, about "
-        "60 µs at the 39 µs per MiB measured here (DESIGN.md), against collectives of tens to hundreds of ms), and "
+        "60 µs at the ~39 µs per MiB of memcpy here, against collectives of tens to hundreds of ms), and "
         "copies each rank's own block; the executor packs outside the timed region and leaves the root's gathered "
         "data in subtree order. They use different tags.",
         "- MPICH's binomial gather under the flow variants: a relay's block and the blocks it received go as one "
