@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from common import claim, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
 
-from hnowmodel import paper_profile, predict, trees  # noqa: E402
+from hnowmodel import ops, paper_profile, trees  # noqa: E402
 
 SIZES = [0, 1024, 4096]
 
@@ -29,7 +29,7 @@ def main() -> None:
         for variant in ("paper", "link"):
             for fast in range(1, n + 1):
                 layout = ["fast"] * fast + ["slow"] * (n - fast)
-                t = predict.gather(prof, layout, trees.sequential(n), SIZES, variant=variant)
+                t = ops.variant_of("gather", variant).predict("gather", prof, layout, trees.sequential(n), SIZES)
                 rows += [
                     {"nodes": n, "fast": fast, "variant": variant, "size": s, "time_us": float(v)}
                     for s, v in zip(SIZES, t, strict=True)

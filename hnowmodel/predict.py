@@ -36,17 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError, LayoutError
+from .errors import LayoutError
 from .params import Profile
 from .schedule import Schedule, as_schedule, as_sizes, common_start_us
 from .trees import Tree, make_tree
 
-__all__ = ["ptp", "bcast", "scatter", "gather", "GATHER_VARIANTS", "as_sizes", "common_start_us"]
-
-#: The old ``variant=`` keyword of :func:`gather` (deprecated: the model variants are :mod:`hnowmodel.variants`'
-#: entries, which call :func:`gather` with ``one_at_a_time``): whether the receiver's link carries one message at a
-#: time.
-GATHER_VARIANTS = {"paper": False, "link": True}
+__all__ = ["ptp", "bcast", "scatter", "gather", "as_sizes", "common_start_us"]
 
 
 def ptp(profile: Profile, src_type: str, dst_type: str, sizes: Any) -> np.ndarray:
@@ -458,19 +453,13 @@ def gather(
     gives, for each rank, the time by which it holds its whole subtree's data (leaves: 0; the root: the completion
     time). Every parameter of an edge is evaluated at the edge's own byte count (its regime).
     ``schedule.root_copy`` makes the root copy its own block (``Cc_us``/``Cm_us_per_byte``) before it receives
-    (MPICH's binomial gather). ``fields``: the schedule's fields as keywords, and the deprecated ``variant="paper"``
-    or ``"link"`` (:data:`GATHER_VARIANTS`) for ``one_at_a_time``.
+    (MPICH's binomial gather). ``fields``: the schedule's fields as keywords.
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
     >>> gather(paper_profile(), ["fast"] * 3, sequential(3), [0]).tolist()
     [264.0]
     """
-    if "variant" in fields:
-        variant = fields.pop("variant")
-        if variant not in GATHER_VARIANTS:
-            raise InputError(f"unknown gather variant {variant!r} (choose from: {', '.join(GATHER_VARIANTS)})")
-        one_at_a_time = GATHER_VARIANTS[variant]
     sched = as_schedule(schedule, **fields)
     m = as_sizes(sizes)
     tree, ti = _resolve(profile, layout, tree, root)

@@ -62,7 +62,12 @@ def scatter_reference(
 
 
 def gather_reference(
-    profile: Profile, layout: Sequence[str], tree: Tree, m: float, variant: str = "paper", root_copy: bool = False
+    profile: Profile,
+    layout: Sequence[str],
+    tree: Tree,
+    m: float,
+    one_at_a_time: bool = False,
+    root_copy: bool = False,
 ) -> list[float]:
     """Eq. 10-12 generalised rank by rank: when each rank holds its subtree's data (root: completion), µs.
 
@@ -90,7 +95,7 @@ def gather_reference(
         if root_copy and p == tree.root:
             clock = types[p].copy_us(m)
         for depart, _, wire, recv, got, nb in msgs:
-            if variant == "paper":
+            if not one_at_a_time:  # eq. 12 as printed: the i-th arrival is S_(i) + i·X
                 wire_total += wire
                 arrive = depart + wire_total
             else:

@@ -12,6 +12,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -215,6 +217,11 @@ def test_stop_processes_returns_when_they_have_exited_and_names_one_that_does_no
                 p.kill()
                 p.wait()
     stuck = subprocess.Popen(["sleep", "60"])
+    comm = Path(f"/proc/{stuck.pid}/comm")
+    for _ in range(500):  # until the child has exec'd sleep (right after fork it is still this python)
+        if comm.read_text().strip() == "sleep":
+            break
+        time.sleep(0.01)
     monkeypatch.setattr(procs, "running", lambda pid: True)  # as a process stuck in the kernel would be
     try:
         with pytest.raises(

@@ -382,7 +382,7 @@ def test_chain_is_one_message_at_a_time_as_in_the_paper(case):
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-6)
     np.testing.assert_allclose(
         F.gather(prof, layout, tree, [m], per_rank=True)[0],
-        P.gather(prof, layout, tree, [m], per_rank=True, variant="link")[0],
+        P.gather(prof, layout, tree, [m], per_rank=True, one_at_a_time=True)[0],
         rtol=1e-9,
         atol=1e-6,
     )

@@ -63,7 +63,7 @@ def test_gather_eq10_12_as_printed():
 
 def test_gather_link_variant():
     # arrivals 206, max(270, 206)+96 = 366, max(270, 366)+96 = 462; receives end 330, 490, 614
-    assert P.gather(PROF, FFSS, T.sequential(4), [1000], variant="link").tolist() == pytest.approx([614.0])
+    assert P.gather(PROF, FFSS, T.sequential(4), [1000], one_at_a_time=True).tolist() == pytest.approx([614.0])
 
 
 def test_gather_binomial_forwards_subtrees():
@@ -72,7 +72,7 @@ def test_gather_binomial_forwards_subtrees():
     # 230+32 = 262, done 356; with one message at a time on the link: 230+16 = 246, done 340.
     fast4 = ["fast"] * 4
     assert P.gather(PROF, fast4, T.binomial(4), [0]).tolist() == pytest.approx([356.0])
-    assert P.gather(PROF, fast4, T.binomial(4), [0], variant="link").tolist() == pytest.approx([340.0])
+    assert P.gather(PROF, fast4, T.binomial(4), [0], one_at_a_time=True).tolist() == pytest.approx([340.0])
 
 
 def test_single_rank_is_free():
@@ -86,7 +86,6 @@ def test_single_rank_is_free():
         (lambda: P.bcast(PROF, FFSS, T.binomial(5), [0]), LayoutError, "4 ranks but the tree has 5"),
         (lambda: P.bcast(PROF, FFSS, T.binomial(4), [-1]), InputError, "-1"),
         (lambda: ops.predict("allreduce", PROF, FFSS, "binomial", [0]), InputError, "bcast"),
-        (lambda: P.gather(PROF, FFSS, "sequential", [0], variant="x"), InputError, "link"),
         (lambda: P.bcast(PROF, ["fast", "medium"], T.binomial(2), [0]), LayoutError, "medium"),
     ],
 )
@@ -112,12 +111,12 @@ def test_vectorised_equals_scalar_reference(case):
     vec = {
         "bcast": P.bcast(PROF, layout, tree, SIZES, per_rank=True),
         "scatter": P.scatter(PROF, layout, tree, SIZES, per_rank=True),
-        **{v: P.gather(PROF, layout, tree, SIZES, per_rank=True, variant=v) for v in P.GATHER_VARIANTS},
+        **{v: P.gather(PROF, layout, tree, SIZES, per_rank=True, one_at_a_time=v) for v in (False, True)},
     }
     for j, m in enumerate(SIZES):
         assert vec["bcast"][j] == pytest.approx(R.bcast_reference(PROF, layout, tree, m))
         assert vec["scatter"][j] == pytest.approx(R.scatter_reference(PROF, layout, tree, m))
-        for v in P.GATHER_VARIANTS:
+        for v in (False, True):
             assert vec[v][j] == pytest.approx(R.gather_reference(PROF, layout, tree, m, v))
 
 
@@ -147,12 +146,12 @@ def test_vectorised_equals_reference_random_profiles(case):
     vec = {
         "bcast": P.bcast(prof, layout, tree, SIZES, per_rank=True),
         "scatter": P.scatter(prof, layout, tree, SIZES, per_rank=True),
-        **{v: P.gather(prof, layout, tree, SIZES, per_rank=True, variant=v) for v in P.GATHER_VARIANTS},
+        **{v: P.gather(prof, layout, tree, SIZES, per_rank=True, one_at_a_time=v) for v in (False, True)},
     }
     for j, m in enumerate(SIZES):
         assert vec["bcast"][j] == pytest.approx(R.bcast_reference(prof, layout, tree, m))
         assert vec["scatter"][j] == pytest.approx(R.scatter_reference(prof, layout, tree, m))
-        for v in P.GATHER_VARIANTS:
+        for v in (False, True):
             assert vec[v][j] == pytest.approx(R.gather_reference(prof, layout, tree, m, v))
 
 

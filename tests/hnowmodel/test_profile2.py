@@ -270,8 +270,8 @@ def test_three_ranks_by_hand():
     # chain gather at 600 bytes: 2 -> 1 (600 B), then 1 -> 0 carries 1200 B
     g1 = s_fast(600) + x(600) + r_fast(600)
     g0 = g1 + s_fast(1200) + x(1200) + r_fast(1200)
-    for v in P.GATHER_VARIANTS:
-        assert P.gather(TWO, fff, T.chain(3), [600], variant=v).tolist() == pytest.approx([g0])
+    for v in (False, True):
+        assert P.gather(TWO, fff, T.chain(3), [600], one_at_a_time=v).tolist() == pytest.approx([g0])
 
 
 def test_root_copy_by_hand():
@@ -310,7 +310,7 @@ def test_maximum_values_stay_finite_on_2_20_ranks():
         got = [
             P.bcast(prof, layout, tree, sizes),
             P.scatter(prof, layout, tree, sizes, root_copy=True),
-            P.gather(prof, layout, tree, sizes, variant="link", root_copy=True),
+            P.gather(prof, layout, tree, sizes, one_at_a_time=True, root_copy=True),
         ]
         assert np.isfinite(got).all() and (np.array(got) > 0).all()
     best = search.best_tree(prof, ["top"] * 6, "bcast", 2**40)
@@ -371,11 +371,11 @@ def test_vectorised_equals_reference_on_piecewise_profiles(case, copy):
     prof, layout, tree, sizes = case
     b = P.bcast(prof, layout, tree, sizes, per_rank=True)
     s = P.scatter(prof, layout, tree, sizes, per_rank=True, root_copy=copy)
-    g = {v: P.gather(prof, layout, tree, sizes, per_rank=True, variant=v, root_copy=copy) for v in P.GATHER_VARIANTS}
+    g = {v: P.gather(prof, layout, tree, sizes, per_rank=True, one_at_a_time=v, root_copy=copy) for v in (False, True)}
     for j, m in enumerate(sizes):
         assert b[j] == pytest.approx(R.bcast_reference(prof, layout, tree, m))
         assert s[j] == pytest.approx(R.scatter_reference(prof, layout, tree, m, root_copy=copy))
-        for v in P.GATHER_VARIANTS:
+        for v in (False, True):
             assert g[v][j] == pytest.approx(R.gather_reference(prof, layout, tree, m, v, root_copy=copy))
 
 
@@ -425,8 +425,8 @@ def test_rendezvous_gather_vectorised_equals_reference(case, copy, rdv):
 
     prof, layout, tree, sizes = case
     prof = dataclasses.replace(prof, rendezvous_from_bytes=rdv)
-    for v in P.GATHER_VARIANTS:
-        g = P.gather(prof, layout, tree, sizes, per_rank=True, variant=v, root_copy=copy)
+    for v in (False, True):
+        g = P.gather(prof, layout, tree, sizes, per_rank=True, one_at_a_time=v, root_copy=copy)
         for j, m in enumerate(sizes):
             assert g[j] == pytest.approx(R.gather_reference(prof, layout, tree, m, v, root_copy=copy))
 

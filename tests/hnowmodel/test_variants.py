@@ -123,7 +123,7 @@ def test_the_old_call_forms_fold_into_the_schedule():
     assert (
         ops.predictor("scatter")(prof, LAYOUT, tree, [4096], root_copy=True, copy_first=True).tolist() == old.tolist()
     )
-    assert hm.predict.gather(prof, LAYOUT, tree, [64], variant="link").tolist() == (
+    assert hm.predict.gather(prof, LAYOUT, tree, [64], one_at_a_time=True).tolist() == (
         variants.get("link").predict("gather", prof, LAYOUT, tree, [64]).tolist()
     )
     with pytest.raises(InputError, match="unknown schedule field 'sharing'"):

@@ -52,8 +52,8 @@ def test_gather_order_rule_equals_brute_force(layout, root):
         brute = min(fixed_order_gather(THREE, layout, p, size, root) for p in itertools.permutations(others))
         assert fixed_order_gather(THREE, layout, rule, size, root) == pytest.approx(brute)
         # the predictor takes messages in arrival order, so the listed order cannot change its answer
-        t_rule = predict.gather(THREE, layout, trees.sequential(n, root, rule), [size], variant="link")[0]
-        t_rank = predict.gather(THREE, layout, trees.sequential(n, root), [size], variant="link")[0]
+        t_rule = predict.gather(THREE, layout, trees.sequential(n, root, rule), [size], one_at_a_time=True)[0]
+        t_rank = predict.gather(THREE, layout, trees.sequential(n, root), [size], one_at_a_time=True)[0]
         assert t_rule == pytest.approx(t_rank)
 
 
