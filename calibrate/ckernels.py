@@ -56,8 +56,8 @@ KERNEL_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 
 #: ``op`` values of :meth:`Kernels.coll`
-OP_BCAST, OP_SCATTER, OP_GATHER, OP_P2P = 0, 1, 2, 3
-_OP_NAMES = {"bcast": OP_BCAST, "scatter": OP_SCATTER, "gather": OP_GATHER, "p2p": OP_P2P}
+OP_BCAST, OP_SCATTER, OP_GATHER, OP_P2P, OP_FANOUT = 0, 1, 2, 3, 4
+_OP_NAMES = {"bcast": OP_BCAST, "scatter": OP_SCATTER, "gather": OP_GATHER, "p2p": OP_P2P, "fanout": OP_FANOUT}
 
 _ERRORS = {
     -1: "bad arguments (rank out of range, a == b, negative size or count, reps < 1)",
@@ -312,7 +312,8 @@ class Kernels:
         idle_us: float = 0.0,
     ) -> tuple[np.ndarray, np.ndarray]:
         """A native collective (``"bcast"``/0, ``"scatter"``/1, ``"gather"``/2; ``m`` bytes, per rank for scatter and
-        gather), or ``"p2p"``/3 (one ``MPI_Send`` from ``root`` to ``(root + 1) % size``), timed with a common start
+        gather), ``"p2p"``/3 (one ``MPI_Send`` from ``root`` to ``(root + 1) % size``) or ``"fanout"``/4 (``root``
+        ``MPI_Send``s ``m`` bytes to every other rank in turn, ``(root + 1) % size`` first), timed with a common start
         ``lead_us`` ahead on the shared ``CLOCK_MONOTONIC``. Returns this rank's
         ``(start_us, finish_us)`` arrays (absolute clock, µs) on every rank; completion of repetition i is
         ``max over ranks finish[i] − min over ranks start[i]``. A rank whose start is clearly later than the others'
@@ -320,7 +321,7 @@ class Kernels:
         timed repetition (a network's token buckets refill)."""
         code = _OP_NAMES.get(op, op) if isinstance(op, str) else int(op)
         if not isinstance(code, int):
-            raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..3, not {op!r}")
+            raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..4, not {op!r}")
         start = np.zeros(self._reps(reps), dtype=np.float64)
         finish = np.zeros_like(start)
         rc = self._lib.hk_coll(

@@ -17,6 +17,7 @@ from .fit import fit_line
 from .hinge import hinge_fit, regime_of
 from .profiledoc import profile_document, type_regime
 from .protocol import REFILL_SAFETY
+from .queued import fit_queued_bytes
 from .rounds import over_rounds
 from .sendmodes import DELIVERY, EAGER, RENDEZVOUS
 
@@ -70,16 +71,20 @@ def fit_network_profile(
     prov.update(link_costs=per_link_cost, regime_breaks_bytes=[u for u in reg.uptos if u is not None])
     prov.update(fits={"T": fits}, spread_over_rounds=_net_spread(raw, pairs, reg.breaks), raw_rounds=raw_rounds(raw))
     prov["warnings"] = warnings
-    return profile_document(
-        types_doc,
-        network,
-        links,
-        layout,
-        hosts,
-        prov,
-        extensions={"network": _network_extension(reg, burst_all, by_link, burst_send)},
-        protocol=None if reg.rdv_from is None else {"rendezvous_from_bytes": int(reg.rdv_from)},
+    net_ext = _network_extension(reg, burst_all, by_link, burst_send)
+    protocol = None if reg.rdv_from is None else {"rendezvous_from_bytes": int(reg.rdv_from)}
+    doc = profile_document(
+        types_doc, network, links, layout, hosts, prov, extensions={"network": net_ext}, protocol=protocol
     )
+    queued = fit_queued_bytes(raw, doc)  # the one term fitted through the model, with everything else in place
+    doc["provenance"]["queued_bytes"] = queued
+    if queued["bytes"] is not None:
+        doc["extensions"]["network"]["queued_bytes"] = queued["bytes"]
+        doc["extensions"]["network"]["queued_meaning"] = (
+            "bytes a sender's link keeps queued per connection: a message posted behind others waits one round of "
+            "them (flow-rr); fitted to a measured fan-out (provenance.queued_bytes)"
+        )
+    return doc
 
 
 #: How the burst is found (the provenance's ``burst.how``).
@@ -417,7 +422,7 @@ def raw_rounds(raw: dict[str, Any]) -> list[dict[str, Any]]:
     type; sizes as strings, as JSON has them), so that it can be fitted again (:func:`raw_from_profile`)."""
     return [
         {key: {name: {str(m): float(v) for m, v in series.items()} for name, series in r[key].items()}
-         for key in ("T", "S", "R", "C", "F") if key in r}
+         for key in ("T", "S", "R", "C", "F", "Q") if key in r}
         for r in raw["rounds"]
     ]  # fmt: skip
 
@@ -432,7 +437,7 @@ def raw_from_profile(doc: dict[str, Any]) -> dict[str, Any]:
         by_size.update({int(m): kind_ for m in pr.get(key, [])})
     rounds = [
         {key: {name: {int(m): float(v) for m, v in series.items()} for name, series in r.get(key, {}).items()}
-         for key in ("T", "S", "R", "C", "F")}
+         for key in ("T", "S", "R", "C", "F", "Q")}
         for r in prov["raw_rounds"]
     ]  # fmt: skip
     timing = prov.get("timing", {})

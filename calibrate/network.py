@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .pairkernels import PairKernels
-from .protocol import GROUP_TOLERANCE, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
+from .protocol import FANOUT_SIZES, GROUP_TOLERANCE, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
 from .rounds import gather_round
 from .sendmodes import network_protocol
 from .stats import median
@@ -336,6 +336,33 @@ def _natives(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, An
                     mine["native"].setdefault(op, {})[m] = median(comp)
 
 
+def fanout_sizes(size: int, waits_from: int | None) -> list[int]:
+    """The sizes a fan-out is timed at (:data:`calibrate.protocol.FANOUT_SIZES`): none below 3 ranks (one message
+    waits behind nothing), and only sizes whose sends do not wait for the receiver (then they overlap on the link).
+
+    >>> fanout_sizes(6, None), fanout_sizes(6, 20000), fanout_sizes(2, None)
+    ([16384, 32768], [16384], [])
+    """
+    if size < 3:
+        return []
+    return [m for m in FANOUT_SIZES if waits_from is None or m < waits_from]
+
+
+def _fanout(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any]) -> None:
+    """Round ``rnd``'s fan-out from rank 0 (completion µs, common start, on rank 0): rank 0 sends m bytes to every
+    other rank in turn (:meth:`calibrate.ckernels.Kernels.coll` ``"fanout"``), its buckets full at the start."""
+    slowest = max(ctx.k_of.values())
+    sizes = fanout_sizes(pk.world.size, ctx.waits_from)
+    if not sizes:
+        return
+    with rt.step(f"round {rnd + 1} fan-out"):
+        for m in sizes:
+            lead = ctx.lead + refill_gap_us(slowest, m * (pk.world.size - 1), 0)
+            comp = pk.world.completion("fanout", 0, m, ctx.reps, lead_us=lead)
+            if comp is not None:
+                mine["Q"].setdefault("0", {})[m] = median(comp)
+
+
 def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | None:
     """Measure every pair and type on the network in ``plan.rounds`` rounds; rank 0 returns the raw medians (µs).
 
@@ -367,11 +394,12 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
     ctx = _Round(plan, k_of, grids, proto["waits_from_bytes"], proto["rendezvous_from_bytes"], reps, lead)
     per_round: list[dict[str, Any]] = []
     for rnd in range(plan.rounds):
-        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "F": {}, "ref": {}, "native": {}, "P": {}}
+        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "F": {}, "Q": {}, "ref": {}, "native": {}, "P": {}}
         rt.progress(f"round {rnd + 1}/{plan.rounds}: {len(plan.pairs)} pair(s), {len(plan.roles)} type(s)")
         _oneway(pk, rt, ctx, rnd, mine)
         _overheads(pk, rt, ctx, rnd, mine)
         _natives(pk, rt, ctx, rnd, mine)
+        _fanout(pk, rt, ctx, rnd, mine)
         merged = gather_round(pk.comm, mine)
         if merged is not None:
             per_round.append(merged)

@@ -29,6 +29,9 @@ __all__ = [
     "MIN_BURST_BYTES",
     "GROUP_TOLERANCE",
     "RESTED_SEND_MAX_BYTES",
+    "FANOUT_SIZES",
+    "QUEUED_MAX_BYTES",
+    "QUEUED_STEP_BYTES",
     "STRUCT_FROM_BYTES",
     "ABOVE_BURST_BYTES",
     "SMALL_BYTES",
@@ -93,6 +96,15 @@ SMALL_BYTES = 2048
 #: 16 KiB bcast on the virtual cluster took 6.4 ms instead of 4.9 ms (docs/model.md). 20 ms refills a tbf burst of
 #: 8 KiB down to 3.3 Mbit/s.
 REFILL_IDLE_MAX_US = 20000.0
+#: A fan-out (rank 0 ``MPI_Send``s to every other rank in turn) is timed at these sizes (bytes) when the job has at
+#: least 3 ranks: a message posted behind others waits one round of what they keep queued on the sender's link,
+#: which is most of a small message's time (16 KiB at 20 Mbit/s: 6.9 ms; a few packets: ~2 ms), so the queued bytes
+#: of the model's round-robin egress (``extensions.network.queued_bytes``) are fitted to it.
+FANOUT_SIZES = (16384, 32768)
+#: The queued bytes are looked for in 0 .. this (bytes): a few dozen packets at most.
+QUEUED_MAX_BYTES = 65536.0
+#: ... on a grid of this step (bytes) first, then refined to a byte around the best grid point.
+QUEUED_STEP_BYTES = 256.0
 
 # ---- ranks that wait (sleeping, so that the measuring ranks keep the CPU) -------------------------------------
 #: A rank taking part in a Python-timed measurement tests its request between sleeps of this long (s; MPICH's

@@ -113,7 +113,19 @@ def _network_lines(profile: Profile, prov: dict[str, Any]) -> list[str]:
             f"; a first send after idling keeps its sender busy {us} µs + {per_byte} µs/B × min(bytes, burst) "
             f"beyond S ({len(fit.get('sizes', []))} points)"
         )
-    return [line]
+    return [line, *_queued_lines(terms.queued_bytes, prov.get("queued_bytes"))]
+
+
+def _queued_lines(queued: float | None, fitted: Any) -> list[str]:
+    """What a message posted behind others waits for (the fan-out fit), or why the fan-out did not say."""
+    if queued is not None and isinstance(fitted, dict) and fitted.get("points"):
+        sizes = ", ".join(f"{p['bytes'] // 1024} KiB" for p in fitted["points"])
+        return [f"a message posted behind others waits one round of {queued:.0f} B queued per connection (fitted to a "
+                f"fan-out at {sizes})"]  # fmt: skip
+    if isinstance(fitted, dict) and fitted.get("undetermined_bytes"):
+        lo, hi = fitted["undetermined_bytes"]
+        return [f"queued bytes per connection not determined: the fan-out fits as well from {lo:.0f} to {hi:.0f} B"]
+    return []
 
 
 def _check_lines(prov: dict[str, Any]) -> list[str]:

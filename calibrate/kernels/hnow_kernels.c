@@ -34,7 +34,7 @@
 #include <time.h>
 
 /* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
-#define HK_VERSION 5
+#define HK_VERSION 6
 
 #define HK_OK 0
 #define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
@@ -365,7 +365,9 @@ int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int al
 /*                                                                                                            */
 /* op 0 = MPI_Bcast of m bytes from root; op 1 = MPI_Scatter, op 2 = MPI_Gather, m bytes (MPI_BYTE) per rank;   */
 /* op 3 = one point-to-point message of m bytes, MPI_Send from root to rank (root + 1) % size, MPI_Recv there    */
-/* (the other ranks take part in the start only): the one-way time under the collectives' own timing style.    */
+/* (the other ranks take part in the start only): the one-way time under the collectives' own timing style;    */
+/* op 4 = a fan-out: the root MPI_Sends m bytes to every other rank in turn, (root + 1) % size first, each rank  */
+/* MPI_Recvs it (the sequential tree's broadcast, the library's point-to-point sends as the tree executor's).   */
 /* Per repetition: (timed ones only) sleep idle_us, 0 = not at all; MPI_Barrier; root picks start = now + lead_us */
 /* and broadcasts it (a small MPI_Bcast, before the instant); every rank spins until start, calls the collective */
 /* once and reads the clock.                                                                                   */
@@ -383,11 +385,11 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     if (root < 0 || root >= size || m < 0 || m > INT_MAX || reps < 1 || lead_us < 0.0) return agree(comm, HK_EARGS);
-    if (op < 0 || op > 3) return agree(comm, HK_EOP);
+    if (op < 0 || op > 4) return agree(comm, HK_EOP);
     hk_buf sb = {0}, rb = {0};
     size_t nm = (size_t)m * (size_t)size;
     int peer = (root + 1) % size;
-    if (op == 0 || op == 3) {
+    if (op == 0 || op == 3 || op == 4) {
         rc = rank == root ? buf_alloc(&sb, (size_t)m, aligned) : rbuf_alloc(&sb, (size_t)m, aligned);
         if (rc == HK_OK) {
             if (rank == root) fill_pattern(sb.p, m, root);
@@ -433,6 +435,11 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
                 MPI_Send(sb.p, (int)m, MPI_BYTE, peer, TAG_DATA, comm);
             else if (rank == peer)
                 MPI_Recv(sb.p, (int)m, MPI_BYTE, root, TAG_DATA, comm, MPI_STATUS_IGNORE);
+        } else if (op == 4) {
+            if (rank == root)
+                for (int k = 1; k < size; k++) MPI_Send(sb.p, (int)m, MPI_BYTE, (root + k) % size, TAG_DATA, comm);
+            else
+                MPI_Recv(sb.p, (int)m, MPI_BYTE, root, TAG_DATA, comm, MPI_STATUS_IGNORE);
         } else if (op == 1)
             MPI_Scatter(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, root, comm);
         else
@@ -443,7 +450,7 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
             out_finish[i] = ns_to_us(t1);
         }
     }
-    if ((op == 0 && rank != root) || (op == 3 && rank == peer)) rc = hk_verify(sb.p, m, root);
+    if (((op == 0 || op == 4) && rank != root) || (op == 3 && rank == peer)) rc = hk_verify(sb.p, m, root);
     if (op == 1) rc = hk_verify(rb.p, m, rank);
     if (op == 2 && rank == root)
         for (int r = 0; r < size && rc == HK_OK; r++) rc = hk_verify(rb.p + (size_t)r * (size_t)m, m, r);

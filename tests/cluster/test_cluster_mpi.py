@@ -81,7 +81,13 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     assert xm[("fast", "fast")] < xm[("slow", "slow")]
     # the token bucket's burst is fitted and stored for the flow model
     assert doc["extensions"]["network"]["burst_bytes"] > 0
-    assert "queued_bytes" not in doc["extensions"]["network"]  # not measured: nothing read from the cluster
+    # the fan-out from rank 0 is timed at 16 and 32 KiB and the queued bytes fitted to it (or said to be undetermined);
+    # nothing is read from the cluster's configuration
+    queued = doc["provenance"]["queued_bytes"]
+    assert [p["bytes"] for p in queued["points"]] == [16384, 32768]
+    assert all(p["measured_us"] > 0 for p in queued["points"])
+    assert doc["extensions"]["network"].get("queued_bytes") == queued["bytes"]
+    assert queued["bytes"] is not None or queued["undetermined_bytes"][1] > queued["undetermined_bytes"][0]
     # the send after idling (buckets full) minus S, a line over the bytes the burst passes: both types measured
     points = doc["provenance"]["burst_send"]["points"]
     assert {p["type"] for p in points} == {"fast", "slow"}

@@ -11,15 +11,22 @@ receiver's library has the message (so ``S`` is timed below 129 B only); ``UCX``
 from __future__ import annotations
 
 import contextlib
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import hnowmodel as hm
 from calibrate import hinge, netprofile, network, sendmodes
 from calibrate.checks import net_self_check
+from calibrate.queued import fit_queued_bytes
 from calibrate.sendmodes import DELIVERY, EAGER, RENDEZVOUS
 from hnowmodel.fitreport import fit_report
 from hnowmodel.params import Profile
+
+#: A 6-host cluster calibration (the golden corpus's)
+GOLDEN = Path(__file__).resolve().parent.parent / "data" / "golden"
 
 # fmt: off
 OFI = {
@@ -395,3 +402,34 @@ def test_split_and_the_sizes_below_the_wait():
     assert network._below_wait_sizes(129, [0, 256, 512]) == [32, 64]
     assert network._below_wait_sizes(None, [0, 256]) == []
     assert network._below_wait_sizes(8192, [0, 256, 512, 1024]) == []
+
+
+def test_queued_bytes_are_fitted_to_the_fan_out():
+    # completions of a 6-host fan-out made by the model itself with 3000 queued bytes (a cluster calibration's profile,
+    # the term taken out): the fit finds them again; what it cannot see, the measured collectives, is
+    # experiments/cluster_accuracy.py's check
+    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
+    del doc["extensions"]["network"]["queued_bytes"]
+    layout = [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
+    with_q = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": 3000.0}}}
+    made = hm.ops.predict("bcast", Profile.from_dict(with_q), layout, hm.trees.sequential(6), [16384, 32768])
+    raw = {"rounds": [{"Q": {"0": {16384: float(made[0]), 32768: float(made[1])}}}]}
+    got = fit_queued_bytes(raw, doc)
+    assert got["bytes"] == pytest.approx(3000.0, abs=2.0)
+    assert [p["bytes"] for p in got["points"]] == [16384, 32768]
+    assert all(p["predicted_without_us"] < p["measured_us"] for p in got["points"])  # what the fan-out shows
+    doc["extensions"]["network"]["queued_bytes"], doc["provenance"]["queued_bytes"] = got["bytes"], got
+    assert any("waits one round of 3000 B queued per connection" in line for line in fit_report(Profile.from_dict(doc)))
+    # a fan-out whose last message waits behind nothing (4 ranks, this record) does not determine the term
+    raw2, doc2, _ = fitted(OFI)
+    assert doc2["provenance"]["queued_bytes"]["bytes"] is None  # no fan-out measured: nothing claimed
+    layout2 = [nd["type"] for nd in doc2["nodes"]]
+    made2 = hm.ops.predict("bcast", Profile.from_dict(doc2), layout2, hm.trees.sequential(4), [16384, 32768])
+    raw2["rounds"][0]["Q"] = {"0": {16384: float(made2[0]), 32768: float(made2[1])}}
+    roles = {"fast": (0, 1), "slow": (2, 3)}
+    doc2 = netprofile.fit_network_profile(raw2, OFI["layout"], OFI["hosts"], OFI["pairs"], roles)
+    assert "queued_bytes" not in doc2["extensions"]["network"]
+    assert doc2["provenance"]["queued_bytes"]["undetermined_bytes"][0] == 0.0
+    assert any("queued bytes per connection not determined" in line for line in fit_report(Profile.from_dict(doc2)))
+    again = netprofile.raw_from_profile(doc2)  # the fan-out is kept in the raw rounds for a refit
+    assert again["rounds"][0]["Q"] == {"0": {16384: float(made2[0]), 32768: float(made2[1])}}

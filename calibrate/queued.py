@@ -1,0 +1,87 @@
+"""The bytes a sender's link keeps queued per connection, fitted to a measured fan-out (bytes).
+
+The model's round-robin egress (``flow-rr``, docs/model.md, "Round-robin egress") lets a message that a sender
+posts behind others wait one round of what they already keep queued on its link: ``extensions.network.
+queued_bytes``. Nothing in a point-to-point time shows it; a fan-out does (rank 0 ``MPI_Send``s m bytes to every
+other rank in turn, :func:`calibrate.network._fanout`): its completion grows with the queued bytes, by most of a
+small message's time. So the term is the one value for which the model, with every other parameter as fitted,
+predicts the measured fan-out: least squares of the relative error over the fan-out's sizes, searched in
+``0 .. QUEUED_MAX_BYTES``. The fit uses the model (:mod:`hnowmodel.ops`, ``flow-rr`` over the sequential tree),
+which is why it is checked against what it cannot see: the collectives measured afterwards
+(``experiments/cluster_accuracy.py``) and, on an hnow virtual cluster, the packets its hosts' TCP keeps queued.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from hnowmodel import ops
+from hnowmodel.params import Profile
+from hnowmodel.trees import sequential
+
+from .protocol import QUEUED_MAX_BYTES, QUEUED_STEP_BYTES
+from .rounds import over_rounds
+
+__all__ = ["QUEUED_VARIANT", "fit_queued_bytes"]
+
+#: The model variant whose term is fitted (the round-robin egress).
+QUEUED_VARIANT = "flow-rr"
+
+
+def fit_queued_bytes(raw: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    """``{"bytes": fitted or None, "points": [...], "how": ...}`` from the fan-out medians of ``raw`` (series ``Q``,
+    root ``"0"``) and the profile document ``doc`` fitted without the term (its ``nodes`` give the layout).
+    None where there is no fan-out (fewer than 3 ranks) or where it fits as well over a range of the term wider than
+    two grid steps (``undetermined_bytes``: that range): the fan-out's last message does not wait there.
+
+    >>> fit_queued_bytes({"rounds": [{"T": {}}]}, {})["bytes"] is None
+    True
+    """
+    sizes = sorted({m for r in raw["rounds"] for m in r.get("Q", {}).get("0", {})})
+    ms, measured = over_rounds(raw, "Q", "0", sizes) if sizes else ([], np.array([]))
+    out: dict[str, Any] = {"bytes": None, "points": [], "how": _HOW}
+    if not ms:
+        return out
+    layout = [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
+    tree = sequential(len(layout), 0)
+
+    def predicted(q: float) -> np.ndarray:
+        ext = {**doc.get("extensions", {})}
+        ext["network"] = {**ext.get("network", {}), "queued_bytes": float(q)}
+        prof = Profile.from_dict({**doc, "extensions": ext})
+        return ops.predict("bcast", prof, layout, tree, ms, variant=QUEUED_VARIANT)
+
+    def loss(q: float) -> float:
+        return float(np.sum(((predicted(q) - measured) / measured) ** 2))
+
+    lo = predicted(0.0)
+    # the completion is piecewise in the term (which message waits behind which changes with it): a grid first,
+    # then Brent's method within a step of its best point
+    grid = np.arange(0.0, QUEUED_MAX_BYTES + QUEUED_STEP_BYTES, QUEUED_STEP_BYTES)
+    losses = np.array([loss(q) for q in grid])
+    near = grid[losses <= losses.min() * (1 + 1e-6) + 1e-12]
+    out["points"] = [{"bytes": int(m), "measured_us": float(t)} for m, t in zip(ms, measured, strict=True)]
+    if near.max() - near.min() > 2 * QUEUED_STEP_BYTES:  # the fan-out fits as well over a range: not determined
+        out["undetermined_bytes"] = [float(near.min()), float(near.max())]
+        return out
+    g = grid[int(np.argmin(losses))]
+    bounds = (max(0.0, g - QUEUED_STEP_BYTES), min(QUEUED_MAX_BYTES, g + QUEUED_STEP_BYTES))
+    best = minimize_scalar(loss, bounds=bounds, method="bounded", options={"xatol": 1.0})
+    q = float(best.x) if best.fun <= loss(g) else float(g)
+    fit = predicted(q)
+    out["bytes"] = round(q, 1)
+    out["points"] = [
+        {"bytes": int(m), "measured_us": float(t), "predicted_us": float(p), "predicted_without_us": float(p0)}
+        for m, t, p, p0 in zip(ms, measured, fit, lo, strict=True)
+    ]
+    return out
+
+
+_HOW = (
+    "rank 0 MPI_Sends m bytes to every other rank in turn (common start, buckets full; median over repetitions, "
+    "then over rounds); the queued bytes are the value for which the flow-rr model over the sequential tree, every "
+    "other parameter as fitted, predicts those completions (least squares of the relative error)"
+)
