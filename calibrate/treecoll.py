@@ -10,8 +10,7 @@ same function with the same tree (an object, or a tree file ``hnow best-tree -o 
 * ``gather(comm, sendbuf, recvbuf, tree)`` — every rank's ``sendbuf`` into block ``r`` of the root's ``recvbuf``.
 
 A rank receives from its parent, then sends to its children in the tree's order (scatter: each child gets its whole
-subtree's blocks in one message); gather receives the children's subtrees in arrival order: the schedule of
-:class:`calibrate.treeexec.TreeExecutor`, which ``hnow measure`` times, run here on plain MPI. The root is
+subtree's blocks in one message); gather receives the children's subtrees in arrival order. The root is
 ``tree.root``. Messages use tag :data:`TAG` on ``comm`` (pass a ``comm.Dup()`` to keep them apart from yours).
 
 Example (``mpiexec -n 8 python app.py``)::
@@ -38,10 +37,7 @@ from typing import Any
 import numpy as np
 
 from hnowmodel.errors import TreeError
-from hnowmodel.trees import Tree, load_tree
-
-from .transport import PlainTransport
-from .treeexec import TreeExecutor
+from hnowmodel.trees import Tree, load_tree, subtree_preorder
 
 __all__ = ["bcast", "scatter", "gather", "TAG"]
 
@@ -62,45 +58,58 @@ def _bytes(a: Any, what: str) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
-def _executor(comm: Any, t: Tree, m: int, buf: np.ndarray | None = None) -> TreeExecutor:
-    """The tree executor of this rank over plain MPI on ``comm``, ``m``-byte blocks, tag :data:`TAG`."""
-    return TreeExecutor(PlainTransport(comm), t, m, buf=buf, tag=TAG)
-
-
 def bcast(comm: Any, buf: np.ndarray, tree: Tree | str | os.PathLike) -> None:
     """Broadcast the root's ``buf`` to every rank's ``buf`` over ``tree`` (in place)."""
     t, b = _tree(comm, tree), _bytes(buf, "buf")
-    _executor(comm, t, b.size, buf=b).bcast()
+    rank = comm.Get_rank()
+    if t.parent[rank] >= 0:
+        comm.Recv(b, int(t.parent[rank]), TAG)
+    for c in t.children[rank]:
+        comm.Send(b, int(c), TAG)
 
 
 def scatter(comm: Any, sendbuf: np.ndarray | None, recvbuf: np.ndarray, tree: Tree | str | os.PathLike) -> None:
     """Block ``r`` of the root's ``sendbuf`` (``comm.size`` blocks of ``recvbuf``'s size) into rank ``r``'s
     ``recvbuf``, over ``tree``."""
     t, out = _tree(comm, tree), _bytes(recvbuf, "recvbuf")
-    m = out.size
-    ex = _executor(comm, t, m)  # its buffer: this subtree's blocks, in preorder
-    if comm.Get_rank() == t.root:
+    rank, m = comm.Get_rank(), out.size
+    sub = subtree_preorder(t, rank)
+    stage = np.empty(len(sub) * m, dtype=np.uint8)  # this subtree's blocks, in preorder
+    if rank == t.root:
         src = _bytes(sendbuf, "sendbuf")
         if src.size != m * t.n:
             raise ValueError(f"sendbuf holds {src.size} bytes, expected {t.n} blocks of {m}")
-        for i, r in enumerate(ex.sub):
-            ex.buf[i * m : (i + 1) * m] = src[r * m : (r + 1) * m]
-    ex.scatter()
-    out[:] = ex.buf[:m]
+        for i, r in enumerate(sub):
+            stage[i * m : (i + 1) * m] = src[r * m : (r + 1) * m]
+    else:
+        comm.Recv(stage, int(t.parent[rank]), TAG)
+    pos = {r: i for i, r in enumerate(sub)}
+    for c in t.children[rank]:
+        i = pos[c]
+        comm.Send(stage[i * m : (i + int(t.subtree_size[c])) * m], int(c), TAG)
+    out[:] = stage[:m]
 
 
 def gather(comm: Any, sendbuf: np.ndarray, recvbuf: np.ndarray | None, tree: Tree | str | os.PathLike) -> None:
     """Every rank's ``sendbuf`` into block ``r`` of the root's ``recvbuf`` (``comm.size`` blocks), over ``tree``;
     each rank takes its children's subtrees in arrival order."""
+    from mpi4py import MPI
+
     t, mine = _tree(comm, tree), _bytes(sendbuf, "sendbuf")
-    m = mine.size
-    ex = _executor(comm, t, m)
-    ex.buf[:m] = mine
-    ex.gather()
-    if comm.Get_rank() != t.root:
+    rank, m = comm.Get_rank(), mine.size
+    sub = subtree_preorder(t, rank)
+    pos = {r: i for i, r in enumerate(sub)}
+    stage = np.empty(len(sub) * m, dtype=np.uint8)
+    stage[:m] = mine
+    kids = [int(c) for c in t.children[rank]]
+    reqs = [comm.Irecv(stage[pos[c] * m : (pos[c] + int(t.subtree_size[c])) * m], c, TAG) for c in kids]
+    for _ in kids:
+        MPI.Request.Waitany(reqs)
+    if rank != t.root:
+        comm.Send(stage, int(t.parent[rank]), TAG)
         return
     dst = _bytes(recvbuf, "recvbuf")
     if dst.size != m * t.n:
         raise ValueError(f"recvbuf holds {dst.size} bytes, expected {t.n} blocks of {m}")
-    for i, r in enumerate(ex.sub):
-        dst[r * m : (r + 1) * m] = ex.buf[i * m : (i + 1) * m]
+    for i, r in enumerate(sub):
+        dst[r * m : (r + 1) * m] = stage[i * m : (i + 1) * m]
