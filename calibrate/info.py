@@ -1,17 +1,23 @@
 """The ``info`` task: which MPI library runs, on how many ranks, on which hosts (a launcher check).
 
 ``python -m calibrate info`` (or ``hnow info --np N``) answers the first questions on a new cluster: does the
-launcher start the ranks, which MPI library did mpi4py load, and which hosts did the ranks land on.
+launcher start the ranks, which MPI library did mpi4py load, and which hosts did the ranks land on. Under Intel MPI
+also its fabric and the tuning file it loaded (what its start-up report, ``I_MPI_DEBUG=6``, says: :func:`prepare`
+asks for that report in a file of each rank's own, which :func:`main` reads and removes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from .runtime import node_name
 
-__all__ = ["HELP", "add_arguments", "main", "library", "version_text"]
+__all__ = ["HELP", "add_arguments", "prepare", "main", "library", "version_text", "intel_startup"]
 
 HELP = "report the MPI library, the ranks and their hosts"
 
@@ -37,9 +43,46 @@ def library(MPI: Any) -> dict[str, Any]:
     }
 
 
+def prepare(args: argparse.Namespace) -> Path | None:
+    """Before ``MPI_Init``: ask Intel MPI (the other libraries ignore ``I_MPI_*``) for its start-up report
+    (``I_MPI_DEBUG=6``) in a file of this process's own (``I_MPI_DEBUG_OUTPUT``); None, and nothing set, when the
+    user set either variable (their report goes where they said)."""
+    if "I_MPI_DEBUG" in os.environ or "I_MPI_DEBUG_OUTPUT" in os.environ:
+        return None
+    path = Path(tempfile.gettempdir()) / f"hnow-impi-startup-{os.getpid()}.txt"
+    os.environ["I_MPI_DEBUG"] = "6"
+    os.environ["I_MPI_DEBUG_OUTPUT"] = str(path)
+    return path
+
+
+def intel_startup(text: str) -> dict[str, Any]:
+    """What Intel MPI's start-up report (``I_MPI_DEBUG=6``) says: ``provider`` (libfabric's), ``tuning_file`` (the
+    one it loaded), '' where it does not say.
+
+    >>> intel_startup('[0] MPI startup(): libfabric provider: tcp\\n[0] MPI startup(): Load tuning file: "/x/t.dat"')
+    {'provider': 'tcp', 'tuning_file': '/x/t.dat'}
+    """
+    provider = re.search(r"libfabric provider:\s*(\S+)", text)
+    tuning = re.search(r"Load tuning file:\s*\"?([^\"\n]+?)\"?\s*$", text, re.MULTILINE)
+    return {"provider": provider.group(1) if provider else "", "tuning_file": tuning.group(1) if tuning else ""}
+
+
+def _startup_report(path: Path | None) -> str:
+    """The text of this rank's start-up report (then removed), '' without one."""
+    if path is None:
+        return ""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    path.unlink(missing_ok=True)
+    return text
+
+
 def main(args: argparse.Namespace, rt: Any, prepared: Any) -> dict[str, Any] | None:
     from mpi4py import MPI
 
+    report = _startup_report(prepared)
     with rt.step("gather hosts"):
         hosts = rt.comm.gather(node_name(), root=0)
     with rt.step("barrier"):
@@ -47,5 +90,8 @@ def main(args: argparse.Namespace, rt: Any, prepared: Any) -> dict[str, Any] | N
     if rt.rank != 0:
         return None
     doc: dict[str, Any] = {"ranks": rt.size, "hosts": hosts, "thread_level": MPI.Query_thread(), **library(MPI)}
+    if "Intel(R) MPI" in doc["library"]:  # its fabric as set, and what its start-up report said
+        doc["fabric"] = {k: os.environ.get(k, "") for k in ("I_MPI_FABRICS", "FI_PROVIDER", "FI_TCP_IFACE")}
+        doc.update(intel_startup(report))
     doc["rows"] = [{"rank": r, "host": h} for r, h in enumerate(hosts)]
     return doc
