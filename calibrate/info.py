@@ -3,7 +3,7 @@
 ``python -m calibrate info`` (or ``hnow info --np N``) answers the first questions on a new cluster: does the
 launcher start the ranks, which MPI library did mpi4py load, and which hosts did the ranks land on. Under Intel MPI
 also its fabric and the tuning file it loaded (what its start-up report, ``I_MPI_DEBUG=6``, says: :func:`prepare`
-asks for that report in a file of each rank's own, which :func:`main` reads and removes).
+asks for that report and holds rank 0's stdout, where Intel MPI prints it, until :func:`main` reads it).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sys
 import tempfile
-from pathlib import Path
 from typing import Any
 
 from .runtime import node_name
@@ -43,16 +43,22 @@ def library(MPI: Any) -> dict[str, Any]:
     }
 
 
-def prepare(args: argparse.Namespace) -> Path | None:
+def prepare(args: argparse.Namespace) -> tuple[Any, int] | None:
     """Before ``MPI_Init``: ask Intel MPI (the other libraries ignore ``I_MPI_*``) for its start-up report
-    (``I_MPI_DEBUG=6``) in a file of this process's own (``I_MPI_DEBUG_OUTPUT``); None, and nothing set, when the
-    user set either variable (their report goes where they said)."""
-    if "I_MPI_DEBUG" in os.environ or "I_MPI_DEBUG_OUTPUT" in os.environ:
+    (``I_MPI_DEBUG=6``), which its rank 0 prints on stdout during ``MPI_Init`` (2021.16 ignores
+    ``I_MPI_DEBUG_OUTPUT``): rank 0 (``PMI_RANK``, set by hydra) sends its stdout into a temporary file until
+    :func:`main` reads it. The protocol's lines go to stderr, so none is held back. None, and nothing set, when the
+    user set ``I_MPI_DEBUG`` (their report goes where they said) or on the other ranks."""
+    if "I_MPI_DEBUG" in os.environ:
         return None
-    path = Path(tempfile.gettempdir()) / f"hnow-impi-startup-{os.getpid()}.txt"
     os.environ["I_MPI_DEBUG"] = "6"
-    os.environ["I_MPI_DEBUG_OUTPUT"] = str(path)
-    return path
+    if os.environ.get("PMI_RANK") != "0":
+        return None
+    sys.stdout.flush()
+    held = tempfile.TemporaryFile()
+    saved = os.dup(1)
+    os.dup2(held.fileno(), 1)
+    return held, saved
 
 
 def intel_startup(text: str) -> dict[str, Any]:
@@ -67,15 +73,22 @@ def intel_startup(text: str) -> dict[str, Any]:
     return {"provider": provider.group(1) if provider else "", "tuning_file": tuning.group(1) if tuning else ""}
 
 
-def _startup_report(path: Path | None) -> str:
-    """The text of this rank's start-up report (then removed), '' without one."""
-    if path is None:
+def _startup_report(prepared: tuple[Any, int] | None) -> str:
+    """Rank 0's stdout since :func:`prepare` (Intel MPI's start-up report), its stdout given back; what was not the
+    report is written on, '' without one."""
+    if prepared is None:
         return ""
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return ""
-    path.unlink(missing_ok=True)
+    held, saved = prepared
+    sys.stdout.flush()
+    os.dup2(saved, 1)
+    os.close(saved)
+    held.seek(0)
+    text = held.read().decode(errors="replace")
+    held.close()
+    rest = [ln for ln in text.splitlines(keepends=True) if "MPI startup()" not in ln]
+    if rest:
+        sys.stdout.write("".join(rest))
+        sys.stdout.flush()
     return text
 
 

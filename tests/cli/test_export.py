@@ -39,7 +39,7 @@ def test_files_say_the_same_order(tmp_path):
     [
         (
             ["--format", "mpich"],
-            "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json, ompi-rules)",
+            "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json, ompi-rules, impi-env)",
         ),
         (["--op", "allreduce", "--format", "keys"], "unknown operation 'allreduce'"),
         (["--size", "-4", "--format", "keys"], "size"),
