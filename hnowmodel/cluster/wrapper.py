@@ -21,8 +21,10 @@ import os
 import shlex
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import InputError
+from ..io import atomic_write
 
 __all__ = [
     "LaunchSettings",
@@ -176,20 +178,20 @@ INTELMPI_TCP_ENV: dict[str, str] = {"I_MPI_FABRICS": "shm:ofi", "FI_PROVIDER": "
 def intelmpi_launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState
     """What Intel MPI's ``mpiexec`` (its hydra) needs to start ``np`` ranks on the cluster ``state`` describes.
 
-    ``-bootstrap ssh -bootstrap-exec WRAPPER -hosts n1:2,n2:1`` (only the hosts that get ranks, each with its
-    number of ranks: Intel's hydra reads MPICH's ``host:N``), :data:`INTELMPI_TCP_ENV`, and
+    ``-bootstrap ssh -bootstrap-exec WRAPPER``, the hosts that get ranks and how many each: ``-hosts n1,n2 -ppn K``
+    when every host gets K, else a machinefile of ``host:N`` lines beside the wrapper (``-machinefile``; Intel's
+    hydra ignores MPICH's ``-hosts n1:2,n2:1`` counts and fills each host's cores), :data:`INTELMPI_TCP_ENV`, and
     ``I_MPI_HYDRA_IFACE=<the cluster's bridge>``: without it the proxies in the hosts try to reach the launcher by
     this machine's host name and fail ("unable to connect ... check for firewalls"); MPICH's ``-localhost`` has no
     effect on Intel's hydra."""
     ranks, counts = _placement(state, np)
-    args = [
-        "-bootstrap",
-        "ssh",
-        "-bootstrap-exec",
-        state.wrapper,
-        "-hosts",
-        ",".join(f"{h}:{n}" for h, n in counts.items()),
-    ]
+    args = ["-bootstrap", "ssh", "-bootstrap-exec", state.wrapper]
+    if len(set(counts.values())) == 1:
+        args += ["-hosts", ",".join(counts), "-ppn", str(next(iter(counts.values())))]
+    else:
+        path = Path(state.wrapper).parent / f"{Path(state.wrapper).stem}-impi-{np}.hosts"
+        atomic_write(path, "".join(f"{h}:{n}\n" for h, n in counts.items()))
+        args += ["-machinefile", str(path)]
     return LaunchSettings(mpiexec_args=args, env={**INTELMPI_TCP_ENV, "I_MPI_HYDRA_IFACE": state.bridge}, hosts=ranks)
 
 

@@ -45,8 +45,8 @@ def test_a_missing_environment_is_one_line_and_exit_2(hnow, tmp_path):
         Launch(np=2, mpi="intelmpi", cluster="demo", launcher="srun")
 
 
-def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface():
-    """Intel's hydra: ssh bootstrap through the exec wrapper, MPICH's host:N list, the proxies told the bridge's
+def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface(tmp_path):
+    """Intel's hydra: ssh bootstrap through the exec wrapper, the ranks per host, the proxies told the bridge's
     interface (else they look for this machine's host name), libfabric's TCP over each host's eth0."""
     spec = {
         "schema": "hnowmodel.cluster/1",
@@ -54,12 +54,17 @@ def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface
         "hosts": [{"name": "a", "egress_mbit": 100, "ingress_mbit": 100, "slots": 1}]
         + [{"name": "b", "egress_mbit": 50, "ingress_mbit": 50, "slots": 2}],
     }
-    st = hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), "/x/w.sh")
+    st = hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), str(tmp_path / "w.sh"))
+    ls = hc.launch_settings_for("intelmpi")(st, 2)  # one rank on each host: -hosts with -ppn
+    args = ls.mpiexec_args
+    assert args[args.index("-bootstrap") + 1] == "ssh" and args[args.index("-bootstrap-exec") + 1] == st.wrapper
+    assert args[args.index("-hosts") + 1] == "a,b" and args[args.index("-ppn") + 1] == "1" and ls.hosts == ["a", "b"]
+    assert ls.env["I_MPI_HYDRA_IFACE"] == st.bridge and ls.env["FI_TCP_IFACE"] == "eth0"
+    # unequal counts: Intel's hydra ignores -hosts a:1,b:2 (it fills each host's cores), so a machinefile
     ls = hc.launch_settings_for("intelmpi")(st, 3)
     args = ls.mpiexec_args
-    assert args[args.index("-bootstrap") + 1] == "ssh" and args[args.index("-bootstrap-exec") + 1] == "/x/w.sh"
-    assert args[args.index("-hosts") + 1] == "a:1,b:2" and ls.hosts == ["a", "b", "b"]
-    assert ls.env["I_MPI_HYDRA_IFACE"] == st.bridge and ls.env["FI_TCP_IFACE"] == "eth0"
+    assert "-hosts" not in args and ls.hosts == ["a", "b", "b"]
+    assert open(args[args.index("-machinefile") + 1]).read() == "a:1\nb:2\n"
     with pytest.raises(InputError, match="choose from: mpich, openmpi, intelmpi"):
         hc.launch_settings_for("lam")
 
