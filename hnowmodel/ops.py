@@ -300,9 +300,9 @@ _OMPI_GATHER = (
 # Intel MPI is MPICH's code underneath: its binomial algorithms are MPICH's MPIR_{Bcast,Scatter,Gather}_intra_binomial
 # (the same tree, MPICH's binomial, and the same schedule as MPICH's pinned ones: the root's copy, the gather's
 # receives posted smallest subtree first and relays that wait for them). Only these are modelled: recursive
-# doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (I_MPI_ADJUST_BCAST_KN_RADIX) can be
-# read from the wire but not its send order; the topology-aware, Shumilin's and shared-memory ones are not
-# documented well enough to model (docs/intel-mpi.md).
+# doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (at least 4: its root sent all three
+# messages on 4 hosts) can be read from the wire but not its send order; the topology-aware, Shumilin's and
+# shared-memory ones are not documented well enough to model (docs/intel-mpi.md).
 def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
     """Intel MPI's ``op`` algorithm ``number``, forced by ``I_MPI_ADJUST_<OP>=<number>`` (every size, every
     communicator)."""
