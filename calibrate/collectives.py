@@ -466,14 +466,17 @@ def time_fig2(tr: Any, ctl: Any, run: Callable[[], None], reps: int, iters: int)
 
 # ---- the task ------------------------------------------------------------------------------------------------
 def library_info() -> dict[str, Any]:
-    """The running MPI library: ``library`` (``MPICH``, ``Open MPI``, …), ``library_version``, ``mpi_standard``."""
+    """The running MPI library: ``library`` (``MPICH``, ``Open MPI``, ``Intel MPI``, …), ``library_version``,
+    ``mpi_standard``."""
     from mpi4py import MPI
 
     from .info import version_text
 
     text = version_text(MPI)
     first = text.splitlines()[0] if text else ""
-    if "MPICH" in text:
+    if "Intel(R) MPI" in text:  # MPICH-derived: asked first
+        name = "Intel MPI"
+    elif "MPICH" in text:
         name = "MPICH"
     elif "Open MPI" in text:
         name = "Open MPI"

@@ -20,6 +20,7 @@ from . import (
     ompi_rules,
     ops,
     options,
+    outside,
     params,
     predict,
     reference,
@@ -41,6 +42,7 @@ from .jobs import (
     compare,
     info,
     measure,
+    setup_intelmpi,
     setup_openmpi,
 )
 from .layout import parse_layout
@@ -56,6 +58,7 @@ __all__ = [
     "bench",
     "info",
     "setup_openmpi",
+    "setup_intelmpi",
     "Comparison",
     "ComparisonRow",
     "Launch",
@@ -72,6 +75,7 @@ __all__ = [
     "errors",
     "layout",
     "options",
+    "outside",
     "params",
     "predict",
     "reference",

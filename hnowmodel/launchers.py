@@ -1,8 +1,8 @@
 """Finding the MPI launcher and what it is: a leaf module (standard library and :mod:`hnowmodel.errors` only).
 
 :func:`find_launcher` locates ``mpiexec``/``srun``/any launcher (beside the running Python first, then ``PATH``);
-:func:`mpiexec_flavour` says whose ``mpiexec`` it is (MPICH's hydra or Open MPI's); :data:`MPIEXEC_LIKE` names the
-launchers that take ``-n N``. Both :mod:`hnowmodel.jobs.launcher` (how ranks start) and
+:func:`mpiexec_flavour` says whose ``mpiexec`` it is (MPICH's hydra, Open MPI's or Intel MPI's);
+:data:`MPIEXEC_LIKE` names the launchers that take ``-n N``. Both :mod:`hnowmodel.jobs.launcher` (how ranks start) and
 :mod:`hnowmodel.jobs.mpienv` (which library runs them) read it, so neither imports the other for it.
 
 >>> kind_of("srun -N 2"), kind_of("/usr/bin/mpirun"), kind_of("ssh")
@@ -60,7 +60,8 @@ _FLAVOURS: dict[str, str] = {}
 
 
 def mpiexec_flavour(exe: str) -> str:
-    """``hydra`` (MPICH), ``openmpi`` or ``unknown``: what ``EXE --version`` says it is (cached per path)."""
+    """``hydra`` (MPICH), ``openmpi``, ``intel`` (Intel MPI's hydra) or ``unknown``: what ``EXE --version`` says it
+    is (cached per path)."""
     if exe not in _FLAVOURS:
         try:
             out = subprocess.run(
@@ -69,7 +70,10 @@ def mpiexec_flavour(exe: str) -> str:
             text = out.stdout + out.stderr
         except (OSError, subprocess.TimeoutExpired):
             text = ""
-        _FLAVOURS[exe] = (
-            "hydra" if "HYDRA" in text else "openmpi" if re.search(r"Open MPI|OpenRTE|prte", text) else "unknown"
-        )
+        if re.search(r"Intel\(R\) MPI", text):  # Intel's hydra is MPICH's, renamed: asked first
+            _FLAVOURS[exe] = "intel"
+        else:
+            _FLAVOURS[exe] = (
+                "hydra" if "HYDRA" in text else "openmpi" if re.search(r"Open MPI|OpenRTE|prte", text) else "unknown"
+            )
     return _FLAVOURS[exe]

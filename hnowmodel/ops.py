@@ -77,7 +77,9 @@ class NativeAlgorithm:
     ``empty_is_noop``: the library returns at once from a 0-byte call (MPICH and Open MPI both do), so a 0-byte
     native row measures only the call and has nothing to predict. ``rule`` is the leaf of Open MPI's coll/tuned
     rules file that runs it (:mod:`hnowmodel.ompi_rules`): ``(algorithm, faninout, segsize)``, empty where there is
-    none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter).
+    none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter). ``adjust`` is
+    Intel MPI's algorithm number in its ``I_MPI_ADJUST_<OP>`` strings (:mod:`hnowmodel.export.impi`), 0 for the
+    other libraries.
     """
 
     algorithm: str
@@ -87,6 +89,7 @@ class NativeAlgorithm:
     selection: Mapping[str, Any] = field(default_factory=dict)
     empty_is_noop: bool = True
     rule: tuple[int, ...] = ()
+    adjust: int = 0
 
     # ---- the schedule's fields under their old names (deprecated: read ``schedule``) --------------------------
     @property
@@ -291,6 +294,21 @@ _OMPI_GATHER = (
 )
 
 
+# Intel MPI 2021.16 (I_MPI_ADJUST_<OP>, read in MPI_Init; numbers from Intel's developer reference): bcast 1 binomial,
+# 2 recursive doubling, 3 ring, 4-6 topology-aware binomial / recursive doubling / ring, 7 Shumilin's, 8 k-nomial,
+# 9-14 shared-memory (NUMA-aware) ones; scatter and gather 1 binomial, 2 topology-aware binomial, 3 Shumilin's.
+# Intel MPI is MPICH's code underneath: its binomial algorithms are MPICH's MPIR_{Bcast,Scatter,Gather}_intra_binomial
+# (the same tree, MPICH's binomial, and the same schedule as MPICH's pinned ones: the root's copy, the gather's
+# receives posted smallest subtree first and relays that wait for them). Only these are modelled: recursive
+# doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (at least 4: its root sent all three
+# messages on 4 hosts) can be read from the wire but not its send order; the topology-aware, Shumilin's and
+# shared-memory ones are not documented well enough to model (docs/intel-mpi.md).
+def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
+    """Intel MPI's ``op`` algorithm ``number``, forced by ``I_MPI_ADJUST_<OP>=<number>`` (every size, every
+    communicator)."""
+    return NativeAlgorithm(name, {f"I_MPI_ADJUST_{op.upper()}": str(number)}, model_tree, schedule, adjust=number)
+
+
 def native_predict(
     op: str,
     library: str,
@@ -409,6 +427,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
+                "Intel MPI": _impi("bcast", 1, "binomial", "binomial"),
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
             alternatives={"MPICH": _MPICH_BCAST_TREES, "Open MPI": _OMPI_BCAST},
@@ -425,6 +444,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
                 # the root copies its own block first, then sends each child its subtree's blocks
                 "Open MPI": _ompi("scatter", 2, "binomial", schedule=_COPY_FIRST),
+                "Intel MPI": _impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),
             },
             alternatives={"Open MPI": _OMPI_SCATTER},
         ),
@@ -446,6 +466,13 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 # in-order bmtree's children nearest first (rank+1, +2, +4: the smallest subtree first)
                 "Open MPI": _ompi(
                     "gather", 2, "binomial", schedule=Schedule(root_copy=True, recv_order="smallest_first")
+                ),
+                "Intel MPI": _impi(
+                    "gather",
+                    1,
+                    "binomial",
+                    "binomial",
+                    Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
                 ),
             },
             alternatives={"Open MPI": _OMPI_GATHER},

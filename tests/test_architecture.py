@@ -62,6 +62,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.mpich": 5,
     "hnowmodel.ompi_rules": 5,
     "hnowmodel.cluster": 5,
+    "hnowmodel.outside": 5,  # outside benchmarks' output (IMB, OSU) read and checked against a profile
     # L6: jobs - what runs under MPI, started as a child process (specs, launcher, wire protocol, results, API)
     "hnowmodel.jobs": 6,
     # L7: the demo (calibrate, compare, report in one call) and the package's facade (``import hnowmodel``)

@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "slurm-script": "hnowmodel.cli.slurm_script",
     "export": "hnowmodel.cli.export",
     "setup-openmpi": "hnowmodel.cli.setup_openmpi",
+    "setup-intelmpi": "hnowmodel.cli.setup_intelmpi",
+    "import": "hnowmodel.cli.outside",
 }
 
 

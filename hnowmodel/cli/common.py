@@ -77,12 +77,12 @@ def add_mpi_arguments(p: argparse.ArgumentParser, np_required: bool = True, test
 
 
 def add_mpi_choice(p: argparse.ArgumentParser) -> None:
-    """``--mpi auto|mpich|openmpi``: which MPI library runs the ranks."""
+    """``--mpi auto|mpich|openmpi|intelmpi``: which MPI library runs the ranks."""
     p.add_argument(
         "--mpi",
         default=None,
-        help="MPI library: mpich, openmpi (its own environment, made by 'hnow setup-openmpi') or auto "
-        "(default: whatever mpiexec is found)",
+        help="MPI library: mpich, openmpi, intelmpi (each in its own environment, made by 'hnow setup-openmpi' / "
+        "'hnow setup-intelmpi') or auto (default: whatever mpiexec is found)",
     )
 
 

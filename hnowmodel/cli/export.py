@@ -22,7 +22,7 @@ HELP = (
     "and size), the rank order as a hydra hostfile, Open MPI rankfile or split keys"
 )
 #: The formats that choose algorithms per operation and size (``--layout``, ``--ops``, ``--sizes`` apply to them).
-ALGORITHM_FORMATS = ("mpich-json", "ompi-rules")
+ALGORITHM_FORMATS = ("mpich-json", "ompi-rules", "impi-env")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,13 +34,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "one format without -o prints its file",
     )
     p.add_argument(
-        "--layout", default=None, help="mpich-json, ompi-rules: node type of each rank (default: the profile's nodes)"
+        "--layout",
+        default=None,
+        help="mpich-json, ompi-rules, impi-env: node type of each rank (default: the profile's nodes)",
     )
     p.add_argument(
-        "--ops", default=None, help="mpich-json, ompi-rules: comma list of operations (default bcast,scatter,gather)"
+        "--ops",
+        default=None,
+        help="mpich-json, ompi-rules, impi-env: comma list of operations (default bcast,scatter,gather)",
     )
     p.add_argument(
-        "--sizes", default=None, help="mpich-json, ompi-rules: message sizes in bytes per rank, e.g. 16K,64K,256K"
+        "--sizes",
+        default=None,
+        help="mpich-json, ompi-rules, impi-env: message sizes in bytes per rank, e.g. 16K,64K,256K",
     )
     p.add_argument("--libmpi", default=None, help="mpich-json: the MPICH libmpi.so whose default table to start from")
     p.add_argument("--op", default="bcast", help="rank order: bcast, scatter or gather (default bcast)")
@@ -66,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--libmpi applies to --format mpich-json only")
     for flag in ("--layout", "--ops", "--sizes"):
         if getattr(args, flag[2:]) is not None and not set(ALGORITHM_FORMATS) & set(formats):
-            raise InputError(f"{flag} applies to --format {' and '.join(ALGORITHM_FORMATS)} only")
+            names = f"{', '.join(ALGORITHM_FORMATS[:-1])} and {ALGORITHM_FORMATS[-1]}"
+            raise InputError(f"{flag} applies to --format {names} only")
     op_list = None
     if args.ops is not None:
         op_list = [o.strip() for o in args.ops.split(",") if o.strip()]

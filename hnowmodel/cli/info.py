@@ -25,6 +25,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"MPI library : {doc['library']}")
     print(f"MPI standard: {doc['mpi_standard']}  ({doc['vendor']} {doc['vendor_version']})")
     print(f"ranks       : {doc['ranks']} on {len(set(doc['hosts']))} host(s)")
+    if "fabric" in doc:  # Intel MPI: the fabric it was given and what its start-up report said
+        fab = doc["fabric"]
+        provider = doc.get("provider") or fab.get("FI_PROVIDER") or "?"
+        print(f"fabric      : {fab.get('I_MPI_FABRICS') or 'default'} (libfabric provider {provider})")
+        print(f"tuning file : {doc.get('tuning_file') or 'not reported'}")
     env = doc["mpi_env"]
     print(f"started by  : {env['launcher'] or args.launcher} {' '.join(env['launcher_args'])}".rstrip())
     print(f"ranks run   : {env['python']} -m calibrate")

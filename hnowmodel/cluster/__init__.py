@@ -58,7 +58,16 @@ from .spec import (
 from .state import ClusterState, HostState, Shaping, list_states, locked, read_state, remove_state, state_dir
 from .state import now as _now
 from .state import write_state as _write_state
-from .wrapper import TCP_ENV, LaunchSettings, launch_settings, openmpi_launch_settings, rank_hosts, wrapper_script
+from .wrapper import (
+    TCP_ENV,
+    LaunchSettings,
+    intelmpi_launch_settings,
+    launch_settings,
+    launch_settings_for,
+    openmpi_launch_settings,
+    rank_hosts,
+    wrapper_script,
+)
 
 __all__ = [
     "SCHEMA",
@@ -84,6 +93,8 @@ __all__ = [
     "name_of",
     "launch_settings",
     "openmpi_launch_settings",
+    "intelmpi_launch_settings",
+    "launch_settings_for",
     "rank_hosts",
     "require",
     "state_dir",

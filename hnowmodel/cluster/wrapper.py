@@ -21,18 +21,23 @@ import os
 import shlex
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import InputError
+from ..io import atomic_write
 
 __all__ = [
     "LaunchSettings",
     "launch_settings",
     "openmpi_launch_settings",
+    "intelmpi_launch_settings",
+    "launch_settings_for",
     "rank_hosts",
     "wrapper_script",
     "TCP_ENV",
     "OVERSUBSCRIBED_ENV",
     "OPENMPI_OVERSUBSCRIBED_ENV",
+    "INTELMPI_TCP_ENV",
 ]
 
 #: Environment that makes MPICH (ch4:ucx, the PyPI wheel's default device) talk TCP over ``eth0`` between hosts,
@@ -163,6 +168,44 @@ def launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.clust
     return LaunchSettings(
         mpiexec_args=args, env={**TCP_ENV, **_when_oversubscribed(np, OVERSUBSCRIBED_ENV)}, hosts=ranks
     )
+
+
+#: Intel MPI between the cluster's hosts: libfabric's TCP provider over each host's ``eth0`` (shared memory within a
+#: host). Its ranks yield when they wait wherever hnow starts them (:data:`hnowmodel.jobs.mpienv.INTELMPI_ENV`).
+INTELMPI_TCP_ENV: dict[str, str] = {"I_MPI_FABRICS": "shm:ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "eth0"}
+
+
+def intelmpi_launch_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState
+    """What Intel MPI's ``mpiexec`` (its hydra) needs to start ``np`` ranks on the cluster ``state`` describes.
+
+    ``-bootstrap ssh -bootstrap-exec WRAPPER``, the hosts that get ranks and how many each: ``-hosts n1,n2 -ppn K``
+    when every host gets K, else a machinefile of ``host:N`` lines beside the wrapper (``-machinefile``; Intel's
+    hydra ignores MPICH's ``-hosts n1:2,n2:1`` counts and fills each host's cores), :data:`INTELMPI_TCP_ENV`, and
+    ``I_MPI_HYDRA_IFACE=<the cluster's bridge>``: without it the proxies in the hosts try to reach the launcher by
+    this machine's host name and fail ("unable to connect ... check for firewalls"); MPICH's ``-localhost`` has no
+    effect on Intel's hydra."""
+    ranks, counts = _placement(state, np)
+    args = ["-bootstrap", "ssh", "-bootstrap-exec", state.wrapper]
+    if len(set(counts.values())) == 1:
+        args += ["-hosts", ",".join(counts), "-ppn", str(next(iter(counts.values())))]
+    else:
+        path = Path(state.wrapper).parent / f"{Path(state.wrapper).stem}-impi-{np}.hosts"
+        atomic_write(path, "".join(f"{h}:{n}\n" for h, n in counts.items()))
+        args += ["-machinefile", str(path)]
+    return LaunchSettings(mpiexec_args=args, env={**INTELMPI_TCP_ENV, "I_MPI_HYDRA_IFACE": state.bridge}, hosts=ranks)
+
+
+def launch_settings_for(mpi: str):
+    """The function that makes the :class:`LaunchSettings` of MPI library ``mpi`` (``mpich``, ``openmpi``,
+    ``intelmpi``: :data:`hnowmodel.jobs.mpienv.MPI_LIBRARIES`' names), ``f(state, np)``.
+
+    >>> launch_settings_for("intelmpi").__name__, launch_settings_for("mpich").__name__
+    ('intelmpi_launch_settings', 'launch_settings')
+    """
+    by_name = {"mpich": launch_settings, "openmpi": openmpi_launch_settings, "intelmpi": intelmpi_launch_settings}
+    if mpi not in by_name:
+        raise InputError(f"--mpi {mpi!r}: no virtual-cluster launch for it (choose from: {', '.join(by_name)})")
+    return by_name[mpi]
 
 
 def wrapper_script(cluster: str, hosts: list[tuple[str, str, str]], ip: str, unshare: str, hostname: str) -> str:

@@ -31,11 +31,16 @@ file without a word) changes communicators of exactly that many ranks and hands 
 the largest one asked for, other communicator sizes, sizes where the default is kept - back to the fixed rules
 (algorithm 0). ``ompi-env.txt`` has the settings that make Open MPI use it.
 
-Both are one chooser (:func:`.choose.choose`) over a small per-library backend (:class:`.choose.Backend`: the
+**Intel MPI's algorithm per operation and message size** (:func:`choose_impi`, format ``impi-env``: :mod:`.impi`).
+``I_MPI_ADJUST_BCAST/SCATTER/GATHER`` strings (``ALG:FROM-TO@NP-NP`` rules) among the Intel MPI algorithms hnow
+models, against Intel MPI's own choice (its tuning file, which hnow does not read: kept, with a note).
+``impi-env.txt`` has the settings.
+
+All are one chooser (:func:`.choose.choose`) over a small per-library backend (:class:`.choose.Backend`: the
 candidates, the library's default, the leaf for an algorithm, rendering and reading back its file);
 :data:`LIBRARY_FORMATS` lists each library's format for :func:`export`. The package, by idea: :mod:`.files`
 (:class:`Export`, :data:`FORMATS`, :func:`write_export`), :mod:`.order`, :mod:`.choose`, :mod:`.mpich`,
-:mod:`.ompi`, :mod:`.make` (:func:`export`).
+:mod:`.ompi`, :mod:`.impi`, :mod:`.make` (:func:`export`).
 
 >>> from hnowmodel.params import Profile, paper_profile
 >>> doc = paper_profile().to_dict()
@@ -50,6 +55,7 @@ from __future__ import annotations
 
 from .choose import NativeChoice
 from .files import FOLDER, FORMATS, ORDER_FORMATS, Export, write_export
+from .impi import ImpiSelection, adjust_runs, choose_impi, impi_env_text, parse_adjust
 from .make import LIBRARY_FORMATS, AlgorithmRequest, export
 from .mpich import MpichSelection, choose_mpich, mpich_env_text
 from .ompi import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
@@ -73,4 +79,9 @@ __all__ = [
     "OMPI_RULES_FORMAT",
     "choose_ompi",
     "ompi_env_text",
+    "ImpiSelection",
+    "choose_impi",
+    "impi_env_text",
+    "parse_adjust",
+    "adjust_runs",
 ]

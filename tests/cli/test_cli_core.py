@@ -23,6 +23,8 @@ CONTRACT = {
     "slurm-script",
     "export",
     "setup-openmpi",
+    "setup-intelmpi",
+    "import",
 }
 
 

@@ -39,7 +39,7 @@ def test_files_say_the_same_order(tmp_path):
     [
         (
             ["--format", "mpich"],
-            "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json, ompi-rules)",
+            "unknown --format 'mpich' (choose from: hostfile, rankfile, keys, mpich-json, ompi-rules, impi-env)",
         ),
         (["--op", "allreduce", "--format", "keys"], "unknown operation 'allreduce'"),
         (["--size", "-4", "--format", "keys"], "size"),
@@ -112,7 +112,10 @@ def test_mpich_json_in_the_exported_rank_order(tmp_path):
     [
         (["--format", "mpich-json"], "--sizes is required with --format mpich-json"),
         (["--format", "hostfile,mpich-json", "--sizes", "4K", "--layout", "FFSS"], "use the profile's nodes"),
-        (["--format", "hostfile", "--sizes", "4K"], "--sizes applies to --format mpich-json and ompi-rules only"),
+        (
+            ["--format", "hostfile", "--sizes", "4K"],
+            "--sizes applies to --format mpich-json, ompi-rules and impi-env",
+        ),
         (["--format", "mpich-json", "--sizes", "4K", "--libmpi", "/no/libmpi.so"], "no such file"),
         (["--format", "mpich-json", "--sizes", "4K", "--ops", "bcast,allreduce"], "unknown operation 'allreduce'"),
         (["--format", "mpich-json,rankfile", "--sizes", "4K"], "give -o FOLDER"),

@@ -126,7 +126,7 @@ def test_srun_command_line(tmp_path):
 def _launcher(tmp_path: Path, name: str, body: str) -> str:
     """A launcher script ``name`` in its own folder (the name decides how hnow treats it)."""
     d = tmp_path / "bin"
-    d.mkdir(exist_ok=True)
+    d.mkdir(parents=True, exist_ok=True)
     f = d / name
     f.write_text("#!/bin/bash\n" + body)
     f.chmod(f.stat().st_mode | stat.S_IEXEC)
@@ -204,3 +204,15 @@ def test_open_mpi_gets_its_own_hostfile_flag(tmp_path):
     hydra = _launcher(tmp_path, "mpiexec", 'if [ "$1" = "--version" ]; then echo "HYDRA build details:"; fi\n')
     argv = task_command(Launch(np=2, launcher=hydra, hostfile=str(hosts)), "info", [], hostfile="/x/hf")
     assert argv[:5] == [hydra, "-n", "2", "-f", "/x/hf"]
+
+
+def test_intel_mpi_gets_its_machinefile_flag(tmp_path):
+    """``mpiexec --version`` says Intel MPI: its hydra reads ``host:N`` lines from ``-machinefile`` (its ``-f`` takes
+    host names only), and the ranks get Intel MPI's settings (its fabric)."""
+    impi = _launcher(tmp_path / "i", "mpiexec", 'if [ "$1" = "--version" ]; then echo "Intel(R) MPI Library"; fi\n')
+    hosts = tmp_path / "hosts"
+    hosts.write_text("n1:2\n")
+    launch = Launch(np=2, launcher=impi, hostfile=str(hosts))
+    argv = task_command(launch, "info", [], hostfile="/x/hf")
+    assert argv[:5] == [impi, "-n", "2", "-machinefile", "/x/hf"]
+    assert launch.mpi_env.library.name == "intelmpi" and launch.mpi_env.env["I_MPI_FABRICS"] == "shm:ofi"

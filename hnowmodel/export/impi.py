@@ -1,0 +1,264 @@
+"""Intel MPI's export backend (format ``impi-env``): ``I_MPI_ADJUST_BCAST/SCATTER/GATHER`` strings that run the
+chosen algorithm per message-size range on communicators of exactly the exported number of ranks, and leave every
+other case - sizes above the largest one asked for, other communicator sizes, sizes where the default is kept - to
+Intel MPI's own choice (its tuning file).
+
+The string's syntax (Intel MPI's developer reference, "I_MPI_ADJUST Family"): rules separated by ``;``, each
+``<algorithm>[:<conditions>]``, a condition ``<m1>-<m2>`` (message sizes, bytes, both included) optionally followed by
+``@<p1>-<p2>`` (process counts, both included); the first rule whose conditions hold is used, and where none does
+the library chooses as it would without the variable. The message size is the bytes per rank (bcast: the message;
+scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_count × type``), as hnow's sizes are.
+:func:`parse_adjust` reads a string back as that says, :func:`adjust_runs` what it runs.
+
+The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with an ``adjust``
+number): binomial (1) for all three today. The default is Intel MPI's tuning file's choice, which hnow does not read:
+it is kept (not modelled, with a note), so with binomial alone the strings change nothing until a default or another
+algorithm is modelled (docs/intel-mpi.md).
+
+>>> rules = parse_adjust("1:0-65536@6-6;8:65537-262144@6-6")
+>>> [adjust_runs(rules, n, m) for n, m in ((6, 4096), (6, 100000), (5, 4096), (6, 1 << 20))]
+[1, 8, None, None]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import ops as _ops
+from ..errors import InputError
+from ..params import Profile
+from ..sizes import format_size
+from .choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+
+__all__ = [
+    "AdjustRule",
+    "ImpiSelection",
+    "ImpiBackend",
+    "TUNING_DEFAULT",
+    "adjust_variable",
+    "parse_adjust",
+    "adjust_runs",
+    "format_adjust",
+    "choose_impi",
+    "impi_files",
+]
+
+#: The leaf that keeps Intel MPI's own choice (no rule: the tuning file decides).
+TUNING_DEFAULT = 0
+_LABEL = "(its tuning file's choice, which hnow does not read)"
+
+
+def adjust_variable(op: str) -> str:
+    """The variable that pins ``op``'s algorithm.
+
+    >>> adjust_variable("scatter")
+    'I_MPI_ADJUST_SCATTER'
+    """
+    return f"I_MPI_ADJUST_{op.upper()}"
+
+
+@dataclass(frozen=True)
+class AdjustRule:
+    """One rule of an ``I_MPI_ADJUST_<OP>`` string: ``algorithm`` for message sizes ``lo..hi`` bytes and process
+    counts ``plo..phi`` (both ends included; None: any)."""
+
+    algorithm: int
+    lo: int | None = None
+    hi: int | None = None
+    plo: int | None = None
+    phi: int | None = None
+
+    def holds(self, n: int, size: int) -> bool:
+        """Whether the rule applies on ``n`` processes at ``size`` bytes."""
+        size_ok = self.lo is None or self.lo <= size <= (self.hi if self.hi is not None else self.lo)
+        procs_ok = self.plo is None or self.plo <= n <= (self.phi if self.phi is not None else self.plo)
+        return size_ok and procs_ok
+
+    def text(self) -> str:
+        out = str(self.algorithm)
+        if self.lo is not None:
+            out += f":{self.lo}" + (f"-{self.hi}" if self.hi is not None else "")
+            if self.plo is not None:
+                out += f"@{self.plo}" + (f"-{self.phi}" if self.phi is not None else "")
+        return out
+
+
+_RULE = re.compile(r"^(\d+)(?::(\d+)(?:-(\d+))?(?:@(\d+)(?:-(\d+))?)?)?$")
+
+
+def parse_adjust(text: str, name: str = "I_MPI_ADJUST") -> tuple[AdjustRule, ...]:
+    """The rules of an ``I_MPI_ADJUST_<OP>`` value; :class:`InputError` naming the rule that is not
+    ``ALG[:M1[-M2][@P1[-P2]]]`` with whole decimal numbers and increasing ranges.
+
+    >>> parse_adjust("1")[0].holds(64, 10**9)
+    True
+    >>> parse_adjust("1:10-5")
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.InputError: I_MPI_ADJUST rule '1:10-5': the range 10-5 does not increase
+    """
+    rules = []
+    for part in (p.strip() for p in text.strip().split(";")):
+        if not part:
+            continue
+        m = _RULE.match(part)
+        if not m:
+            raise InputError(f"{name} rule {part!r}: expected ALG[:M1[-M2][@P1[-P2]]] (whole decimal numbers)")
+        alg, lo, hi, plo, phi = (int(g) if g is not None else None for g in m.groups())
+        for a, b in ((lo, hi), (plo, phi)):
+            if a is not None and b is not None and b < a:
+                raise InputError(f"{name} rule {part!r}: the range {a}-{b} does not increase")
+        if alg < 1:
+            raise InputError(f"{name} rule {part!r}: algorithm numbers start at 1")
+        rules.append(AdjustRule(alg, lo, hi, plo, phi))
+    return tuple(rules)
+
+
+def adjust_runs(rules: Sequence[AdjustRule], n: int, size: int) -> int | None:
+    """The algorithm ``rules`` run on ``n`` processes at ``size`` bytes per rank (the first rule that holds), None
+    where none does (Intel MPI's own choice)."""
+    return next((r.algorithm for r in rules if r.holds(n, size)), None)
+
+
+def format_adjust(rules: Sequence[AdjustRule]) -> str:
+    """The ``I_MPI_ADJUST_<OP>`` value of ``rules``.
+
+    >>> format_adjust([AdjustRule(1, 0, 65536, 6, 6)])
+    '1:0-65536@6-6'
+    """
+    return ";".join(r.text() for r in rules)
+
+
+@dataclass(frozen=True)
+class ImpiSelection:
+    """Intel MPI's algorithms chosen per operation and size (``rows``) for ``layout`` (one type per rank, root 0),
+    predicted under ``variants[op]``, and the ``I_MPI_ADJUST_<OP>`` strings that run them (``strings``: variable ->
+    value; only the operations the strings change). ``entries[op]`` lists what they change: ``(from_bytes,
+    upto_bytes, algorithm)`` per range, bytes per rank (empty: Intel MPI's own choice everywhere)."""
+
+    layout: tuple[str, ...]
+    variants: Mapping[str, str]
+    rows: tuple[NativeChoice, ...]
+    entries: Mapping[str, tuple[tuple[int, int, str], ...]]
+    strings: Mapping[str, str]
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "library": "Intel MPI",
+            "comm_size": len(self.layout),
+            "layout": list(self.layout),
+            "variants": dict(self.variants),
+            "rows": [r.to_dict() for r in self.rows],
+            "entries": {
+                op: [{"from_bytes": a, "upto_bytes": b, "algorithm": alg} for a, b, alg in ent]
+                for op, ent in self.entries.items()
+            },
+            "strings": dict(self.strings),
+            "notes": list(self.notes),
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The rows as a readable table: per op and size range, default and chosen algorithm, µs, gain %."""
+        return table_rows(self.rows, {op for op, e in self.entries.items() if e})
+
+
+def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice]) -> None:
+    """Read each string as Intel MPI does: every size runs what was chosen (the library's own choice where the
+    default is kept), and other process counts and sizes above the largest one keep the library's choice."""
+    for oc in chosen:
+        rules = parse_adjust(strings.get(adjust_variable(oc.op), ""))
+        for p in oc.picks:
+            want = None if p.leaf == TUNING_DEFAULT else p.leaf
+            got = adjust_runs(rules, n, p.size)
+            if got != want:
+                raise InputError(f"internal: {adjust_variable(oc.op)} runs {got} for {oc.op} at {p.size} B, not {want}")
+            for other in (n - 1, n + 1):
+                if other >= 2 and adjust_runs(rules, other, p.size) is not None:
+                    raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} on {other} ranks")
+        if adjust_runs(rules, n, oc.ranges[-1][1] + 1) is not None:
+            raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} above {oc.ranges[-1][1]} B")
+
+
+@dataclass(frozen=True)
+class ImpiBackend:
+    """Intel MPI for :func:`hnowmodel.export.choose.choose`: a leaf is an ``I_MPI_ADJUST`` algorithm number, and
+    :data:`TUNING_DEFAULT` where the default (the tuning file's choice, not modelled) is kept."""
+
+    library: str = "Intel MPI"
+
+    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+        return [c for c in _ops.native_choices(op, self.library) if c.adjust]
+
+    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+        return Default(None, TUNING_DEFAULT, "tuning-file", _LABEL)
+
+    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+        return int(nat.adjust)
+
+    def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> ImpiSelection:
+        """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI reads them."""
+        n = len(layout)
+        entries: dict[str, tuple[tuple[int, int, str], ...]] = {}
+        strings: dict[str, str] = {}
+        for oc in chosen:
+            kept = [(lo, hi, p) for lo, hi, p in oc.ranges if p.leaf != TUNING_DEFAULT]
+            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in kept)
+            if kept:
+                strings[adjust_variable(oc.op)] = format_adjust(
+                    [AdjustRule(int(p.leaf), lo, hi, n, n) for lo, hi, p in kept]
+                )
+        _read_back(strings, n, chosen)
+        variants = {oc.op: oc.variant for oc in chosen}
+        rows = tuple(r for oc in chosen for r in oc.rows)
+        return ImpiSelection(layout, variants, rows, entries, strings, tuple(notes))
+
+
+def choose_impi(
+    profile: Profile,
+    layout: Sequence[str] | None = None,
+    *,
+    ops: Sequence[str] = ("bcast", "scatter", "gather"),
+    sizes: Sequence[int] = (65536,),
+) -> ImpiSelection:
+    """For each of ``ops`` and ``sizes`` (bytes per rank) on ``layout`` (default: the profile's calibration
+    layout), the fastest algorithm Intel MPI can be told to run by ``I_MPI_ADJUST_<OP>`` that hnow models, against
+    Intel MPI's default, and the strings that run the choices for a communicator of exactly that many ranks (read
+    back as Intel MPI reads them)."""
+    layout, _ = export_layout(profile, layout)
+    backend = ImpiBackend()
+    chosen, notes = choose(backend, profile, layout, ops, sizes)
+    return backend.render(layout, chosen, notes)
+
+
+def impi_env_text(sel: ImpiSelection) -> str:
+    """The shell settings that make Intel MPI run ``sel``'s choices (``source`` it before ``mpiexec``)."""
+    lines = [
+        f"# Intel MPI algorithms written by hnow export for exactly {len(sel.layout)} ranks, root 0.",
+        "# Each I_MPI_ADJUST_<OP> rule is ALG:FROM-TO@NP-NP (bytes per rank, both included); where no rule holds,",
+        "# Intel MPI chooses as it does without the variable (its tuning file).",
+        *(
+            f"# {op} {format_size(lo)}-{format_size(hi)}{'' if op == 'bcast' else ' per rank'}: {alg}"
+            for op, ent in sel.entries.items()
+            for lo, hi, alg in ent
+        ),
+        *(f"# note: {x}" for x in sel.notes),
+        *(f'export {k}="{v}"' for k, v in sel.strings.items()),
+    ]
+    if not sel.strings:
+        lines.append("# nothing to change: Intel MPI's own choice is kept for every operation and size")
+    return "\n".join(lines) + "\n"
+
+
+def impi_files(sel: ImpiSelection, path: str, hostfile: str | None) -> tuple[str, str, str]:
+    """``sel`` as files: ``impi-env.txt`` (twice: it is both the selection and its settings) and the usage text
+    (the ranks in the order of ``hostfile``, Intel's ``-machinefile``, when given)."""
+    text = impi_env_text(sel)
+    where = f" -machinefile {hostfile}" if hostfile else ""
+    pins = " ".join(f'{k}="{v}"' for k, v in sel.strings.items())
+    run = f"{pins + ' ' if pins else ''}mpiexec -n {len(sel.layout)}{where} ./app"
+    words = ("Intel MPI's own choice", "no changes (Intel MPI's own choice is kept)")
+    return text, text, usage_text("Intel MPI", "2021.16", sel, path, words, run, "impi-env.txt")

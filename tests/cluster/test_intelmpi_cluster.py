@@ -1,0 +1,73 @@
+"""Intel MPI on the virtual cluster: its hydra starts the ranks through the exec wrapper, and the pinned binomial bcast
+(``I_MPI_ADJUST_BCAST=1``, as ``--tree native`` sets it) really runs MPICH's binomial tree.
+
+Every rank reads its host's interface byte counter (``/sys/class/net/eth0/statistics/tx_bytes`` in the host's
+namespace) around one ``MPI_Bcast`` (``tests.helpers.COUNTERS``): the bytes each host sent, in units of the message,
+are the number of children of that rank in the tree that ran. Pinned, the counts are binomial's; with Intel's
+k-nomial (8) they are not, so the pin is what decides. Behaviour only, never timing.
+
+Skipped, with the reason, where there is no root or network namespaces, or no Intel MPI environment
+(``hnow setup-intelmpi``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import hnowmodel.cluster as hc
+from hnowmodel import ops
+from hnowmodel.jobs import Launch, mpi_lock
+from hnowmodel.jobs.mpienv import intelmpi_missing, intelmpi_venv
+from hnowmodel.trees import make_tree
+from tests.helpers import COUNTERS, run_hnow, sent_per_child
+
+from . import four_hosts_spec, needs_netns
+
+pytestmark = pytest.mark.mpi
+
+MISSING = intelmpi_missing()
+needs_impi = pytest.mark.skipif(bool(MISSING), reason=f"no Intel MPI environment here: {MISSING}")
+_M = 262144
+
+
+@needs_netns
+@needs_impi
+def test_the_pinned_binomial_bcast_runs_binomials_tree(tmp_path, cleanup):
+    name = f"xi{os.getpid() % 100000}"
+    cleanup.append(name)
+    ls = hc.launch_settings_for("intelmpi")(hc.up(four_hosts_spec(name)), 4)
+    script = tmp_path / "counters.py"
+    script.write_text(COUNTERS)
+    venv = intelmpi_venv()
+    cmd = [str(venv / "bin" / "mpiexec"), *ls.mpiexec_args, "-n", "4", str(venv / "bin" / "python"), str(script)]
+    base = {**os.environ, **Launch(np=4, mpi="intelmpi").mpi_env.env, **ls.env}
+    counts = {}
+    for label, pin in (("native", ops.native_spec_env("native", ["bcast"])), ("knomial", {"I_MPI_ADJUST_BCAST": "8"})):
+        env = {**base, **pin}
+        with mpi_lock():
+            run = subprocess.run(
+                [*cmd, str(_M)], capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+            )
+        assert run.returncode == 0, (label, run.stderr[-2000:])
+        sent, ok = sent_per_child(run.stdout, _M)
+        assert all(ok), (label, run.stdout)
+        counts[label] = sent
+    want = make_tree(ops.get("bcast").native["Intel MPI"].model_tree, 4).nchildren.tolist()
+    assert counts["native"] == want, counts
+    assert counts["knomial"] != want, counts  # another algorithm, other counts: the pin decides
+
+
+@needs_netns
+@needs_impi
+def test_hnow_info_on_the_cluster_runs_each_rank_on_its_host(tmp_path, cleanup):
+    name = f"xk{os.getpid() % 100000}"
+    cleanup.append(name)
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(four_hosts_spec(name)))
+    p = run_hnow("info", "--np", "4", "--cluster", str(path), "--mpi", "intelmpi", "--json", timeout=240)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["hosts"] == ["h1", "h2", "h3", "h4"] and doc["fabric"]["FI_TCP_IFACE"] == "eth0", doc

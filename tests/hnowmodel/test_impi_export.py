@@ -1,0 +1,89 @@
+"""Intel MPI's export backend (``hnow export --format impi-env``): the ``I_MPI_ADJUST_<OP>`` strings it renders, read
+back as Intel MPI's developer reference says they are read (``ALG[:M1-M2][@P1-P2];...``, first rule that holds,
+the library's own choice where none does). No MPI here."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hnowmodel import ops
+from hnowmodel.errors import InputError
+from hnowmodel.export import choose_impi, export
+from hnowmodel.export.choose import OpChoice, Pick
+from hnowmodel.export.impi import (
+    TUNING_DEFAULT,
+    AdjustRule,
+    ImpiBackend,
+    adjust_runs,
+    format_adjust,
+    parse_adjust,
+)
+from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.params import paper_profile
+
+
+def _pick(size: int, leaf: int, chosen: str) -> Pick:
+    return Pick(size, chosen, leaf, "tuning-file", None, None, {})
+
+
+def _op(op: str, ranges: list[tuple[int, int, int, str]]) -> OpChoice:
+    picks = tuple(_pick(hi, leaf, name) for _, hi, leaf, name in ranges)
+    return OpChoice(op, "paper", picks, tuple((lo, hi, p) for (lo, hi, _, _), p in zip(ranges, picks, strict=True)), ())
+
+
+def test_the_strings_run_each_choice_in_its_range_only_on_that_many_ranks():
+    """Ranges where an algorithm was chosen become rules for exactly n ranks; kept ranges and everything above the
+    largest size, or on other process counts, fall to Intel MPI's own choice (None)."""
+    chosen = [
+        _op(
+            "bcast", [(0, 16384, 8, "knomial"), (16385, 65536, TUNING_DEFAULT, "tuning-file"), (65537, 262144, 1, "b")]
+        ),
+        _op("gather", [(0, 4096, TUNING_DEFAULT, "tuning-file")]),
+    ]
+    sel = ImpiBackend().render(("fast",) * 6, chosen, ["a note"])
+    assert sel.strings == {"I_MPI_ADJUST_BCAST": "8:0-16384@6-6;1:65537-262144@6-6"}
+    rules = parse_adjust(sel.strings["I_MPI_ADJUST_BCAST"])
+    assert [adjust_runs(rules, 6, m) for m in (1, 16384, 16385, 65536, 65537, 262144, 262145)] == [
+        8, 8, None, None, 1, 1, None,
+    ]  # fmt: skip
+    assert all(adjust_runs(rules, n, 1000) is None for n in (2, 5, 7, 64))
+    assert sel.entries == {"bcast": ((0, 16384, "knomial"), (65537, 262144, "b")), "gather": ()}
+    doc = sel.to_dict()
+    assert doc["library"] == "Intel MPI" and doc["comm_size"] == 6 and doc["notes"] == ["a note"]
+    assert json.loads(json.dumps(doc))["strings"] == sel.strings
+
+
+def test_rules_read_as_intel_mpi_reads_them():
+    rules = parse_adjust(" 2:0-1023 ; 3:1024@4-8;1 ")
+    assert rules == (AdjustRule(2, 0, 1023), AdjustRule(3, 1024, None, 4, 8), AdjustRule(1))
+    assert adjust_runs(rules, 2, 500) == 2 and adjust_runs(rules, 6, 1024) == 3 and adjust_runs(rules, 2, 1024) == 1
+    assert format_adjust(rules) == "2:0-1023;3:1024@4-8;1"  # written back as read
+    for bad, why in (("x", "expected ALG"), ("1:5-2", "does not increase"), ("1:0-9@8-4", "does not increase")):
+        with pytest.raises(InputError, match=why):
+            parse_adjust(bad)
+
+
+def test_with_binomial_alone_the_default_is_kept_and_said():
+    """Intel MPI's default is its tuning file's choice, which hnow does not read: not modelled, kept, with a note;
+    the strings then change nothing (binomial is the only Intel algorithm hnow models)."""
+    assert [c.algorithm for c in ImpiBackend().candidates("bcast")] == ["binomial"]
+    sel = choose_impi(paper_profile(), ["fast", "fast", "slow", "slow"], ops=["bcast", "gather"], sizes=[1024, 65536])
+    assert sel.strings == {} and all(not e for e in sel.entries.values())
+    assert len(sel.notes) == 4 and all("tuning file" in n for n in sel.notes)
+    ex = export(paper_profile(), ["impi-env"], algorithms=AlgorithmRequest(layout=["fast", "slow"], sizes=[4096]))
+    assert ex.impi.to_dict()["library"] == "Intel MPI" and ex.impi.strings == {}
+    assert "nothing to change" in ex.files["impi-env"] and "Intel MPI" in ex.usage
+
+
+def test_hnow_export_impi_env_prints_the_settings(hnow):
+    p = hnow("export", "--profile", "paper", "--layout", "fast,slow,slow", "--format", "impi-env", "--sizes", "64K")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("# Intel MPI algorithms written by hnow export for exactly 3 ranks"), p.stdout
+    p = hnow("export", "--profile", "paper", "--format", "hostfile", "--sizes", "4K")
+    assert p.returncode == 2 and "mpich-json, ompi-rules and impi-env" in p.stderr
+
+
+def test_intel_algorithms_are_registered_for_every_operation():
+    assert all("Intel MPI" in ops.native_libraries(op) for op in ops.names())

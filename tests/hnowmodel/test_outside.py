@@ -1,0 +1,91 @@
+"""``hnow import imb|osu FILE``: outside benchmarks' output read into rows, ping-pong rows checked against a profile.
+
+The IMB fixture is real output of the Intel MPI wheel's IMB-MPI1 (2 ranks, small sizes; the command that made it is
+its first line); the OSU fixture is written by hand in the format OSU's documentation and programs print (its
+numbers are illustrative): tests/data/outside/README.md. No MPI here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hnowmodel import ops
+from hnowmodel.errors import InputError
+from hnowmodel.outside import load_outside, parse_imb, parse_osu
+from hnowmodel.params import paper_profile
+from hnowmodel.trees import make_tree
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "outside"
+IMB = DATA / "imb_2ranks.txt"
+OSU = DATA / "osu_format.txt"
+
+
+def test_imb_output_becomes_one_row_per_benchmark_and_size():
+    rows, header = parse_imb(IMB.read_text())
+    by = {}
+    for r in rows:
+        by.setdefault(r.benchmark, []).append(r)
+    assert set(by) == {"PingPong", "Bcast", "Scatter", "Gather"}
+    assert "Intel(R) MPI Benchmarks" in header["suite"]
+    pp = by["PingPong"]
+    assert [r.size for r in pp] == [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+    assert all(r.op == "pingpong" and r.np == 2 and r.t_us > 0 and r.repetitions for r in pp)
+    for name, op in (("Bcast", "bcast"), ("Scatter", "scatter"), ("Gather", "gather")):
+        coll = by[name]
+        assert all(r.op == op and r.np == 2 for r in coll)
+        # the headline of a collective is t_max; t_min <= t_avg <= t_max as IMB computes them
+        assert all(r.t_us == r.t_max_us and r.t_min_us <= r.t_avg_us <= r.t_max_us for r in coll if r.size)
+
+
+def test_osu_output_from_the_documented_format():
+    rows, header = parse_osu(OSU.read_text(), np=2)
+    assert header["version"] == "v7.3"
+    lat = [r for r in rows if r.op == "pingpong"]
+    assert [(r.size, r.t_us) for r in lat] == [(0, 0.21), (1, 0.22), (1024, 0.61), (65536, 9.87)]
+    assert not [r for r in rows if "Bandwidth" in r.benchmark]  # bandwidth tables carry no latency: skipped
+    bc = [r for r in rows if r.op == "bcast"]
+    assert [(r.size, r.t_us, r.np) for r in bc] == [(1, 1.58, 2), (1024, 2.4, 2), (65536, 21.07, 2)]
+    g = [r for r in rows if r.op == "gather"]
+    assert (g[1].t_min_us, g[1].t_max_us, g[1].repetitions) == (30.0, 60.2, 100)
+
+
+def test_pingpong_rows_are_checked_against_the_profile():
+    """Predicted one-way time = the model's 2-rank bcast between the pair's node types; error_pct as hnow's."""
+    prof = paper_profile()
+    res = load_outside("osu", OSU, profile=prof, layout="fast,slow")
+    assert [c.size for c in res.checks] == [0, 1, 1024, 65536]
+    want = ops.predict("bcast", prof, ("fast", "slow"), make_tree("binomial", 2), [1024])[0]
+    c = res.checks[2]
+    assert c.predicted_us == pytest.approx(float(want)) and c.measured_us == 0.61 and c.pair == ("fast", "slow")
+    assert c.error_pct == pytest.approx(100 * (c.predicted_us - 0.61) / 0.61)
+    assert [r.op for r in res.collective_rows()] == ["bcast"] * 3 + ["gather"] * 2
+    doc = json.loads(json.dumps(res.to_dict()))
+    assert doc["checks"][2]["error_pct"] == pytest.approx(c.error_pct)
+
+
+def test_bad_input_names_the_problem(tmp_path):
+    with pytest.raises(InputError, match="choose from: imb, osu"):
+        load_outside("skampi", OSU)
+    with pytest.raises(InputError, match="no such file"):
+        load_outside("imb", tmp_path / "none.txt")
+    bad = tmp_path / "bad.txt"
+    bad.write_text("# Benchmarking PingPong\n# #processes = 2\n  #bytes #repetitions t[usec] Mbytes/sec\n 0 10 x 1\n")
+    with pytest.raises(InputError, match="IMB line 4"):
+        load_outside("imb", bad)
+    with pytest.raises(InputError, match="no table"):
+        load_outside("osu", bad)
+    with pytest.raises(InputError, match="2 ranks, got 3"):
+        load_outside("osu", OSU, profile=paper_profile(), layout="fast,slow,slow")
+
+
+def test_hnow_import_prints_the_check_and_the_table(hnow):
+    p = hnow("import", "imb", str(IMB), "--profile", "paper", "--layout", "fast,fast")
+    assert p.returncode == 0, p.stderr
+    assert "ping-pong (one way) against the profile: fast -> fast" in p.stdout and "error_%" in p.stdout
+    assert "Bcast" in p.stdout and "Gather" in p.stdout
+    p = hnow("import", "osu", str(OSU), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["suite"] == "osu", p.stderr
+    p = hnow("import", "lam", str(OSU))
+    assert p.returncode == 2 and "invalid choice: 'lam'" in p.stderr

@@ -1,0 +1,117 @@
+"""Intel MPI as a third library: its own environment (``hnow setup-intelmpi``), chosen by ``--mpi intelmpi``, its
+fabric and tuning file reported by ``hnow info``, its binomial collectives pinned by ``I_MPI_ADJUST_*``.
+
+The tests that start Intel MPI need the environment ``hnow setup-intelmpi`` makes (``.ci/run`` makes it); they are
+skipped, with the reason, where it is missing. Real MPI, 2 ranks; nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+
+import pytest
+
+import hnowmodel.cluster as hc
+from hnowmodel import ops
+from hnowmodel.errors import InputError
+from hnowmodel.jobs import Launch, task_command
+from hnowmodel.jobs.mpienv import (
+    INTELMPI_VENV_ENV,
+    MPI_LIBRARIES,
+    intelmpi_missing,
+    intelmpi_venv,
+    setup_intelmpi,
+)
+from tests.helpers import one_error_line
+
+MISSING = intelmpi_missing()
+needs_impi = pytest.mark.skipif(bool(MISSING), reason=f"no Intel MPI environment here: {MISSING}")
+
+
+# ---- without Intel MPI: the choice is checked before anything starts ---------------------------------------------
+def test_unknown_mpi_names_every_library(hnow):
+    p = hnow("info", "--np", "2", "--mpi", "lam", timeout=60)
+    assert p.returncode == 2 and one_error_line(p.stderr), p.stderr
+    assert "--mpi 'lam': choose from auto, mpich, openmpi, intelmpi" in p.stderr, p.stderr
+
+
+def test_a_missing_environment_is_one_line_and_exit_2(hnow, tmp_path):
+    p = hnow("info", "--np", "2", "--mpi", "intelmpi", env={INTELMPI_VENV_ENV: str(tmp_path / "nowhere")}, timeout=60)
+    assert p.returncode == 2 and one_error_line(p.stderr), p.stderr
+    assert "no Intel MPI environment at" in p.stderr and "hnow setup-intelmpi" in p.stderr, p.stderr
+    with pytest.raises(InputError, match="--mpi intelmpi uses mpiexec there"):
+        Launch(np=2, mpi="intelmpi", cluster="demo", launcher="srun")
+
+
+def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface(tmp_path):
+    """Intel's hydra: ssh bootstrap through the exec wrapper, the ranks per host, the proxies told the bridge's
+    interface (else they look for this machine's host name), libfabric's TCP over each host's eth0."""
+    spec = {
+        "schema": "hnowmodel.cluster/1",
+        "name": "t",
+        "hosts": [{"name": "a", "egress_mbit": 100, "ingress_mbit": 100, "slots": 1}]
+        + [{"name": "b", "egress_mbit": 50, "ingress_mbit": 50, "slots": 2}],
+    }
+    st = hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), str(tmp_path / "w.sh"))
+    ls = hc.launch_settings_for("intelmpi")(st, 2)  # one rank on each host: -hosts with -ppn
+    args = ls.mpiexec_args
+    assert args[args.index("-bootstrap") + 1] == "ssh" and args[args.index("-bootstrap-exec") + 1] == st.wrapper
+    assert args[args.index("-hosts") + 1] == "a,b" and args[args.index("-ppn") + 1] == "1" and ls.hosts == ["a", "b"]
+    assert ls.env["I_MPI_HYDRA_IFACE"] == st.bridge and ls.env["FI_TCP_IFACE"] == "eth0"
+    # unequal counts: Intel's hydra ignores -hosts a:1,b:2 (it fills each host's cores), so a machinefile
+    ls = hc.launch_settings_for("intelmpi")(st, 3)
+    args = ls.mpiexec_args
+    assert "-hosts" not in args and ls.hosts == ["a", "b", "b"]
+    assert open(args[args.index("-machinefile") + 1]).read() == "a:1\nb:2\n"
+    with pytest.raises(InputError, match="choose from: mpich, openmpi, intelmpi"):
+        hc.launch_settings_for("lam")
+
+
+def test_its_binomial_collectives_are_pinned_by_i_mpi_adjust():
+    """MPICH's binomial code underneath: the same model tree and schedule as MPICH's pinned binomial."""
+    for op in ops.names():
+        nat = ops.get(op).native["Intel MPI"]
+        assert nat.env == {f"I_MPI_ADJUST_{op.upper()}": "1"} and nat.adjust == 1 and nat.model_tree == "binomial"
+        assert nat.schedule == ops.get(op).native["MPICH"].schedule
+    # every library's native settings at once (what a rank sets before it knows its library) include Intel's
+    assert ops.native_spec_env("native", ["bcast"])["I_MPI_ADJUST_BCAST"] == "1"
+
+
+# ---- with the environment -------------------------------------------------------------------------------------------
+@needs_impi
+def test_the_job_runs_in_the_intel_environment():
+    venv = intelmpi_venv()
+    launch = Launch(np=2, mpi="intelmpi")
+    argv = task_command(launch, "info", [])
+    assert argv[0] == str(venv / "bin" / "mpiexec") and argv[-4:] == [
+        str(venv / "bin" / "python"),
+        "-m",
+        "calibrate",
+        "info",
+    ]
+    env = launch.mpi_env.env
+    assert env["MPI4PY_LIBMPI"] == str(venv / "lib" / MPI_LIBRARIES["intelmpi"].libmpi)
+    assert env["I_MPI_FABRICS"] == "shm:ofi" and env["FI_PROVIDER"] == "tcp" and env["I_MPI_THREAD_YIELD"] == "2"
+
+
+@needs_impi
+def test_setting_up_again_keeps_a_complete_environment():
+    info = setup_intelmpi()
+    assert info["created"] is False and info["venv"] == str(intelmpi_venv())
+    assert info["library"] == "Intel MPI" and info["version"] == "2021.16.2"
+
+
+@pytest.mark.mpi
+@needs_impi
+def test_info_names_intel_mpi_its_fabric_and_tuning_file(hnow):
+    p = hnow("info", "--np", "2", "--mpi", "intelmpi", "--json", timeout=180)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["library"].startswith("Intel(R) MPI Library 2021.16") and doc["ranks"] == 2
+    assert doc["mpi_env"]["mpi"] == "intelmpi"
+    assert doc["fabric"]["I_MPI_FABRICS"] == "shm:ofi" and doc["provider"] == "tcp"
+    assert os.path.basename(doc["tuning_file"]).startswith("tuning_") and os.path.isfile(doc["tuning_file"]), doc
+    p = hnow("info", "--np", "2", "--mpi", "intelmpi", timeout=180)
+    assert p.returncode == 0 and "Intel(R) MPI Library" in p.stdout and "tuning file : " in p.stdout, p.stderr
