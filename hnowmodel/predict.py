@@ -30,7 +30,6 @@ another in the tree's send order):
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -164,41 +163,30 @@ def _each_group(
     return out
 
 
-#: What the predictors derive from a tree's shape alone, per tree (dropped with the tree).
-_TREE_FACTS: weakref.WeakKeyDictionary[Tree, dict[str, Any]] = weakref.WeakKeyDictionary()
-
-
-def _facts(tree: Tree) -> dict[str, Any]:
-    got = _TREE_FACTS.get(tree)
-    if got is None:
-        got = _TREE_FACTS[tree] = {}
-    return got
-
-
 def _levels(tree: Tree) -> list[np.ndarray]:
-    """Ranks grouped by depth (``levels[d]`` = ranks at depth d), cached per tree."""
-    got = _facts(tree).get("levels")
-    if got is None:
+    """Ranks grouped by depth (``levels[d]`` = ranks at depth d), cached per tree (:meth:`Tree.cached`)."""
+
+    def levels() -> list[np.ndarray]:
         depth = tree.depth
         # a narrow integer key lets numpy use its O(n) radix sort
         key = depth.astype(np.uint16) if depth.max() < 2**16 else depth
         by_depth = np.argsort(key, kind="stable")
         bounds = np.searchsorted(depth[by_depth], np.arange(int(depth.max()) + 2))
-        got = [by_depth[bounds[d] : bounds[d + 1]] for d in range(int(depth.max()) + 1)]
-        _facts(tree)["levels"] = got
-    return got
+        return [by_depth[bounds[d] : bounds[d + 1]] for d in range(int(depth.max()) + 1)]
+
+    return tree.cached("predict:levels", levels)
 
 
 def _sibling_order(tree: Tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Non-root ranks sorted by (parent, send position), the first of each sibling run, and each rank's run (cached)."""
-    got = _facts(tree).get("sibling-order")
-    if got is None:
+
+    def order() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c = np.flatnonzero(tree.parent >= 0)
         c = c[np.lexsort((tree.childrank[c], tree.parent[c]))]
         start = _group_starts(tree.parent[c])
-        got = (c, np.flatnonzero(start), np.cumsum(start) - 1)
-        _facts(tree)["sibling-order"] = got
-    return got
+        return c, np.flatnonzero(start), np.cumsum(start) - 1
+
+    return tree.cached("predict:sibling-order", order)
 
 
 def _prefix_over_siblings(tree: Tree, weight: np.ndarray) -> np.ndarray:
@@ -214,10 +202,7 @@ def _prefix_over_siblings(tree: Tree, weight: np.ndarray) -> np.ndarray:
 
 def _sibling_prefix(tree: Tree, weight: np.ndarray, key: str) -> np.ndarray:
     """:func:`_prefix_over_siblings` of a weight that depends only on the tree, cached under ``key``."""
-    got = _facts(tree).get(key)
-    if got is None:
-        got = _facts(tree)[key] = _prefix_over_siblings(tree, weight)
-    return got
+    return tree.cached(f"predict:{key}", lambda: _prefix_over_siblings(tree, weight))
 
 
 def _group_starts(keys: np.ndarray) -> np.ndarray:
