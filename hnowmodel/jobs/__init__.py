@@ -1,7 +1,10 @@
 """What runs under MPI: typed job specs, the launcher, the wire protocol, and the public functions.
 
-``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (one module per job, gathered in
-:mod:`hnowmodel.jobs.api`; each takes a :class:`Launch` and a settings dataclass, or their fields as keywords) start
+``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (one module per job:
+:mod:`~hnowmodel.jobs.calibrate_job`, :mod:`~hnowmodel.jobs.measure_job`, :mod:`~hnowmodel.jobs.compare_job`,
+:mod:`~hnowmodel.jobs.bench_job`; what they share: :mod:`~hnowmodel.jobs.checks`; each takes a :class:`Launch` (or
+the number of ranks) and a frozen settings dataclass, the ``hnow`` option names given as keywords gathered into
+both by name, so ``hm.compare(prof, np=4, testbed="paper", ops=["bcast"], trees=["optimal"])`` works) start
 ``python -m calibrate`` as a child process under ``mpiexec``/``srun`` (:mod:`hnowmodel.jobs.launcher`) and return
 frozen results (:mod:`hnowmodel.jobs.results`). Which MPI library runs the ranks (MPICH, or Open MPI / Intel MPI in
 an environment of its own made by :func:`setup_library`) is :mod:`hnowmodel.jobs.mpienv`'s. This package never

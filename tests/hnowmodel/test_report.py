@@ -1,6 +1,6 @@
 """hnowmodel.report: error statistics, CSV/PNG/markdown outputs, and what the comparison plot draws.
 
-Also the comparison rows the report is made of (:func:`hnowmodel.jobs.api._compare_rows`), checked against times
+Also the comparison rows the report is made of (:func:`hnowmodel.jobs.compare_rows`), checked against times
 worked out by hand from Table 1, not against the predictor that produces them.
 """
 
@@ -35,7 +35,7 @@ def _row(op, tree, size, predicted, measured, **kw):
 
 
 def test_comparison_rows_use_the_tree_that_ran_and_hand_computed_table1_times():
-    from hnowmodel.jobs.api import _compare_rows
+    from hnowmodel.jobs import compare_rows
 
     layout = ["fast", "fast", "slow", "slow"]
     m = Measurement(
@@ -46,7 +46,7 @@ def test_comparison_rows_use_the_tree_that_ran_and_hand_computed_table1_times():
         ),
         {},
     )
-    rows = _compare_rows(
+    rows = compare_rows(
         paper_profile(), layout, m, {"sequential": trees.sequential(4), "native": None},
         {"bcast": ops.get("bcast").default_variant}, 0, "MPICH",
     )  # fmt: skip
