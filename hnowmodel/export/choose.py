@@ -35,6 +35,7 @@ __all__ = [
     "choose",
     "export_layout",
     "table_rows",
+    "range_entries",
     "usage_text",
 ]
 
@@ -283,6 +284,17 @@ def table_rows(rows: Sequence[NativeChoice], changed: set[str]) -> list[dict[str
         }
         for r in rows
     ]
+
+
+def range_entries(entries: Mapping[str, Sequence[tuple[int, int, str]]]) -> dict[str, list[dict[str, Any]]]:
+    """A selection's ``(from_bytes, upto_bytes, algorithm)`` ranges per operation as JSON rows.
+
+    >>> range_entries({"bcast": [(1, 4096, "binomial")]})
+    {'bcast': [{'from_bytes': 1, 'upto_bytes': 4096, 'algorithm': 'binomial'}]}
+    """
+    return {
+        op: [{"from_bytes": a, "upto_bytes": b, "algorithm": alg} for a, b, alg in ent] for op, ent in entries.items()
+    }
 
 
 def usage_text(

@@ -21,7 +21,7 @@ from .. import ops as _ops
 from ..errors import InputError
 from ..params import Profile
 from ..sizes import format_size
-from .choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
 
 __all__ = ["OMPI_RULES_FORMAT", "OmpiSelection", "OmpiBackend", "choose_ompi", "ompi_env_text", "ompi_files"]
 
@@ -68,10 +68,7 @@ class OmpiSelection:
             "layout": list(self.layout),
             "variants": dict(self.variants),
             "rows": [r.to_dict() for r in self.rows],
-            "entries": {
-                op: [{"from_bytes": a, "upto_bytes": b, "algorithm": alg} for a, b, alg in ent]
-                for op, ent in self.entries.items()
-            },
+            "entries": range_entries(self.entries),
             "notes": list(self.notes),
         }
 
