@@ -8,8 +8,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-# the helpers used to live here; older modules import them from here still (new ones: from tests.helpers)
-from tests.helpers import one_error_line, run_hnow, run_mpi_module  # noqa: F401
+from tests.helpers import run_hnow
 
 settings.register_profile(
     "ci",

@@ -1,11 +1,6 @@
 """Choosing trees: the exact broadcast optimum for few node types, heuristics for many, sequential orders,
 rank orders for native collectives, the best tree under a model variant (:mod:`~hnowmodel.search.best`), and pool
-planning. Pure model code (eq. 7-12 costs).
-
->>> import hnowmodel as hm
->>> best = hm.search.best_tree(hm.paper_profile(), ["fast"] * 4 + ["slow"] * 4, op="bcast", size=0)
->>> best.method, best.time_us
-('exact', 410.0)
+planning. Pure model code (eq. 7-12 costs); :func:`best_tree`'s example is in :mod:`~hnowmodel.search.best`.
 """
 
 from __future__ import annotations
