@@ -72,6 +72,7 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.launchers import library_name
 from hnowmodel.ops import check_native, native_for, native_name, native_spec_env
 from hnowmodel.options import (
     MEASURE_OPS,
@@ -474,15 +475,7 @@ def library_info() -> dict[str, Any]:
 
     text = version_text(MPI)
     first = text.splitlines()[0] if text else ""
-    if "Intel(R) MPI" in text:  # MPICH-derived: asked first
-        name = "Intel MPI"
-    elif "MPICH" in text:
-        name = "MPICH"
-    elif "Open MPI" in text:
-        name = "Open MPI"
-    else:
-        name = first.split()[0] if first else "unknown"
-    return {"library": name, "library_version": first, "mpi_standard": "{}.{}".format(*MPI.Get_version())}
+    return {"library": library_name(text), "library_version": first, "mpi_standard": "{}.{}".format(*MPI.Get_version())}
 
 
 def native_pinning(library: str) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .errors import MPIRunError
 
-__all__ = ["MPIEXEC_LIKE", "find_launcher", "mpiexec_flavour", "kind_of"]
+__all__ = ["MPIEXEC_LIKE", "find_launcher", "mpiexec_flavour", "kind_of", "library_name"]
 
 #: Launcher names that take hydra/Open MPI style ``-n N`` (and ``-f``/``--hostfile``).
 MPIEXEC_LIKE = ("mpiexec", "mpirun", "mpiexec.hydra")
@@ -57,6 +57,20 @@ def find_launcher(name: str) -> str:
 
 
 _FLAVOURS: dict[str, str] = {}
+
+
+def library_name(version_text: str) -> str:
+    """The MPI library's name as hnow's registries key it (``MPICH``, ``Open MPI``, ``Intel MPI``) from its version
+    text (``MPI_Get_library_version``), else the first word of its first line (``unknown`` for none).
+
+    >>> library_name("Intel(R) MPI Library 2021.16 for Linux* OS"), library_name("MPICH Version: 4.3.0")
+    ('Intel MPI', 'MPICH')
+    """
+    for marker, name in (("Intel(R) MPI", "Intel MPI"), ("MPICH", "MPICH"), ("Open MPI", "Open MPI")):
+        if marker in version_text:  # Intel MPI is MPICH-derived: asked first
+            return name
+    words = version_text.splitlines()[0].split() if version_text else []
+    return words[0] if words else "unknown"
 
 
 def mpiexec_flavour(exe: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import ops as _ops
 from ..errors import HnowError
+from ..launchers import library_name
 from ..params import Profile
 from ..report import error_pct
 from ..schedule import Schedule
@@ -21,18 +22,6 @@ from .checks import NATIVE
 from .results import ComparisonRow, MeasuredRow, Measurement
 
 __all__ = ["compare_rows", "interleaved_rows", "calibration_run"]
-
-
-def _library_name(text: str) -> str:
-    """The library's registry name (:attr:`hnowmodel.ops.Operation.native`'s keys) from its version text.
-
-    >>> _library_name("Intel(R) MPI Library 2021.16 for Linux* OS"), _library_name("MPICH Version: 4.3.0")
-    ('Intel MPI', 'MPICH')
-    """
-    for key, name in (("Intel(R) MPI", "Intel MPI"), ("MPICH", "MPICH"), ("Open MPI", "Open MPI")):
-        if key in text:
-            return name
-    return text.split(" ")[0]
 
 
 def _quietly(fn: Callable[..., float | None], *args: Any) -> float | None:
@@ -170,7 +159,7 @@ def calibration_run(prof: Profile, interleaved: Mapping[str, Any]) -> dict[str, 
     p = prof.provenance
     lib = str(p.get("mpi_library", ""))
     return {
-        "library": _library_name(lib),
+        "library": library_name(lib) if lib else "",
         "library_version": lib,
         "np": len(prof.nodes),
         "emulated": False,
