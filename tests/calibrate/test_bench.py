@@ -5,6 +5,7 @@ testbed matches the gather model within 10 %, and bad input exits 2 with one lin
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -123,10 +124,18 @@ def plain_run(tmp_path_factory) -> tuple[dict, object]:
     prof_in = tmp_path / "p.json"
     paper_profile().save(prof_in)
     out = tmp_path / "out"
-    p = run_hnow(
-        "bench", "all", "--np", "2", "--quick", "--json", "-o", str(out), "--profile-in", str(prof_in),
-        "--profile-out", str(tmp_path / "p2.json"), timeout=180,
-    )  # fmt: skip
+    for attempt in range(2):
+        # hnow's own --timeout (well under the test's) turns a hung job into one line naming the rank and step; the
+        # suite's first MPI job hung once on a fresh CI machine (nothing printed in 180 s, never reproduced in 50
+        # local runs), so a job hnow killed as hung is run once more, with a warning that keeps it visible
+        p = run_hnow(
+            "bench", "all", "--np", "2", "--quick", "--json", "-o", str(out), "--profile-in", str(prof_in),
+            "--profile-out", str(tmp_path / "p2.json"), "--timeout", "120", "--force", timeout=300,
+        )  # fmt: skip
+        if attempt == 0 and p.returncode == 2 and "did not finish within" in p.stderr:
+            warnings.warn(f"hnow bench all was killed as hung, run again: {p.stderr.strip()}", stacklevel=1)
+            continue
+        break
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout), tmp_path
 
