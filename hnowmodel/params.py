@@ -39,6 +39,7 @@ import numpy as np
 
 from .errors import LayoutError, ProfileError
 from .io import read_json, write_json_atomic
+from .layout import Layout
 
 __all__ = [
     "NodeType",
@@ -47,9 +48,12 @@ __all__ = [
     "LinkRegime",
     "Profile",
     "NetworkTerms",
+    "ShmCosts",
+    "Nic",
     "paper_profile",
     "PROFILE_SCHEMA",
     "PROFILE_SCHEMA_V1",
+    "PROFILE_SCHEMA_V3",
     "PROFILE_SCHEMAS",
     "TYPE_KEYS",
     "COPY_KEYS",
@@ -62,11 +66,13 @@ __all__ = [
     "parse_links",
 ]
 
-#: The schema :meth:`Profile.save` writes.
+#: The schema :meth:`Profile.save` writes for a profile without host terms (every profile before hosts).
 PROFILE_SCHEMA = "hnowmodel.profile/2"
+#: The schema of a profile with host terms (``hosts``: shared-memory costs and NIC capacities per node type).
+PROFILE_SCHEMA_V3 = "hnowmodel.profile/3"
 #: The regime-free schema of earlier versions; still read (each parameter set is one regime).
 PROFILE_SCHEMA_V1 = "hnowmodel.profile/1"
-PROFILE_SCHEMAS = (PROFILE_SCHEMA_V1, PROFILE_SCHEMA)
+PROFILE_SCHEMAS = (PROFILE_SCHEMA_V1, PROFILE_SCHEMA, PROFILE_SCHEMA_V3)
 TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
 #: Optional per-type keys (default 0): the root's local copy of its own block in MPICH's binomial scatter/gather.
 COPY_KEYS = ("Cc_us", "Cm_us_per_byte")
@@ -630,6 +636,94 @@ class NetworkTerms:
 
 
 @dataclass(frozen=True)
+class ShmCosts:
+    """What a message between two ranks of one host of a node type costs: it goes through shared memory, not the
+    NIC. One-way time ``S(m) + X(m) + R(m)`` with ``node``'s send/receive overheads and ``link``'s transfer term,
+    each piecewise in the size like the network's (``profile.hosts.shm`` in docs/file-formats.md).
+
+    >>> c = ShmCosts(NodeType("f", 0.5, 0.0, 0.5, 0.0), Link(0.2, 1e-4))
+    >>> float(c.one_way_us(1000))
+    1.3
+    """
+
+    node: NodeType
+    link: Link
+
+    def one_way_us(self, m: Any) -> Any:
+        """``S(m) + X(m) + R(m)`` in µs."""
+        return self.node.send_us(m) + self.link.us(m) + self.node.recv_us(m)
+
+    def at(self, m: float) -> ShmCosts:
+        """The regime-free costs in force at ``m`` bytes."""
+        return ShmCosts(self.node.at(m), self.link.at(m))
+
+    @property
+    def breakpoints(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.node.breakpoints) | set(self.link.breakpoints)))
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"regimes": [...]}``, each regime with S, R and X at once (split where either switches)."""
+        bounds = [*self.breakpoints, None]
+        out = []
+        for ub in bounds:
+            m = float(ub) if ub is not None else float(bounds[-2] + 1 if len(bounds) > 1 else 0)
+            node, link = self.node.regime_at(m).to_dict(), self.link.regime_at(m).to_dict()
+            out.append({**node, **link, "upto_bytes": ub})
+        return {"regimes": out}
+
+
+@dataclass(frozen=True)
+class Nic:
+    """A host's network interface: what it can send and receive at once, over all its ranks' flows (bytes/µs of
+    payload, the framing already taken off; docs/model.md, "Hosts")."""
+
+    egress_bytes_per_us: float
+    ingress_bytes_per_us: float
+
+    def __post_init__(self) -> None:
+        for k in ("egress_bytes_per_us", "ingress_bytes_per_us"):
+            v = getattr(self, k)
+            if isinstance(v, bool) or not isinstance(v, _NUMBER) or not math.isfinite(v) or not 0 < v <= 1e9:
+                raise ProfileError(f"nic.{k}: must be a number of bytes/µs > 0 and at most 1e9, got {v!r}")
+            object.__setattr__(self, k, float(v))
+
+    def to_dict(self) -> dict[str, float]:
+        return {"egress_bytes_per_us": self.egress_bytes_per_us, "ingress_bytes_per_us": self.ingress_bytes_per_us}
+
+
+def parse_hosts(doc: Any, types: Mapping[str, NodeType], where: str = "hosts") -> tuple[dict, dict]:
+    """Validate a profile's ``hosts`` object: ``{"shm": {TYPE: {"regimes": [{upto_bytes, Sc_us, Sm_us_per_byte,
+    Rc_us, Rm_us_per_byte, Xc_us, Xm_us_per_byte}]}}, "nic": {TYPE: {egress_bytes_per_us, ingress_bytes_per_us}}}``
+    (both optional) -> ``(shm, nic)`` dicts keyed by node type."""
+    doc = _mapping(doc, where)
+    bad = sorted(set(doc) - {"shm", "nic"})
+    if bad:
+        raise ProfileError(f"{where}: unknown key {bad[0]!r} (expected shm, nic)")
+    shm: dict[str, ShmCosts] = {}
+    for t, entry in _mapping(doc.get("shm", {}), f"{where}.shm").items():
+        if t not in types:
+            raise ProfileError(f"{where}.shm: unknown node type {t!r} (known: {', '.join(types)})")
+        lines = _lines(entry, (*TYPE_KEYS, *LINK_KEYS), (), f"{where}.shm.{t}", True)
+        node = NodeType.piecewise(t, [Regime(ln["upto_bytes"], *(ln[k] for k in TYPE_KEYS)) for ln in lines])
+        link = Link.piecewise([LinkRegime(ln["upto_bytes"], *(ln[k] for k in LINK_KEYS)) for ln in lines])
+        shm[t] = ShmCosts(node, link)
+    nic: dict[str, Nic] = {}
+    for t, entry in _mapping(doc.get("nic", {}), f"{where}.nic").items():
+        if t not in types:
+            raise ProfileError(f"{where}.nic: unknown node type {t!r} (known: {', '.join(types)})")
+        entry = _mapping(entry, f"{where}.nic.{t}")
+        keys = ("egress_bytes_per_us", "ingress_bytes_per_us")
+        extra = sorted(set(entry) - set(keys))
+        if extra or any(k not in entry for k in keys):
+            raise ProfileError(f"{where}.nic.{t}: expected exactly the keys {', '.join(keys)}")
+        try:
+            nic[t] = Nic(entry[keys[0]], entry[keys[1]])
+        except ProfileError as e:
+            raise ProfileError(f"{where}.{e}") from None
+    return shm, nic
+
+
+@dataclass(frozen=True)
 class Profile:
     """Everything the predictor needs: node types, the network, optional per-pair links.
 
@@ -651,10 +745,21 @@ class Profile:
     #: The size (bytes) from which the MPI library sends by rendezvous (a send waits for the posted receive);
     #: None: every message is eager (the paper's model). File: ``"protocol": {"rendezvous_from_bytes": N}``.
     rendezvous_from_bytes: int | None = None
+    #: Per node type: what a message between two ranks of one host costs (shared memory, not the NIC). File:
+    #: ``"hosts": {"shm": ...}`` (``hnowmodel.profile/3``). Empty: the profile knows one rank per host only.
+    shm: Mapping[str, ShmCosts] = field(default_factory=dict)
+    #: Per node type: its host's NIC capacity, shared by all the host's ranks. Empty for a type: derived from the
+    #: pairwise per-byte costs (:func:`hnowmodel.flow.capacities`). File: ``"hosts": {"nic": ...}``.
+    nic: Mapping[str, Nic] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
         object.__setattr__(self, "links", MappingProxyType(dict(self.links)))
+        object.__setattr__(self, "shm", MappingProxyType(dict(self.shm)))
+        object.__setattr__(self, "nic", MappingProxyType(dict(self.nic)))
+        for t in (*self.shm, *self.nic):
+            if t not in self.types:
+                raise ProfileError(f"hosts: unknown node type {t!r} (profile has: {', '.join(self.types)})")
 
     # ---- regimes -----------------------------------------------------------------------------------------
     @property
@@ -665,6 +770,8 @@ class Profile:
             got.update(t.breakpoints)
         for lk in self.links.values():
             got.update(lk.breakpoints)
+        for c in self.shm.values():
+            got.update(c.breakpoints)
         return tuple(sorted(got))
 
     @property
@@ -695,6 +802,8 @@ class Profile:
             self.provenance,
             self.extensions,
             self.rendezvous_from_bytes,
+            {t: c.at(m) for t, c in self.shm.items()},
+            self.nic,
         )
 
     def segments(self, sizes: Any) -> list[tuple[float, np.ndarray]]:
@@ -747,8 +856,25 @@ class Profile:
         """The transmission parameters from a node of ``src_type`` to one of ``dst_type``."""
         return self.links.get((src_type, dst_type), self.network)
 
-    def ptp_us(self, src_type: str, dst_type: str, m: Any) -> Any:
-        """One-way time ``S_src(m) + X(m) + R_dst(m)`` in µs (eq. 1-4), each term at its own regime."""
+    def shm_costs(self, type_name: str) -> ShmCosts:
+        """The shared-memory costs between two ranks of one host of ``type_name``; :class:`ProfileError` when the
+        profile has none (it was calibrated with one rank per host of that type)."""
+        try:
+            return self.shm[type_name]
+        except KeyError:
+            self.node_type(type_name)
+            raise ProfileError(
+                f"the profile has no shared-memory costs for node type {type_name!r} (a layout puts several of its "
+                "ranks on one host): calibrate with 2 or more ranks per host of that type"
+            ) from None
+
+    def ptp_us(self, src_type: str, dst_type: str, m: Any, *, same_host: bool = False) -> Any:
+        """One-way time ``S_src(m) + X(m) + R_dst(m)`` in µs (eq. 1-4), each term at its own regime; between two
+        ranks of one host (``same_host``), the type's shared-memory costs instead (:class:`ShmCosts`)."""
+        if same_host:
+            if src_type != dst_type:
+                raise ProfileError(f"ranks of types {src_type!r} and {dst_type!r} cannot share a host")
+            return self.shm_costs(src_type).one_way_us(m)
         return (
             self.node_type(src_type).send_us(m)
             + self.link(src_type, dst_type).us(m)
@@ -813,21 +939,24 @@ class Profile:
     # ---- files -------------------------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, doc: Any, where: str = "profile") -> Profile:
-        """Validate a ``hnowmodel.profile/2`` (or regime-free ``/1``) document; :class:`ProfileError` names the field.
+        """Validate a ``hnowmodel.profile/3`` (``/2`` with ``hosts``), ``/2`` or regime-free ``/1`` document;
+        :class:`ProfileError` names the field.
 
-        >>> Profile.from_dict({"schema": "hnowmodel.profile/3"})
+        >>> Profile.from_dict({"schema": "hnowmodel.profile/4"})
         Traceback (most recent call last):
         ...
-        hnowmodel.errors.ProfileError: profile.schema: unsupported 'hnowmodel.profile/3' (supported: \
-'hnowmodel.profile/1', 'hnowmodel.profile/2')
+        hnowmodel.errors.ProfileError: profile.schema: unsupported 'hnowmodel.profile/4' (supported: \
+'hnowmodel.profile/1', 'hnowmodel.profile/2', 'hnowmodel.profile/3')
         """
         doc = _mapping(doc, where)
         schema = doc.get("schema")
         if schema not in PROFILE_SCHEMAS:
             supported = ", ".join(repr(s) for s in PROFILE_SCHEMAS)
             raise ProfileError(f"{where}.schema: unsupported {schema!r} (supported: {supported})")
-        piecewise = schema == PROFILE_SCHEMA
+        piecewise = schema != PROFILE_SCHEMA_V1
         known = {"schema", "types", "network", "links", "nodes", "provenance", "extensions", "protocol"}
+        if schema == PROFILE_SCHEMA_V3:
+            known.add("hosts")
         unknown = sorted(set(doc) - known)
         if unknown:
             raise ProfileError(f"{where}: unknown key {unknown[0]!r}")
@@ -858,15 +987,22 @@ class Profile:
                 raise ProfileError(
                     f"{where}.protocol.rendezvous_from_bytes: must be a whole number of bytes > 0 or null, got {rdv!r}"
                 )
-        return cls(types, network, links, tuple(nodes), dict(prov), dict(ext), rdv)
+        shm, nic = parse_hosts(doc["hosts"], types, f"{where}.hosts") if "hosts" in doc else ({}, {})
+        return cls(types, network, links, tuple(nodes), dict(prov), dict(ext), rdv, shm, nic)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``hnowmodel.profile/2`` document for this profile (every parameter set as ``{"regimes": [...]}``)."""
         doc: dict[str, Any] = {
-            "schema": PROFILE_SCHEMA,
+            "schema": PROFILE_SCHEMA_V3 if self.shm or self.nic else PROFILE_SCHEMA,
             "types": {n: t.to_dict() for n, t in self.types.items()},
             "network": self.network.to_dict(),
         }
+        if self.shm or self.nic:
+            doc["hosts"] = {}
+            if self.shm:
+                doc["hosts"]["shm"] = {t: c.to_dict() for t, c in self.shm.items()}
+            if self.nic:
+                doc["hosts"]["nic"] = {t: n.to_dict() for t, n in self.nic.items()}
         if self.links:
             doc["links"] = [{"from": a, "to": b, **lk.to_dict()} for (a, b), lk in self.links.items()]
         if self.rendezvous_from_bytes is not None:
@@ -894,6 +1030,16 @@ class Profile:
     def layout(self) -> tuple[str, ...]:
         """The calibration layout (type of each rank) if the profile records ``nodes``, else ``()``."""
         return tuple(n["type"] for n in sorted(self.nodes, key=lambda n: n.get("rank", 0)))
+
+    @property
+    def host_layout(self) -> Layout | None:
+        """The calibration layout with its hosts (``nodes``' ``host`` names), or None without ``nodes``."""
+        if not self.nodes:
+            return None
+        nodes = sorted(self.nodes, key=lambda n: n.get("rank", 0))
+        names = [str(n.get("host", f"rank{i}")) for i, n in enumerate(nodes)]
+        hosts = [names.index(x) for x in names]
+        return Layout([n["type"] for n in nodes], hosts, list(dict.fromkeys(names)))
 
 
 _TABLE1 = {
