@@ -207,8 +207,9 @@ def _reg(d, t="fast", i=0):
         (lambda d: _reg(d).update(Sc_us=True), ["Sc_us", "number"]),
         (lambda d: d["types"]["fast"].update(regimes=[]), ["types.fast.regimes", "non-empty"]),
         (lambda d: d["types"]["fast"].update(Sc_us=1), ["types.fast", "'Sc_us' beside 'regimes'"]),
-        (lambda d: d.update(schema="hnowmodel.profile/3"),
-         ["'hnowmodel.profile/3'", "'hnowmodel.profile/1', 'hnowmodel.profile/2'"]),
+        (lambda d: d.update(schema="hnowmodel.profile/4"),
+         ["'hnowmodel.profile/4'", "'hnowmodel.profile/1', 'hnowmodel.profile/2', 'hnowmodel.profile/3'"]),
+        (lambda d: d.update(hosts={"shm": {}}), ["unknown key 'hosts'"]),
         (lambda d: d.update(schema="hnowmodel.profile/1"), ["types.fast.regimes", "hnowmodel.profile/2"]),
     ],
 )  # fmt: skip
