@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from .. import cluster as _cluster
 from .. import ops as _ops
 from ..errors import InputError, LayoutError
-from ..layout import parse_layout
+from ..layout import Layout, hosts_of, one_per_host, parse_layout
 from ..options import TIMING_METHODS
 from ..params import Profile
 from ..testbed import Testbed, load_testbed
@@ -41,6 +41,7 @@ __all__ = [
     "load_profile",
     "resolve_timing",
     "job_layout",
+    "placement_hosts",
     "NATIVE",
     "STATS",
     "AUTO_METHOD",
@@ -148,11 +149,55 @@ def resolve_timing(method: str, stat: str, emulated: bool) -> tuple[str, str]:
     return (AUTO_METHOD[where] if method == "auto" else method), (AUTO_STAT[where] if stat == "auto" else stat)
 
 
+def placement_hosts(launch: Launch) -> tuple[str, ...] | None:
+    """The host of each rank where hnow places the ranks itself: a virtual cluster's hosts, or a hostfile's, filled
+    in order (the launcher is given the same placement); None on plain MPI and under ``srun`` (one machine, or
+    Slurm's placement).
+
+    >>> placement_hosts(Launch(np=2)) is None
+    True
+    """
+    if launch.cluster is not None and launch.kind != "srun":
+        spec = _cluster.load_spec(launch.cluster)
+        return tuple(_cluster.rank_hosts([(h.name, h.slots) for h in spec.hosts], launch.np))
+    if launch.hostfile and launch.kind != "srun":
+        from .hostfile import place, read_hostfile
+
+        return place(read_hostfile(launch.hostfile), launch.np)
+    return None
+
+
+def _with_hosts(got: Layout, hosts: tuple[str, ...] | None, flag: str) -> Layout:
+    """``got`` with the placement's hosts: a layout of one rank per host takes them; one that names its own hosts
+    must agree with them."""
+    if hosts is None or len(set(hosts)) == len(hosts) or len(hosts) != len(got):
+        return got
+    placed = [hosts.index(h) for h in hosts]
+    if not one_per_host(got):
+        if not (Layout(list(got), placed) == got):
+            raise LayoutError(
+                f"{flag} puts ranks on hosts {got.hosts.tolist()} but they run on {list(hosts)} (ranks fill each "
+                "host's slots in order)"
+            )
+        return Layout(list(got), got.hosts, list(dict.fromkeys(hosts)))
+    try:
+        return Layout(list(got), placed, list(dict.fromkeys(hosts)))
+    except LayoutError as e:
+        raise LayoutError(f"{flag}: {e} (the ranks run on hosts {list(hosts)})") from None
+
+
 def job_layout(
-    layout: Any, np: int, tb: Testbed | None, prof: Profile | None, flag: str = "--layout"
-) -> tuple[str, ...] | None:
-    """The node type of each rank, from ``layout`` (checked against the testbed's or the profile's types), else the
-    testbed's ranks, else the profile's calibration layout when it has ``np`` ranks, else None."""
+    layout: Any,
+    np: int,
+    tb: Testbed | None,
+    prof: Profile | None,
+    flag: str = "--layout",
+    hosts: tuple[str, ...] | None = None,
+) -> Layout | None:
+    """The node type of each rank (a :class:`~hnowmodel.layout.Layout`), from ``layout`` (checked against the
+    testbed's or the profile's types), else the testbed's ranks, else the profile's calibration layout when it has
+    ``np`` ranks, else None. ``hosts`` (:func:`placement_hosts`): the host each rank runs on, which the layout
+    takes (several ranks of a host share its NIC and talk through shared memory)."""
     if layout is not None:
         types = list(tb.types) if tb is not None else list(prof.type_names) if prof is not None else None
         if types is None:
@@ -168,4 +213,5 @@ def job_layout(
         return None
     if len(got) != np:
         raise LayoutError(f"{flag} has {len(got)} ranks but --np is {np}")
-    return tuple(got)
+    lay = got if isinstance(got, Layout) else Layout(got, hosts_of(got))
+    return _with_hosts(lay, hosts, flag)

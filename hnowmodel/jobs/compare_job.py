@@ -30,7 +30,17 @@ from ..testbed import Testbed
 from ..trees import Tree
 from ..treespec import TreeSet, resolve_all, spec_items
 from .calibrate_job import CalibrateSettings, calibrate_with_natives
-from .checks import NATIVE, Progress, check_count, check_testbed, gather, job_layout, load_profile, resolve_timing
+from .checks import (
+    NATIVE,
+    Progress,
+    check_count,
+    check_testbed,
+    gather,
+    job_layout,
+    load_profile,
+    placement_hosts,
+    resolve_timing,
+)
 from .compare_rows import calibration_run, compare_rows, interleaved_rows
 from .launcher import Launch
 from .measure_job import MeasureSettings, measure_trees
@@ -87,7 +97,7 @@ def compare(
         interleaved = None
         if prof is None:
             prof, interleaved = _calibrate(launch, s, op_names, grid, tb, progress)
-        lay = job_layout(s.layout, launch.np, None, prof)
+        lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
         if lay is None:
             raise InputError("--layout is required (the profile records no layout for this many ranks)")
         # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing

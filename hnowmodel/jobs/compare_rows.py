@@ -37,7 +37,7 @@ class _Predictions:
     chosen per row: at its own size), with the common-start term where the row was timed so."""
 
     def __init__(self, prof: Profile, lay: Sequence[str], m: Measurement, tset: TreeSet, root: int, library: str):
-        self.prof, self.lay, self.m, self.tset, self.root, self.library = prof, list(lay), m, tset, root, library
+        self.prof, self.lay, self.m, self.tset, self.root, self.library = prof, lay, m, tset, root, library
         self.cache: dict[tuple, dict[int, float] | None] = {}
 
     def common_start(self, r: MeasuredRow) -> bool:  # the timing style, modelled as used: receive posted with send

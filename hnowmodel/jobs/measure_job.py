@@ -31,6 +31,7 @@ from .checks import (
     gather,
     job_layout,
     load_profile,
+    placement_hosts,
     resolve_timing,
     run_job,
 )
@@ -85,7 +86,7 @@ def measure(
     if isinstance(s.root, bool) or not isinstance(s.root, int) or not 0 <= s.root < launch.np:
         raise InputError(f"--root {s.root!r} is not a rank in 0..{launch.np - 1}")
     method, stat = resolve_timing(s.method, s.stat, tb is not None)
-    lay = job_layout(s.layout, launch.np, tb, prof)
+    lay = job_layout(s.layout, launch.np, tb, prof, hosts=placement_hosts(launch))
     items = spec_items(s.tree)
     for name, spec in items:
         if not isinstance(spec, Tree) and spec.kind == "native":
