@@ -82,6 +82,20 @@ def test_misses_are_explained_only_beyond_threshold():
     ]
     text = explain_misses(rows)
     assert len(text) == 1 and text[0].startswith("gather/binomial: measured slower than predicted at 16K")
+    assert text[0].endswith(": unexplained.")  # no evidence in the run: no guessed cause
+
+
+def test_a_miss_is_attributed_only_from_evidence_in_the_run():
+    """The spread covering the prediction, another variant of the same run that fits, the calibration's own
+    self-check: each is said when (and only when) the rows or the profile hold it."""
+    inside = _row("bcast", "binomial", 65536, 118.0, 100.0)  # the spread 90..120 µs covers 118
+    assert explain_misses([inside], threshold_pct=10)[0].endswith("spread over repetitions at 64K.")
+    flow = _row("scatter", "binomial", 65536, 150.0, 100.0, variant="flow")
+    paper = _row("scatter", "binomial", 65536, 104.0, 100.0, variant="paper")
+    got = explain_misses([flow, paper])
+    assert len(got) == 1 and "the paper variant, predicted in the same run, fits these sizes (worst 4 %)" in got[0]
+    assert "self-check" in explain_misses([flow], self_check_pct=40.0)[0]
+    assert explain_misses([flow], self_check_pct=3.0)[0].endswith("unexplained.")
 
 
 def test_write_report_files(tmp_path):
