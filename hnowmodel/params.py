@@ -1033,9 +1033,13 @@ class Profile:
 
     @property
     def host_layout(self) -> Layout | None:
-        """The calibration layout with its hosts (``nodes``' ``host`` names), or None without ``nodes``."""
+        """The calibration layout with its hosts (``nodes``' ``host`` names) when the profile has host terms
+        (``shm``/``nic``: a calibration that told hosts apart), else with one host per rank, as profiles without
+        host terms were calibrated (two ranks on one machine measured as a network); None without ``nodes``."""
         if not self.nodes:
             return None
+        if not (self.shm or self.nic):
+            return Layout(self.layout)
         nodes = sorted(self.nodes, key=lambda n: n.get("rank", 0))
         names = [str(n.get("host", f"rank{i}")) for i, n in enumerate(nodes)]
         hosts = [names.index(x) for x in names]

@@ -66,7 +66,7 @@ def prediction_rows(
     if layout is None:
         if not prof.layout:
             raise InputError("--layout is required (the profile records no calibration layout)")
-        lay = prof.layout
+        lay = prof.host_layout
     else:
         lay = parse_layout(layout, prof.type_names)
     if not 0 <= root < len(lay):
