@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from .generic import binomial, chain, kary, knomial, sequential
 from .hierarchical import hierarchical, type_speed_order
-from .hosts import host_heads, host_members, two_level
+from .hosts import HEADS, host_heads, host_members, two_level
 from .mpich import mpich_knomial1, mpich_knomial2
 from .ompi import ompi_binomial, ompi_chain, ompi_in_order_binomial, ompi_in_order_bintree, ompi_linear, ompi_tree
 from .registry import TREES, TreeFactory, make_tree, tree_names
@@ -59,6 +59,7 @@ __all__ = [
     "two_level",
     "host_members",
     "host_heads",
+    "HEADS",
     "TREES",
     "TreeFactory",
     "make_tree",

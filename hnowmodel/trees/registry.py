@@ -42,7 +42,7 @@ def _sized_hierarchical(n: int, root: int = 0, arg: Any = None, layout: Any = No
     return hierarchical(layout, profile, root)
 
 
-def _two_level_factory(family: str, via_leader: bool) -> TreeFactory:
+def _two_level_factory(family: str, head: str) -> TreeFactory:
     """A factory for ``family[:INTER[/INTRA]]``: :func:`~hnowmodel.trees.hosts.two_level` with the named families
     (each ``binomial`` when empty). Without a layout the ranks are taken one per host (the ``INTER`` tree)."""
 
@@ -67,16 +67,17 @@ def _two_level_factory(family: str, via_leader: bool) -> TreeFactory:
             level(inter, None if layout is None else host_types),
             level(intra, None),
             root,
-            via_leader=via_leader,
+            head=head,
             name=f"{family}:{inter}/{intra}",
         )
 
     return build
 
 
-#: The two-level families (:mod:`~hnowmodel.trees.hosts`): ``hosts`` (the root heads its host) and ``mpich-smp``
-#: (the root first sends to its host's leader, as MPICH's ``smp`` bcast).
-_TWO_LEVEL = {"hosts": False, "mpich-smp": True}
+#: The two-level families (:mod:`~hnowmodel.trees.hosts`) and who heads each host (:data:`~.hosts.HEADS`): ``hosts``
+#: (the root heads its host), ``mpich-smp`` (the root first sends to its host's leader, as MPICH's ``smp`` bcast),
+#: ``ompi-han`` (the ranks at the root's position on their hosts, as Open MPI's coll/han).
+_TWO_LEVEL = {"hosts": "root", "mpich-smp": "leader", "ompi-han": "local"}
 
 #: Name -> factory(n, root, arg, layout, profile), in the order :func:`tree_names` lists them.
 TREES: dict[str, TreeFactory] = {
@@ -93,7 +94,7 @@ TREES: dict[str, TreeFactory] = {
     "ompi-chain": _with_k(ompi_chain, 4),
     "ompi-linear": _shape(ompi_linear),
     "hierarchical": _sized_hierarchical,
-    **{family: _two_level_factory(family, via) for family, via in _TWO_LEVEL.items()},
+    **{family: _two_level_factory(family, head) for family, head in _TWO_LEVEL.items()},
 }
 #: What follows a name in :func:`tree_names` (its parameter).
 _ARGS = {name: ":K" for name in ("kary", "knomial", "mpich-knomial1", "mpich-knomial2", "ompi-tree", "ompi-chain")}
