@@ -13,7 +13,7 @@ from hnowmodel import ops
 from hnowmodel.errors import TreeError
 from hnowmodel.layout import Layout, hosts_of
 from hnowmodel.params import paper_profile
-from hnowmodel.search import best_tree
+from hnowmodel.search import best_tree, rank_order
 from hnowmodel.search.exact import edge_costs, exact_bcast
 from hnowmodel.search.hosts import exact_hosts_bcast, host_candidates, host_classes
 from hnowmodel.trees import binomial, from_children, from_parent, make_tree
@@ -130,3 +130,16 @@ def test_best_tree_on_shared_hosts_never_loses_to_its_plain_candidates():
             assert b.time_us <= min(b.compared.values()) + 1e-9
             hosts_tree = make_tree("hosts", 10, root=root, layout=lay)
             assert b.time_us <= float(ops.predict(op, p, lay, hosts_tree, [4096])[0]) + 1e-9
+
+
+def test_rank_order_keeps_each_rank_on_its_host():
+    p = paper_profile()
+    lay = Layout(["slow"] * 4 + ["fast"] * 2, hosts=[0, 0, 1, 1, 2, 2])
+    ro = rank_order(p, lay, "binomial", "bcast", 1024)
+    assert sorted(ro.perm) == list(range(6)) and ro.perm[0] == 0
+    moved = lay.take(ro.perm)
+    old = lay.hosts[list(ro.perm)]  # position i shares a host with j exactly when their ranks did
+    assert (np.equal.outer(moved.hosts, moved.hosts) == np.equal.outer(old, old)).all()
+    assert ro.time_us == pytest.approx(float(ops.predict("bcast", p, moved, binomial(6), [1024])[0]), rel=1e-12)
+    assert ro.time_us <= ro.baseline_us
+    assert ro.baseline_us == pytest.approx(float(ops.predict("bcast", p, lay, binomial(6), [1024])[0]), rel=1e-12)
