@@ -171,8 +171,12 @@ def best_tree(
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
     var = _ops.variant_of(op, variant, profile)
 
+    seen: dict[Tree, float] = {}  # a tree met again (a candidate, a compared tree) is not predicted again
+
     def cost(t: Tree) -> float:
-        return float(var.predict(op, profile, layout, t, [size])[0])
+        if t not in seen:
+            seen[t] = float(var.predict(op, profile, layout, t, [size])[0])
+        return seen[t]
 
     if one_per_host(layout):
         scored = [(cost(t), name, t) for name, t in _candidates(profile, layout, o, size, root, method)]
