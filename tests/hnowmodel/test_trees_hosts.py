@@ -149,3 +149,21 @@ def test_native_predict_builds_the_hosts_tree():
     tree = make_tree(smp.model_tree, 6, root=1, layout=L32)
     shared = ops.native_predict("bcast", "MPICH", p, L32, [1024], root=1, algorithm=smp)
     assert np.allclose(shared, ops.predict("bcast", p, L32, tree, [1024]))
+
+
+def test_smp_root_keeps_its_children_in_the_leaders_node_tree():
+    """4 ranks on the root's host, root 2: MPICH's node binomial from leader 0 is 0 -> 2, 0 -> 1, 2 -> 3; the root
+    (which has the message) sends to the leader first, then to its own child 3; the leader's edge to it is gone."""
+    lay = Layout(["fast"] * 6, hosts=[0, 0, 0, 0, 1, 1])
+    t = make_tree("mpich-smp", 6, root=2, layout=lay)
+    assert t.children == ((4, 1), (), (0, 3), (), (5,), ())
+
+
+def test_hosts_not_in_blocks():
+    """Ranks placed round robin (host of rank r = r mod 2): heads are each host's lowest rank, levels in rank order."""
+    lay = Layout(["fast"] * 6, hosts=[0, 1, 0, 1, 0, 1])
+    assert make_tree("hosts:binomial/sequential", 6, layout=lay).children == ((1, 2, 4), (3, 5), (), (), (), ())
+    # smp, root 3 on host 1 = (1, 3, 5): 3 -> leader 1 -> leader 0, then 1 -> 5 (its node binomial without 1 -> 3)
+    assert make_tree("mpich-smp", 6, root=3, layout=lay).children == ((4, 2), (0, 5), (), (1,), (), ())
+    # han, root 3 at local position 1: heads 3 and 2
+    assert make_tree("ompi-han", 6, root=3, layout=lay).children == ((), (), (0, 4), (2, 1, 5), (), ())
