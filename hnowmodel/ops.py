@@ -50,6 +50,7 @@ __all__ = [
     "predict",
     "native_predict",
     "native_choices",
+    "native_algorithms",
     "MPICH_TREE_KS",
     "OMPI_CHAIN_FANOUTS",
     "OMPI_KNOMIAL_RADICES",
@@ -121,7 +122,10 @@ class Operation:
     ``kernel`` is the executors' method name. ``native`` maps an MPI library name (``MPICH``, ``Open MPI``) to its
     pinned algorithm (what ``--tree native`` runs); ``alternatives`` maps it to the other algorithms that library
     can be told to run for the operation (what ``hnow export`` chooses among, with ``native``:
-    :func:`native_choices`). :attr:`variants` lists the variants that serve it, each as its predictor.
+    :func:`native_choices`); ``pinned_only`` maps it to algorithms hnow can pin by environment and model
+    (``native:ALGO``) but that no file ``hnow export`` writes can select (a ch4 composition, an Open MPI component
+    other than coll/tuned): :func:`native_algorithms`. :attr:`variants` lists the variants that serve it, each as
+    its predictor.
     """
 
     name: str
@@ -132,10 +136,12 @@ class Operation:
     native: Mapping[str, NativeAlgorithm] = field(default_factory=dict)
     alternatives: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
     network_variant: str = "flow"
+    pinned_only: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
         object.__setattr__(self, "alternatives", MappingProxyType({k: tuple(v) for k, v in self.alternatives.items()}))
+        object.__setattr__(self, "pinned_only", MappingProxyType({k: tuple(v) for k, v in self.pinned_only.items()}))
         for v in (self.default_variant, self.network_variant):
             if not _variants.VARIANTS.get(v, None) or not _variants.VARIANTS[v].serves(self.name):
                 raise ValueError(f"operation {self.name}: default variant {v!r} is not a variant")
@@ -186,10 +192,59 @@ def _mpich_tree_bcast(tree_type: str, k: int) -> NativeAlgorithm:
     return NativeAlgorithm(f"tree:{tree_type}:{k}", env, f"{model}:{k}", selection=leaf)
 
 
+# MPIR_Bcast_intra_smp (src/mpi/coll/bcast/bcast_intra_smp.c, MPICH 5.0.1). Below MPIR_CVAR_BCAST_SHORT_MSG_SIZE
+# (12288 B) or on fewer than MPIR_CVAR_BCAST_MIN_PROCS (8) ranks: a root that is not its node's leader (node_comm
+# rank 0, the node's lowest rank) sends the message to it, MPIR_Bcast over node_roots_comm (the leaders, in rank
+# order) from the root's leader, then MPIR_Bcast over every node_comm from its leader, the root's node included
+# (so the leader sends the root its own message back: no tree edge, left out). Those inner calls run on child
+# communicators, where the forced "smp" does not apply: MPICH falls back (MPIR_CVAR_COLLECTIVE_FALLBACK=silent; with
+# "error" the call fails) to its auto selection, which for a child communicator (comm_hierarchy=any in the built-in
+# table) picks binomial below 8 ranks at any size and up to 12288 B beyond. So the model tree
+# mpich-smp:binomial/binomial is the algorithm for every size on fewer than 8 ranks, and below 12288 B on any
+# number; from 8 ranks and 12288 B smp runs an intra-node bcast on the root's node first (power-of-two sizes below
+# MPIR_CVAR_BCAST_LONG_MSG_SIZE) or scatter + ring allgather, and the leaders' bcast is scatter + allgather: no tree,
+# not modelled (docs/native-algorithms.md). Device collectives off, so MPIR_Bcast is MPICH's own for every level.
+_MPICH_SMP_BCAST = NativeAlgorithm(
+    "smp",
+    {
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "smp",
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+        "MPIR_CVAR_COLLECTIVE_FALLBACK": "silent",
+    },
+    "mpich-smp:binomial/binomial",
+    selection={"algorithm=MPIR_Bcast_intra_smp": {}},
+)
+# MPICH's default bcast with its device collectives on (MPIR_CVAR_DEVICE_COLLECTIVES=percoll, the default): ch4's
+# MPID_Bcast selects by its own table (maint/tuning/coll/ch4/generic.json): on a node-aware (parent) communicator of
+# fewer than 8 ranks composition alpha at every size, from 8 ranks alpha below 12288 B, beta (power-of-two sizes,
+# below 524288 B) or gamma beyond. Composition alpha (MPIDI_Bcast_intra_composition_alpha, ch4_coll_impl.h): the
+# root sends to its node's leader if it is not the leader, the netmod bcast over node_roots_comm (MPIR's auto
+# selection for a child communicator: binomial, as for smp), then the shm bcast over every node_comm from its leader
+# (the root's node included, the duplicate again). The shm bcast (MPIDI_POSIX_mpi_bcast, posix_generic.json) is
+# release_gather: the first MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD - 1 (4) calls on a node_comm fall back to MPIR's
+# binomial, later ones copy the message through a shared-memory buffer that the node's ranks read (flags, not
+# messages). Modelled by the same two-level binomial tree, an intra-host edge costing one shared-memory message:
+# exact for the inter-host part, an approximation inside hosts (release_gather is no tree). Pinned by
+# MPIR_CVAR_BCAST_COMPOSITION=1 (alpha at every size and communicator size); MPICH's own selection file cannot
+# name a composition (pinned_only). So for 6 ranks on 3 hosts x 2 at 16-256 KiB MPICH's default runs exactly this.
+# Scatter and gather have no smp algorithm in MPICH: their ch4 composition alpha is the netmod's call on the whole
+# communicator (MPIR's binomial: the pinned "binomial" entries).
+_MPICH_ALPHA_BCAST = NativeAlgorithm(
+    "composition:alpha",
+    {
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "all",
+        "MPIR_CVAR_BCAST_COMPOSITION": "1",
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "auto",
+        "MPIR_CVAR_COLLECTIVE_FALLBACK": "error",
+    },
+    "mpich-smp:binomial/binomial",
+)
+
 _MPICH_BCAST_TREES = (
     *(_mpich_tree_bcast("kary", k) for k in MPICH_TREE_KS),
     *(_mpich_tree_bcast("knomial_1", k) for k in MPICH_TREE_KS),
     *(_mpich_tree_bcast("knomial_2", k) for k in MPICH_TREE_KS if k > 2),
+    _MPICH_SMP_BCAST,
 )
 
 
@@ -205,6 +260,16 @@ def native_choices(op: str, library: str) -> tuple[NativeAlgorithm, ...]:
     o = get(op)
     first = o.native.get(library)
     return ((first,) if first else ()) + tuple(o.alternatives.get(library, ()))
+
+
+def native_algorithms(op: str, library: str) -> tuple[NativeAlgorithm, ...]:
+    """Every algorithm of ``library`` for ``op`` that ``native:ALGO`` can pin: :func:`native_choices` (what a
+    selection file can choose) and then ``Operation.pinned_only`` (what only the environment can pin).
+
+    >>> [a.algorithm for a in native_algorithms("bcast", "MPICH")][-2:]
+    ['smp', 'composition:alpha']
+    """
+    return native_choices(op, library) + tuple(get(op).pinned_only.get(library, ()))
 
 
 # Open MPI 5.0.x coll/tuned MCA parameters (checked with the wheel's ``ompi_info --param coll tuned --level 9``):
@@ -294,6 +359,40 @@ _OMPI_GATHER = (
 )
 
 
+# Open MPI 5.0.x coll/han (ompi/mca/coll/han, v5.0.10; priority 35, above tuned's 30: the default on a job over
+# several nodes with the same number of ranks on each, else it hands the call to the next component). Its bcast
+# (mca_coll_han_bcast_intra), scatter and gather split the communicator into a low communicator per node and up
+# communicators that join the ranks of one local position across nodes; the one holding the root carries the
+# inter-node step (the hosts are headed by the ranks at the root's local position: tree family ompi-han). Bcast: the
+# up bcast of a segment (coll_han_bcast_segsize, 64 KiB by default: several segments pipeline the up ibcast of one
+# with the low bcast of the previous, which is no tree; segment size 0 makes one segment), then the low bcast from
+# the head. Scatter: the root reorders its blocks by node (a local copy when ranks are not placed by core), the up
+# scatter gives each head its node's blocks, then the low scatter. Gather: the low gather to each head, then the up
+# gather to the root, which reorders. The levels run the components han sets up for them (low: tuned by default,
+# coll_han_*_low_module=0; up: libnbc first, coll_han_*_up_module=0, which has no blocking bcast/scatter/gather, so
+# the next component, tuned): with tuned's algorithm forced as for the tuned entries (dynamic rules, the binomial
+# algorithm, no segmentation) both levels run it, so the model tree is the two-level tree of tuned's binomial
+# shapes; the root's reorder copy and han's task bookkeeping are left out. Pinned by environment only (a rules file
+# configures coll/tuned, not han): pinned_only.
+_OMPI_HAN = {
+    "OMPI_MCA_coll": "^hcoll,ucc",
+    "OMPI_MCA_coll_han_priority": "100",
+    "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+    "OMPI_MCA_coll_han_bcast_low_module": "0",
+    "OMPI_MCA_coll_han_scatter_low_module": "0",
+    "OMPI_MCA_coll_han_gather_low_module": "0",
+}
+
+
+def _ompi_han(op: str, number: int, model: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
+    """Open MPI's coll/han ``op`` with coll/tuned's algorithm ``number`` forced at both levels (no segmentation)."""
+    env = {**_OMPI_HAN, f"OMPI_MCA_coll_tuned_{op}_algorithm": str(number)}
+    if op == "bcast":
+        env["OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize"] = "0"
+        env["OMPI_MCA_coll_han_bcast_segsize"] = "0"  # COLL_BASE_COMPUTED_SEGCOUNT: 0 = the whole message
+    return NativeAlgorithm("han", env, f"ompi-han:{model}/{model}", schedule)
+
+
 # Intel MPI 2021.16 (I_MPI_ADJUST_<OP>, read in MPI_Init; numbers from Intel's developer reference): bcast 1 binomial,
 # 2 recursive doubling, 3 ring, 4-6 topology-aware binomial / recursive doubling / ring, 7 Shumilin's, 8 k-nomial,
 # 9-14 shared-memory (NUMA-aware) ones; scatter and gather 1 binomial, 2 topology-aware binomial, 3 Shumilin's.
@@ -323,11 +422,12 @@ def native_predict(
     """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it (or of
     ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, run by the algorithm's
     schedule (the root's copy, the order of its receives, …); None when hnow does not pin that library's
-    algorithm for ``op`` (nothing to predict)."""
+    algorithm for ``op`` (nothing to predict). The model tree is built for ``layout``'s hosts (a node-aware
+    algorithm's tree depends on them)."""
     nat = get(op).native.get(library) if algorithm is None else algorithm
     if nat is None:
         return None
-    tree = make_tree(nat.model_tree, len(layout), root=root)
+    tree = make_tree(nat.model_tree, len(layout), root=root, layout=layout)
     return variant_of(op, variant, profile).predict(op, profile, layout, tree, sizes, nat.schedule)
 
 
@@ -355,7 +455,7 @@ def native_name(spec: Any) -> str | None:
 def native_libraries(op: str | None = None) -> tuple[str, ...]:
     """The MPI libraries whose algorithms hnow pins (for ``op``, or for any operation), in registry order."""
     entries = [get(op)] if op is not None else list(OPERATIONS.values())
-    return tuple(dict.fromkeys(lib for o in entries for lib in (*o.native, *o.alternatives)))
+    return tuple(dict.fromkeys(lib for o in entries for lib in (*o.native, *o.alternatives, *o.pinned_only)))
 
 
 def native_for(spec: str, op: str, library: str) -> NativeAlgorithm | None:
@@ -373,7 +473,7 @@ def native_for(spec: str, op: str, library: str) -> NativeAlgorithm | None:
         raise ValueError(f"{spec!r} is not a native tree spec")
     if name == "":
         return get(op).native.get(library)
-    return next((a for a in native_choices(op, library) if a.algorithm == name), None)
+    return next((a for a in native_algorithms(op, library) if a.algorithm == name), None)
 
 
 def check_native(spec: str, ops: Any = None, flag: str = "--tree") -> str:
@@ -386,7 +486,7 @@ def check_native(spec: str, ops: Any = None, flag: str = "--tree") -> str:
             return spec
         raise InputError(f"{flag}: {spec!r} is not 'native' or 'native:ALGO'")
     valid = dict.fromkeys(
-        a.algorithm for op in op_list for lib in native_libraries(op) for a in native_choices(op, lib)
+        a.algorithm for op in op_list for lib in native_libraries(op) for a in native_algorithms(op, lib)
     )
     if name not in valid:
         shown = ", ".join(f"native:{a}" for a in valid) or "none"
@@ -431,6 +531,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
             alternatives={"MPICH": _MPICH_BCAST_TREES, "Open MPI": _OMPI_BCAST},
+            pinned_only={"MPICH": (_MPICH_ALPHA_BCAST,), "Open MPI": (_ompi_han("bcast", 6, "ompi-binomial"),)},
         ),
         "scatter": Operation(
             name="scatter",
@@ -447,6 +548,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "Intel MPI": _impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),
             },
             alternatives={"Open MPI": _OMPI_SCATTER},
+            pinned_only={"Open MPI": (_ompi_han("scatter", 2, "binomial", _COPY_FIRST),)},
         ),
         "gather": Operation(
             name="gather",
@@ -476,6 +578,9 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 ),
             },
             alternatives={"Open MPI": _OMPI_GATHER},
+            pinned_only={
+                "Open MPI": (_ompi_han("gather", 2, "binomial", Schedule(root_copy=True, recv_order="smallest_first")),)
+            },
         ),
     }
 )

@@ -3,7 +3,10 @@
 A spec is one of
 
 * a tree family of :data:`hnowmodel.trees.TREES` (``binomial``, ``kary:3``, ``hierarchical``), built by
-  :func:`hnowmodel.trees.make_tree`;
+  :func:`hnowmodel.trees.make_tree`; ``hosts:INTER/INTRA`` is a two-level tree for the layout's hosts (a tree of
+  family INTER over the hosts, each headed by its lowest rank and the root's by the root, then a tree of family
+  INTRA inside each host; either part may be left out: binomial), ``mpich-smp:INTER/INTRA`` the same with the root
+  first sending to its host's leader (MPICH's ``smp`` bcast); with one rank per host both are the INTER tree;
 * ``@file.json``: a tree file (as ``hnow best-tree -o`` writes it);
 * ``optimal[:OP][:SIZE]``: the best tree :func:`hnowmodel.search.best_tree` finds for operation OP at SIZE bytes,
   and ``fnf[:SIZE]``: the Fastest-Node-First broadcast tree at SIZE (:func:`hnowmodel.search.fnf`). A bare
@@ -155,7 +158,7 @@ def resolve(
         tree = _chosen(spec, n, root, layout, profile, spec.op or op or "bcast", spec.chosen_for(size) or 0, variant)
     else:
         try:
-            tree = make_tree(spec.text, n, root=root, layout=None if layout is None else list(layout), profile=profile)
+            tree = make_tree(spec.text, n, root=root, layout=layout, profile=profile)  # a Layout keeps its hosts
         except TreeError as e:
             if profile is None and "needs a layout and a profile" in str(e):
                 raise TreeError(f"{e} (pass --profile and --layout)") from None
@@ -189,8 +192,8 @@ def _chosen(
     if len(layout) != n:
         raise TreeError(f"tree {spec.method!r}: layout has {len(layout)} ranks, expected {n}")
     if spec.method == "fnf":
-        return _search.fnf(profile, list(layout), float(size), root)
-    return _search.best_tree(profile, list(layout), op=op, size=size, root=root, compare=(), variant=variant).tree
+        return _search.fnf(profile, layout, float(size), root)
+    return _search.best_tree(profile, layout, op=op, size=size, root=root, compare=(), variant=variant).tree
 
 
 @dataclass(frozen=True)

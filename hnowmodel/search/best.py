@@ -17,11 +17,13 @@ from typing import Any
 from .. import ops as _ops
 from .. import trees as _trees
 from ..errors import InputError
+from ..layout import hosts_of, one_per_host
 from ..params import Profile
 from ..trees import Tree
 from ..variants import Variant
 from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve, improve_under
+from .hosts import host_candidates, host_classes
 from .orders import best_sequential
 from .rank_order import rank_order
 
@@ -33,6 +35,7 @@ __all__ = [
     "SEED_SHAPES",
     "SEED_MAX_RANKS",
     "LOCAL_SEARCH_STARTS",
+    "HOSTS_PLAIN_MAX_RANKS",
 ]
 
 
@@ -107,6 +110,10 @@ LOCAL_SEARCH_MAX_RANKS = 64
 SEED_SHAPES = ("binomial", "knomial:3", "knomial:4", "kary:2", "kary:3", "chain", "mpich-knomial1:2")
 SEED_MAX_RANKS = 32
 LOCAL_SEARCH_STARTS = 3
+#: On a layout with several ranks per host, the candidates built for one rank per host are searched over all ranks
+#: up to this many ranks; beyond, only the binomial tree joins the two-level candidates (the searches over every
+#: rank cost O(n²) there, and a tree that ignores the hosts sends a host's data over its NIC more than once).
+HOSTS_PLAIN_MAX_RANKS = 256
 
 
 def _relay(n: int, root: int) -> Tree:
@@ -148,6 +155,13 @@ def best_tree(
     Every parameter is evaluated at ``size`` (profile regimes): the searches work on ``profile.at(size)``, and
     candidates are scored with the variant's predictor on the full profile, where an edge carrying k blocks
     (scatter/gather) uses the regime of its own ``k*size`` bytes - so ``time_us`` equals the prediction of the tree.
+
+    On a layout with several ranks per host (:class:`~hnowmodel.layout.Layout`) the two-level trees of
+    :func:`~hnowmodel.search.hosts.host_candidates` join the candidates (a tree over the hosts, exact over host
+    classes for bcast where affordable, combined with the best family inside the hosts: the heuristic is in that
+    module's docstring), beside the plain candidates (all of them up to :data:`HOSTS_PLAIN_MAX_RANKS` ranks, else
+    the binomial tree); the fastest under the variant wins, so the result is never slower than a plain candidate,
+    and ``exact`` is False.
     """
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
@@ -157,13 +171,20 @@ def best_tree(
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
     var = _ops.variant_of(op, variant, profile)
 
-    def cost(t: Tree) -> float:
-        return float(var.predict(op, profile, layout, t, [size])[0])
+    seen: dict[Tree, float] = {}  # a tree met again (a candidate, a compared tree) is not predicted again
 
-    scored = [(cost(t), name, t) for name, t in _candidates(profile, layout, o, size, root, method)]
+    def cost(t: Tree) -> float:
+        if t not in seen:
+            seen[t] = float(var.predict(op, profile, layout, t, [size])[0])
+        return seen[t]
+
+    if one_per_host(layout):
+        scored = [(cost(t), name, t) for name, t in _candidates(profile, layout, o, size, root, method)]
+    else:
+        scored = _scored_on_hosts(profile, layout, o, size, root, method, var, cost)
     first = min(range(len(scored)), key=lambda i: (scored[i][0], i))  # the best candidate, the earliest on ties
     time_us, name, tree = scored[first]
-    exact = name == "exact" and var.exact_for(op)
+    exact = name == "exact" and var.exact_for(op) and one_per_host(layout)
     if var.flow_level and n <= LOCAL_SEARCH_MAX_RANKS:
         time_us, name, tree = _improve_under_variant(profile, layout, o, size, root, var, cost, scored, first)
     compared = {}
@@ -171,6 +192,30 @@ def best_tree(
         t = _trees.make_tree(spec, n, root=root, layout=layout, profile=profile)
         compared[spec] = cost(t)
     return BestTree(tree, time_us, name, op, int(size), exact, compared)
+
+
+def _scored_on_hosts(
+    profile: Profile,
+    layout: Sequence[str],
+    o: _ops.Operation,
+    size: float,
+    root: int,
+    method: str,
+    var: Variant,
+    cost: Callable[[Tree], float],
+) -> list[tuple[float, str, Tree]]:
+    """The scored candidates for a layout with shared hosts: the plain ones (every one up to
+    :data:`HOSTS_PLAIN_MAX_RANKS` ranks, else binomial), then the two-level ones, whose inter-host trees include
+    the plain candidates built over the hosts' node types."""
+    n = len(layout)
+    if n <= HOSTS_PLAIN_MAX_RANKS:
+        plain = _candidates(profile, layout, o, size, root, method)
+    else:
+        plain = [("binomial", _trees.binomial(n, root))]
+    scored = [(cost(t), name, t) for name, t in plain]
+    host_types = [t for t, _ in host_classes(layout)]
+    inter = _candidates(profile, host_types, o, size, int(hosts_of(layout)[root]), method)
+    return scored + host_candidates(profile, layout, o.name, size, root, var, cost, inter)
 
 
 def _candidates(

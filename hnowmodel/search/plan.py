@@ -5,6 +5,8 @@ the predicted time of the collective over its best tree (:func:`hnowmodel.search
 type present). Without a target the fastest mix wins; with ``target_us`` the mix that meets the target with the
 fewest ranks of the fastest type (the scarce ones) wins, ties to the faster. Type speeds and tree times are
 evaluated at ``size`` (the regimes in force there; :func:`~hnowmodel.search.best_tree` evaluates at the size).
+A pool counts nodes of one rank each (every mix is a layout with a host per rank); a pool of hosts with several
+slots is not planned.
 """
 
 from __future__ import annotations

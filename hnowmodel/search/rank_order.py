@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..errors import LayoutError
+from ..layout import hosts_of, one_per_host
 from ..ops import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
@@ -72,7 +73,9 @@ def rank_order(
     """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape, under the operation's
     model ``variant`` (None: its default for ``profile``). ``native``: the tree is that MPI library algorithm's,
     and it is predicted run by its schedule, as :func:`hnowmodel.ops.native_predict` predicts it (the root's copy,
-    the order its messages move in).
+    the order its messages move in). On a layout with several ranks per host (:class:`~hnowmodel.layout.Layout`)
+    every rank keeps its host: position p of the tree goes to rank ``perm[p]`` on that rank's host, so the order
+    also chooses which positions share a host (ranks of one type on different hosts are swapped too).
 
     >>> from hnowmodel.params import paper_profile
     >>> ro = rank_order(paper_profile(), ["slow", "slow", "fast", "fast"], "binomial", "bcast", 0)
@@ -92,10 +95,18 @@ def rank_order(
     # handles the full profile
     model = profile.at(size) if o.movement.one_message else profile
 
+    shared = not one_per_host(layout)
+
     def cost(pos_types: Sequence[str]) -> float:
         return float(var.predict(op, model, list(pos_types), tree, [size], schedule)[0])
 
-    baseline = cost(layout)
+    def cost_of(perm: Sequence[int]) -> float:
+        """The time with tree position p given to rank perm[p] (which keeps its host: ``Layout.take``)."""
+        if shared:
+            return float(var.predict(op, model, layout.take(perm), tree, [size], schedule)[0])  # type: ignore[attr-defined]
+        return cost([layout[r] for r in perm])
+
+    baseline = cost(layout) if not shared else cost_of(np.arange(n))
     # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed
     speed = {t: i for i, t in enumerate(type_speed_order(profile, size))}
     positions = sorted((p for p in range(n) if p != tree.root), key=lambda p: (-tree.subtree_size[p], tree.depth[p], p))
@@ -103,18 +114,22 @@ def rank_order(
     perm = np.empty(n, dtype=np.int64)
     perm[tree.root] = tree.root
     perm[positions] = ranks
-    cur = cost([layout[r] for r in perm])
+    cur = cost_of(perm)
     method = (
         "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
     )
+    hosts = hosts_of(layout)
     for _ in range(max_rounds if n <= SWAP_MAX_RANKS else 0):  # pairwise swaps cost O(n^2) predictions per round
         improved = False
         for i in range(n):
             for j in range(i + 1, n):
-                if tree.root in (i, j) or layout[perm[i]] == layout[perm[j]]:
+                # ranks of one type are interchangeable, unless they are on different hosts
+                if tree.root in (i, j) or (
+                    layout[perm[i]] == layout[perm[j]] and (not shared or hosts[perm[i]] == hosts[perm[j]])
+                ):
                     continue
                 perm[i], perm[j] = perm[j], perm[i]
-                c = cost([layout[r] for r in perm])
+                c = cost_of(perm)
                 if c < cur - 1e-9:
                     cur, improved = c, True
                 else:

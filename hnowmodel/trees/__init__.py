@@ -12,6 +12,8 @@ The package, by idea:
 * :mod:`.mpich` - MPICH's ``MPIR_Bcast_intra_tree`` shapes (:func:`mpich_knomial1`, :func:`mpich_knomial2`);
 * :mod:`.ompi` - Open MPI's ``coll_base_topo.c`` builders (``ompi_*``);
 * :mod:`.hierarchical` - trees for a layout's node types (:func:`hierarchical`, :func:`type_speed_order`);
+* :mod:`.hosts` - trees for a layout's hosts (:func:`two_level`: a tree over the hosts, then one inside each;
+  named ``hosts[:INTER[/INTRA]]`` and ``mpich-smp[:INTER[/INTRA]]``);
 * :mod:`.registry` - trees by name (:data:`TREES`, :func:`make_tree`, :func:`tree_names`).
 
 >>> t = binomial(8)
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from .generic import binomial, chain, kary, knomial, sequential
 from .hierarchical import hierarchical, type_speed_order
+from .hosts import HEADS, host_heads, host_members, two_level
 from .mpich import mpich_knomial1, mpich_knomial2
 from .ompi import ompi_binomial, ompi_chain, ompi_in_order_binomial, ompi_in_order_bintree, ompi_linear, ompi_tree
 from .registry import TREES, TreeFactory, make_tree, tree_names
@@ -53,6 +56,10 @@ __all__ = [
     "ompi_in_order_bintree",
     "hierarchical",
     "type_speed_order",
+    "two_level",
+    "host_members",
+    "host_heads",
+    "HEADS",
     "TREES",
     "TreeFactory",
     "make_tree",

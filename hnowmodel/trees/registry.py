@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import TreeError
 from .generic import binomial, chain, kary, knomial, sequential
 from .hierarchical import hierarchical
+from .hosts import host_members, two_level
 from .mpich import mpich_knomial1, mpich_knomial2
 from .ompi import ompi_binomial, ompi_chain, ompi_in_order_binomial, ompi_linear, ompi_tree
 from .tree import Tree, load_tree
@@ -41,6 +42,43 @@ def _sized_hierarchical(n: int, root: int = 0, arg: Any = None, layout: Any = No
     return hierarchical(layout, profile, root)
 
 
+def _two_level_factory(family: str, head: str) -> TreeFactory:
+    """A factory for ``family[:INTER[/INTRA]]``: :func:`~hnowmodel.trees.hosts.two_level` with the named families
+    (each ``binomial`` when empty). Without a layout the ranks are taken one per host (the ``INTER`` tree)."""
+
+    def build(n: int, root: int = 0, arg: Any = None, layout: Any = None, profile: Any = None) -> Tree:
+        inter, _, intra = str(arg or "").partition("/")
+        inter, intra = inter or "binomial", intra or "binomial"
+        for part in (inter, intra):
+            if part.startswith("@") or part.partition(":")[0] in _TWO_LEVEL:
+                raise TreeError(f"tree {family!r}: each level is a tree family, got {part!r}")
+        if intra.partition(":")[0] == "hierarchical":  # it groups by node type, and a host has one type
+            raise TreeError(f"tree {family!r}: 'hierarchical' can be the inter-host level only (INTER/INTRA)")
+        if layout is not None and len(layout) != n:
+            raise TreeError(f"tree {family!r}: layout has {len(layout)} ranks, expected {n}")
+        lay = layout if layout is not None else [""] * n
+        host_types = [lay[int(m[0])] for m in host_members(lay)]
+
+        def level(spec: str, types: Any) -> Callable[[int, int], Tree]:
+            return lambda k, r: make_tree(spec, k, r, layout=types, profile=profile)
+
+        return two_level(
+            lay,
+            level(inter, None if layout is None else host_types),
+            level(intra, None),
+            root,
+            head=head,
+            name=f"{family}:{inter}/{intra}",
+        )
+
+    return build
+
+
+#: The two-level families (:mod:`~hnowmodel.trees.hosts`) and who heads each host (:data:`~.hosts.HEADS`): ``hosts``
+#: (the root heads its host), ``mpich-smp`` (the root first sends to its host's leader, as MPICH's ``smp`` bcast),
+#: ``ompi-han`` (the ranks at the root's position on their hosts, as Open MPI's coll/han).
+_TWO_LEVEL = {"hosts": "root", "mpich-smp": "leader", "ompi-han": "local"}
+
 #: Name -> factory(n, root, arg, layout, profile), in the order :func:`tree_names` lists them.
 TREES: dict[str, TreeFactory] = {
     "binomial": _shape(binomial),
@@ -56,9 +94,11 @@ TREES: dict[str, TreeFactory] = {
     "ompi-chain": _with_k(ompi_chain, 4),
     "ompi-linear": _shape(ompi_linear),
     "hierarchical": _sized_hierarchical,
+    **{family: _two_level_factory(family, head) for family, head in _TWO_LEVEL.items()},
 }
 #: What follows a name in :func:`tree_names` (its parameter).
 _ARGS = {name: ":K" for name in ("kary", "knomial", "mpich-knomial1", "mpich-knomial2", "ompi-tree", "ompi-chain")}
+_ARGS.update({family: "[:INTER[/INTRA]]" for family in _TWO_LEVEL})
 
 
 def tree_names() -> list[str]:

@@ -113,7 +113,8 @@ def test_every_mpich_bcast_algorithm_is_pinned_by_cvars_and_by_a_leaf():
     assert choices[0] is ops.get("bcast").native["MPICH"]
     names = [c.algorithm for c in choices]
     assert len(set(names)) == len(names) and {"tree:kary:3", "tree:knomial_1:2", "tree:knomial_2:3"} <= set(names)
-    for c in choices[1:]:
+    assert names[-1] == "smp" and choices[-1].selection == {"algorithm=MPIR_Bcast_intra_smp": {}}  # node-aware
+    for c in choices[1:-1]:
         assert c.env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "tree" and c.env["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
         _, tree_type, k = c.algorithm.split(":")
         assert c.selection == {
