@@ -38,6 +38,7 @@ the receiver takes its messages in arrival order. With one rank per host every n
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -188,8 +189,12 @@ def _each_group(
 
     Two sizes m1, m2 are in one group when, for every edge's block count b (and for b = 1, the root's own block),
     ``b*m1`` and ``b*m2`` fall in the same regime segment of the profile (:meth:`Profile.segments`). A regime-free
-    profile is one group: one vectorised pass, as fast as before regimes existed.
+    profile is one group: one vectorised pass, as fast as before regimes existed. Without a same-host edge
+    (``same`` None) the shared-memory regimes play no part: the groups, and so the numbers, are the profile's
+    without them.
     """
+    if same is None and profile.shm:
+        profile = replace(profile, shm={})
     bps = np.asarray(profile.breakpoints, dtype=float)
     if bps.size == 0 or m.size <= 1:
         return fn(_Costs(profile, ti, tree, blocks, float(m[0]) if m.size else 0.0, toward_root, same), m)
