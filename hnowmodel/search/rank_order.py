@@ -6,6 +6,10 @@ types to tree positions: fastest types to the positions with the biggest subtree
 most), then pairwise swaps of differently-typed positions while the predicted time drops. The result is never
 slower than the identity order (it is returned unchanged when nothing helps). Speeds and predicted times are
 evaluated at the size being optimised (profile regimes).
+
+Hosts: a rank keeps its host when it moves (:meth:`~hnowmodel.layout.Layout.take`), so the predictions see which
+tree edges stay on a host; the swaps then also try two ranks of one type on different hosts (two ranks of one host
+are interchangeable).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..errors import LayoutError
+from ..layout import Layout, hosts_of, one_per_host
 from ..ops import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
@@ -91,11 +96,18 @@ def rank_order(
     # (and one pass is fast); scatter/gather edges carry subtrees' data, each at its own regime: the predictor
     # handles the full profile
     model = profile.at(size) if o.movement.one_message else profile
+    by_host = not one_per_host(layout)
+    hosts = hosts_of(layout)
+    lay = Layout(layout, hosts) if by_host else None
 
-    def cost(pos_types: Sequence[str]) -> float:
-        return float(var.predict(op, model, list(pos_types), tree, [size], schedule)[0])
+    def cost(order: Sequence[int]) -> float:
+        placed = lay.take(order) if lay is not None else [layout[r] for r in order]
+        return float(var.predict(op, model, placed, tree, [size], schedule)[0])
 
-    baseline = cost(layout)
+    def same(a: int, b: int) -> bool:  # swapping these two ranks changes nothing
+        return bool(hosts[a] == hosts[b]) if by_host else layout[a] == layout[b]
+
+    baseline = cost(range(n))
     # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed
     speed = {t: i for i, t in enumerate(type_speed_order(profile, size))}
     positions = sorted((p for p in range(n) if p != tree.root), key=lambda p: (-tree.subtree_size[p], tree.depth[p], p))
@@ -103,7 +115,7 @@ def rank_order(
     perm = np.empty(n, dtype=np.int64)
     perm[tree.root] = tree.root
     perm[positions] = ranks
-    cur = cost([layout[r] for r in perm])
+    cur = cost(perm)
     method = (
         "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
     )
@@ -111,10 +123,10 @@ def rank_order(
         improved = False
         for i in range(n):
             for j in range(i + 1, n):
-                if tree.root in (i, j) or layout[perm[i]] == layout[perm[j]]:
+                if tree.root in (i, j) or same(perm[i], perm[j]):
                     continue
                 perm[i], perm[j] = perm[j], perm[i]
-                c = cost([layout[r] for r in perm])
+                c = cost(perm)
                 if c < cur - 1e-9:
                     cur, improved = c, True
                 else:
