@@ -176,3 +176,28 @@ def test_many_ranks_per_host_stay_vectorised():
     lay = Layout(np.where((np.arange(n) // 16) % 2, "slow", "fast").tolist(), hosts=np.arange(n) // 16)
     t = P.bcast(PROF, lay, T.binomial(n), [0, 1024])
     assert t.shape == (2,) and 0 < t[0] < P.bcast(paper_profile(), list(lay), T.binomial(n), [0])[0]
+
+
+# ---- the variant registry ----------------------------------------------------------------------------------------
+def test_paper_variants_take_a_host_layout_and_the_others_refuse_in_one_line():
+    from hnowmodel import ops, variants
+    from hnowmodel.errors import LayoutError
+
+    tree = T.binomial(4)
+    for name, v in variants.VARIANTS.items():
+        for op in v.ops:
+            if v.shared_hosts:
+                got = v.predict(op, PROF, FF_SS, tree, SIZES)
+                if op == "gather":
+                    want = P.gather(PROF, FF_SS, tree, SIZES, one_at_a_time=name == "link")
+                else:
+                    want = {"bcast": P.bcast, "scatter": P.scatter}[op](PROF, FF_SS, tree, SIZES)
+                assert np.array_equal(got, want), (name, op)
+                assert np.array_equal(ops.predict(op, PROF, FF_SS, tree, SIZES, variant=name), got)
+            else:
+                with pytest.raises(LayoutError, match=f"variant {name!r} does not model several ranks") as e:
+                    v.predict(op, PROF, FF_SS, tree, SIZES)
+                assert "\n" not in str(e.value) and "4 ranks on 2 hosts" in str(e.value) and "paper" in str(e.value)
+                # one rank per host: as always
+                assert v.predict(op, PROF, Layout(list(FF_SS)), tree, SIZES).shape == (len(SIZES),)
+    assert {n for n, v in variants.VARIANTS.items() if v.shared_hosts} >= {"paper", "link"}
