@@ -141,21 +141,25 @@ class _Costs:
             self.Rc, self.Rm = TT[eseg, rcv_t, 2], TT[eseg, rcv_t, 3]
             self.Xc, self.Xm = LT[eseg, snd_t, rcv_t, 0], LT[eseg, snd_t, rcv_t, 1]
         if same is not None:
-            self._shared_memory(profile, ti, tabs, eseg, np.flatnonzero(same))
+            self._shared_memory(profile, ti, tabs, eseg, same)
         for a in (self.Sc, self.Sm, self.Rc, self.Rm, self.Xc, self.Xm):
             a[tree.root] = 0.0
         root_type = profile.at(m0).types[list(profile.types)[int(ti[tree.root])]]
         self.Cc, self.Cm = root_type.Cc_us, root_type.Cm_us_per_byte
 
     def _shared_memory(
-        self, profile: Profile, ti: np.ndarray, tabs: list, eseg: np.ndarray | None, e: np.ndarray
+        self, profile: Profile, ti: np.ndarray, tabs: list, eseg: np.ndarray | None, same: np.ndarray
     ) -> None:
-        """Give the same-host edges ``e`` their type's shared-memory lines (sender and receiver share the type)."""
-        sh = tabs[0][2][ti[e]] if eseg is None else np.stack([t for _, _, t in tabs])[eseg[e], ti[e]]
-        missing = np.isnan(sh).any(axis=1)
-        if missing.any():
-            profile.shm_costs(list(profile.types)[int(ti[e[np.argmax(missing)]])])  # raises: names the type
-        self.Sc[e], self.Sm[e], self.Rc[e], self.Rm[e], self.Xc[e], self.Xm[e] = sh.T
+        """Give the same-host edges (``same``) their type's shared-memory lines (sender and receiver share it)."""
+        st = np.stack([t for _, _, t in tabs])  # (segments, types, 6)
+        lacking = np.isnan(st).any(axis=(0, 2))  # types without shared-memory costs
+        if lacking.any():
+            bad = same & lacking[ti]
+            if bad.any():
+                profile.shm_costs(list(profile.types)[int(ti[np.argmax(bad)])])  # raises: names the type
+        for k, name in enumerate(("Sc", "Sm", "Rc", "Rm", "Xc", "Xm")):
+            col = st[0, :, k][ti] if eseg is None else st[:, :, k][eseg, ti]
+            np.copyto(getattr(self, name), col, where=same)
 
 
 def _resolve(
