@@ -201,3 +201,18 @@ def test_paper_variants_take_a_host_layout_and_the_others_refuse_in_one_line():
                 # one rank per host: as always
                 assert v.predict(op, PROF, Layout(list(FF_SS)), tree, SIZES).shape == (len(SIZES),)
     assert {n for n, v in variants.VARIANTS.items() if v.shared_hosts} >= {"paper", "link"}
+
+
+def test_prediction_rows_show_same_host_one_way_times_and_keep_calibration_hosts():
+    from hnowmodel.predictions import prediction_rows
+
+    rows = prediction_rows(PROF, op="ptp", sizes=[0])
+    got = {r["tree"]: r["time_us"] for r in rows}
+    assert got["fast->fast (same host)"] == 10.0 and got["slow->slow (same host)"] == 20.0 and got["fast->slow"] == 200
+    assert "fast->fast (same host)" not in {r["tree"] for r in prediction_rows(PROF, op="ptp", src="fast", dst="slow")}
+    assert "fast->fast (same host)" not in {r["tree"] for r in prediction_rows(paper_profile(), op="ptp")}
+    doc = PROF.to_dict()
+    doc["nodes"] = [{"rank": r, "host": h, "type": t} for r, (h, t) in enumerate(zip("aabb", FF_SS, strict=True))]
+    calibrated = Profile.from_dict(doc)
+    rows = prediction_rows(calibrated, op="bcast", trees="binomial", sizes=[0])
+    assert rows[0]["time_us"] == 220.0  # FF.SS, as by hand above
