@@ -16,7 +16,7 @@ and takes no turn on the receiver's inbound link (docs/model.md, "Hosts").
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .layout import hosts_of
@@ -26,14 +26,26 @@ from .trees import Tree
 __all__ = ["bcast_reference", "scatter_reference", "gather_reference"]
 
 
-def _edge(profile: Profile, layout: Sequence[str], hosts: Any, snd: int, rcv: int) -> tuple[Any, Any, Any]:
-    """The send, wire and receive cost functions (bytes -> µs) of a message from rank ``snd`` to rank ``rcv``:
-    the type's shared-memory costs when both are on one host, else the sender's, the network's and the receiver's."""
-    if hosts[snd] == hosts[rcv]:
-        c = profile.shm_costs(layout[snd])
-        return c.node.send_us, c.link.us, c.node.recv_us
-    a, b = layout[snd], layout[rcv]
-    return profile.node_type(a).send_us, profile.link(a, b).us, profile.node_type(b).recv_us
+def _edges(profile: Profile, layout: Sequence[str]) -> Callable[[int, int], tuple[Any, Any, Any]]:
+    """``edge(snd, rcv)``: the send, wire and receive cost functions (bytes -> µs) of a message from rank ``snd`` to
+    rank ``rcv`` - the type's shared-memory costs when both are on one host, else the sender's, the network's and
+    the receiver's (looked up once per type pair)."""
+    hosts = hosts_of(layout).tolist()
+    known: dict[tuple[str, str, bool], tuple[Any, Any, Any]] = {}
+
+    def edge(snd: int, rcv: int) -> tuple[Any, Any, Any]:
+        a, b, same = layout[snd], layout[rcv], hosts[snd] == hosts[rcv]
+        got = known.get((a, b, same))
+        if got is None:
+            if same:
+                c = profile.shm_costs(a)
+                got = (c.node.send_us, c.link.us, c.node.recv_us)
+            else:
+                got = (profile.node_type(a).send_us, profile.link(a, b).us, profile.node_type(b).recv_us)
+            known[(a, b, same)] = got
+        return got
+
+    return edge
 
 
 def _push_down(
@@ -41,7 +53,7 @@ def _push_down(
 ) -> list[float]:
     """Receive time of every rank; with ``copy_bytes``, the root's entry is when it has finished its sends and
     then its local copy of ``copy_bytes`` bytes."""
-    hosts = hosts_of(layout).tolist()
+    edge = _edges(profile, layout)
     children = tree.children
     t = [0.0] * tree.n
     clock = [0.0] * tree.n  # when each rank is free for its next send
@@ -49,7 +61,7 @@ def _push_down(
     for p in order:  # parents before children: a rank's receive time is final before it sends
         clock[p] = t[p]
         for c in children[p]:
-            send, wire, recv = _edge(profile, layout, hosts, p, c)
+            send, wire, recv = edge(p, c)
             clock[p] += send(nbytes[c])
             t[c] = clock[p] + wire(nbytes[c]) + recv(nbytes[c])
             order.append(c)
@@ -92,6 +104,7 @@ def gather_reference(
     """
     rdv = profile.rendezvous_from_bytes
     hosts = hosts_of(layout).tolist()
+    edge = _edges(profile, layout)
     children = tree.children
     sub = tree.subtree_size
     ready = [0.0] * tree.n
@@ -102,7 +115,7 @@ def gather_reference(
         msgs = []
         for c in children[p]:
             nb = float(sub[c]) * m
-            send, wire, recv = _edge(profile, layout, hosts, c, p)
+            send, wire, recv = edge(c, p)
             depart = ready[c] + send(nb)
             msgs.append((depart, c, float(wire(nb)), float(recv(nb)), ready[c], nb, hosts[c] == hosts[p]))
         msgs.sort()
