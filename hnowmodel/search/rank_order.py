@@ -6,10 +6,6 @@ types to tree positions: fastest types to the positions with the biggest subtree
 most), then pairwise swaps of differently-typed positions while the predicted time drops. The result is never
 slower than the identity order (it is returned unchanged when nothing helps). Speeds and predicted times are
 evaluated at the size being optimised (profile regimes).
-
-Hosts: a rank keeps its host when it moves (:meth:`~hnowmodel.layout.Layout.take`), so the predictions see which
-tree edges stay on a host; the swaps then also try two ranks of one type on different hosts (two ranks of one host
-are interchangeable).
 """
 
 from __future__ import annotations
@@ -21,7 +17,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..errors import LayoutError
-from ..layout import Layout, hosts_of, one_per_host
+from ..layout import hosts_of, one_per_host
 from ..ops import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
@@ -77,7 +73,9 @@ def rank_order(
     """The rank permutation minimising the predicted time of ``op`` over a fixed tree shape, under the operation's
     model ``variant`` (None: its default for ``profile``). ``native``: the tree is that MPI library algorithm's,
     and it is predicted run by its schedule, as :func:`hnowmodel.ops.native_predict` predicts it (the root's copy,
-    the order its messages move in).
+    the order its messages move in). On a layout with several ranks per host (:class:`~hnowmodel.layout.Layout`)
+    every rank keeps its host: position p of the tree goes to rank ``perm[p]`` on that rank's host, so the order
+    also chooses which positions share a host (ranks of one type on different hosts are swapped too).
 
     >>> from hnowmodel.params import paper_profile
     >>> ro = rank_order(paper_profile(), ["slow", "slow", "fast", "fast"], "binomial", "bcast", 0)
@@ -96,18 +94,19 @@ def rank_order(
     # (and one pass is fast); scatter/gather edges carry subtrees' data, each at its own regime: the predictor
     # handles the full profile
     model = profile.at(size) if o.movement.one_message else profile
-    by_host = not one_per_host(layout)
-    hosts = hosts_of(layout)
-    lay = Layout(layout, hosts) if by_host else None
 
-    def cost(order: Sequence[int]) -> float:
-        placed = lay.take(order) if lay is not None else [layout[r] for r in order]
-        return float(var.predict(op, model, placed, tree, [size], schedule)[0])
+    shared = not one_per_host(layout)
 
-    def same(a: int, b: int) -> bool:  # swapping these two ranks changes nothing
-        return bool(hosts[a] == hosts[b]) if by_host else layout[a] == layout[b]
+    def cost(pos_types: Sequence[str]) -> float:
+        return float(var.predict(op, model, list(pos_types), tree, [size], schedule)[0])
 
-    baseline = cost(range(n))
+    def cost_of(perm: Sequence[int]) -> float:
+        """The time with tree position p given to rank perm[p] (which keeps its host: ``Layout.take``)."""
+        if shared:
+            return float(var.predict(op, model, layout.take(perm), tree, [size], schedule)[0])  # type: ignore[attr-defined]
+        return cost([layout[r] for r in perm])
+
+    baseline = cost(layout) if not shared else cost_of(np.arange(n))
     # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed
     speed = {t: i for i, t in enumerate(type_speed_order(profile, size))}
     positions = sorted((p for p in range(n) if p != tree.root), key=lambda p: (-tree.subtree_size[p], tree.depth[p], p))
@@ -115,18 +114,22 @@ def rank_order(
     perm = np.empty(n, dtype=np.int64)
     perm[tree.root] = tree.root
     perm[positions] = ranks
-    cur = cost(perm)
+    cur = cost_of(perm)
     method = (
         "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
     )
+    hosts = hosts_of(layout)
     for _ in range(max_rounds if n <= SWAP_MAX_RANKS else 0):  # pairwise swaps cost O(n^2) predictions per round
         improved = False
         for i in range(n):
             for j in range(i + 1, n):
-                if tree.root in (i, j) or same(perm[i], perm[j]):
+                # ranks of one type are interchangeable, unless they are on different hosts
+                if tree.root in (i, j) or (
+                    layout[perm[i]] == layout[perm[j]] and (not shared or hosts[perm[i]] == hosts[perm[j]])
+                ):
                     continue
                 perm[i], perm[j] = perm[j], perm[i]
-                c = cost(perm)
+                c = cost_of(perm)
                 if c < cur - 1e-9:
                     cur, improved = c, True
                 else:
