@@ -219,3 +219,14 @@ def test_prediction_rows_show_same_host_one_way_times_and_keep_calibration_hosts
     calibrated = Profile.from_dict(doc)
     rows = prediction_rows(calibrated, op="bcast", trees="binomial", sizes=[0])
     assert rows[0]["time_us"] == 220.0  # FF.SS, as by hand above
+
+
+def test_a_variant_that_does_not_model_hosts_refuses_them_in_one_line():
+    from hnowmodel.errors import LayoutError
+    from hnowmodel.variants import Variant
+
+    toy = Variant("toy", "eq. 7 without hosts", {"bcast": P.bcast}, shared_hosts=False)
+    with pytest.raises(LayoutError, match="variant 'toy' does not model several ranks on a host") as e:
+        toy.predict("bcast", PROF, FF_SS, T.binomial(4), [0])
+    assert "\n" not in str(e.value) and "4 ranks on 2 hosts" in str(e.value) and "do: paper" in str(e.value)
+    assert toy.predict("bcast", PROF, list(FF_SS), T.binomial(4), [0]).tolist() == [430.0]
