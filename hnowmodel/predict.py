@@ -20,6 +20,13 @@ another in the tree's send order):
   bytes) to its parent once it has received all of its children's, and every parent applies the same rules to its
   children.
 
+Hosts (a :class:`~hnowmodel.layout.Layout` with several ranks on a host; docs/model.md, "Hosts"): an edge between
+two ranks of one host costs the type's shared-memory ``S``, ``X`` and ``R`` (``profile.shm``) in place of the
+sender's ``S``, the network's ``X`` and the receiver's ``R``, each at the edge's bytes and regime; a parent's k-th
+send starts after the ``S`` of its earlier sends, each on its own edge's line. In a gather only inter-host messages
+queue on the receiver's inbound link; a same-host message arrives at its departure plus its shared-memory ``X``, and
+the receiver takes its messages in arrival order. With one rank per host every number is the paper's.
+
 >>> import hnowmodel as hm
 >>> prof = hm.paper_profile()
 >>> ptp(prof, "fast", "slow", [0]).tolist()
@@ -31,11 +38,13 @@ another in the tree's send order):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .errors import LayoutError
+from .layout import hosts_of, one_per_host
 from .params import Profile
 from .schedule import Schedule, as_schedule, as_sizes, common_start_us
 from .trees import Tree, make_tree
@@ -43,26 +52,34 @@ from .trees import Tree, make_tree
 __all__ = ["ptp", "bcast", "scatter", "gather", "as_sizes", "common_start_us"]
 
 
-def ptp(profile: Profile, src_type: str, dst_type: str, sizes: Any) -> np.ndarray:
-    """One-way time ``S_src(m) + X(m) + R_dst(m)`` (eq. 1-4) in µs, one per size.
+def ptp(profile: Profile, src_type: str, dst_type: str, sizes: Any, *, same_host: bool = False) -> np.ndarray:
+    """One-way time ``S_src(m) + X(m) + R_dst(m)`` (eq. 1-4) in µs, one per size; between two ranks of one host
+    (``same_host``) the type's shared-memory ``S + X + R`` (:meth:`~hnowmodel.params.Profile.ptp_us`).
 
     >>> from hnowmodel.params import paper_profile
     >>> ptp(paper_profile(), "slow", "slow", [0, 1000]).tolist()
     [230.0, 570.0]
     """
-    return np.asarray(profile.ptp_us(src_type, dst_type, as_sizes(sizes)), dtype=float)
+    return np.asarray(profile.ptp_us(src_type, dst_type, as_sizes(sizes), same_host=same_host), dtype=float)
 
 
 # ---- shared machinery ----------------------------------------------------------------------------------------
 _COLS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte", "Cc_us", "Cm_us_per_byte")
 
 
-def _tables(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
-    """Of a regime-free profile: ``(ntypes, 6)`` per-type coefficients (order of ``_COLS``) and
-    ``(ntypes, ntypes, 2)`` link coefficients ``(Xc, Xm)`` indexed by (sender type, receiver type)."""
+def _tables(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of a regime-free profile: ``(ntypes, 6)`` per-type coefficients (order of ``_COLS``), ``(ntypes, ntypes, 2)``
+    link coefficients ``(Xc, Xm)`` indexed by (sender type, receiver type), and ``(ntypes, 6)`` shared-memory
+    coefficients ``(Sc, Sm, Rc, Rm, Xc, Xm)`` of each type (NaN where the profile has none)."""
     tt = np.array([[getattr(t, k) for k in _COLS] for t in profile.types.values()], dtype=float)
     xc, xm = profile.link_matrix()
-    return tt, np.stack([xc, xm], axis=-1)
+    st = np.full((len(profile.types), 6), np.nan)
+    for i, name in enumerate(profile.types):
+        c = profile.shm.get(name)
+        if c is not None:
+            nd, lk = c.node, c.link
+            st[i] = (nd.Sc_us, nd.Sm_us_per_byte, nd.Rc_us, nd.Rm_us_per_byte, lk.Xc_us, lk.Xm_us_per_byte)
+    return tt, np.stack([xc, xm], axis=-1), st
 
 
 class _Costs:
@@ -73,11 +90,22 @@ class _Costs:
     ``Sc, Sm`` are the sender's send line, ``Rc, Rm`` the receiver's receive line and ``Xc, Xm`` the wire's, each
     the line in force at the edge's own byte count; the group's sizes are chosen (:func:`_each_group`) so that
     this is the same line for every size of the group, which keeps every time affine in m within the group.
+    An edge between two ranks of one host (``same[c]``; None: no such edge) takes all six from the type's
+    shared-memory costs (``profile.shm``) instead of the sender's, the network's and the receiver's.
     Root entries are 0. ``Cc, Cm`` are the root's local-copy line at m (its own block). ``uniform`` is True when
-    every edge uses one regime segment, so that all of a parent's sends share one line.
+    every edge uses one regime segment and the network, so that all of a parent's sends share one line.
     """
 
-    def __init__(self, profile: Profile, ti: np.ndarray, tree: Tree, blocks: Any, m0: float, toward_root: bool) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        ti: np.ndarray,
+        tree: Tree,
+        blocks: Any,
+        m0: float,
+        toward_root: bool,
+        same: np.ndarray | None = None,
+    ) -> None:
         n = tree.n
         p = np.maximum(tree.parent, 0)
         bps = np.asarray(profile.breakpoints, dtype=float)
@@ -95,10 +123,11 @@ class _Costs:
                 _, first, inv = np.unique(seg, return_index=True, return_inverse=True)
                 tabs = [_tables(profile.at(float(nbytes[i]))) for i in first]
                 eseg = inv.reshape(-1)
-        self.uniform = eseg is None
+        self.uniform = eseg is None and same is None
+        self.same = same
         snd_t, rcv_t = (ti, ti[p]) if toward_root else (ti[p], ti)
         if eseg is None:
-            tt, lt = tabs[0]
+            tt, lt, _ = tabs[0]
             self.Sc, self.Sm = tt[:, 0][snd_t], tt[:, 1][snd_t]
             self.Rc, self.Rm = tt[:, 2][rcv_t], tt[:, 3][rcv_t]
             if (lt == lt[0, 0]).all():  # one network for all pairs: skip the gather
@@ -106,24 +135,48 @@ class _Costs:
             else:
                 self.Xc, self.Xm = lt[snd_t, rcv_t, 0], lt[snd_t, rcv_t, 1]
         else:
-            TT = np.stack([t for t, _ in tabs])
-            LT = np.stack([lk for _, lk in tabs])
+            TT = np.stack([t for t, _, _ in tabs])
+            LT = np.stack([lk for _, lk, _ in tabs])
             self.Sc, self.Sm = TT[eseg, snd_t, 0], TT[eseg, snd_t, 1]
             self.Rc, self.Rm = TT[eseg, rcv_t, 2], TT[eseg, rcv_t, 3]
             self.Xc, self.Xm = LT[eseg, snd_t, rcv_t, 0], LT[eseg, snd_t, rcv_t, 1]
+        if same is not None:
+            self._shared_memory(profile, ti, tabs, eseg, same)
         for a in (self.Sc, self.Sm, self.Rc, self.Rm, self.Xc, self.Xm):
             a[tree.root] = 0.0
         root_type = profile.at(m0).types[list(profile.types)[int(ti[tree.root])]]
         self.Cc, self.Cm = root_type.Cc_us, root_type.Cm_us_per_byte
 
+    def _shared_memory(
+        self, profile: Profile, ti: np.ndarray, tabs: list, eseg: np.ndarray | None, same: np.ndarray
+    ) -> None:
+        """Give the same-host edges (``same``) their type's shared-memory lines (sender and receiver share it)."""
+        st = np.stack([t for _, _, t in tabs])  # (segments, types, 6)
+        lacking = np.isnan(st).any(axis=(0, 2))  # types without shared-memory costs
+        if lacking.any():
+            bad = same & lacking[ti]
+            if bad.any():
+                profile.shm_costs(list(profile.types)[int(ti[np.argmax(bad)])])  # raises: names the type
+        for k, name in enumerate(("Sc", "Sm", "Rc", "Rm", "Xc", "Xm")):
+            col = st[0, :, k][ti] if eseg is None else st[:, :, k][eseg, ti]
+            np.copyto(getattr(self, name), col, where=same)
 
-def _resolve(profile: Profile, layout: Sequence[str], tree: Tree | str, root: int) -> tuple[Tree, np.ndarray]:
-    """The tree (built by name if need be) and the type index of every rank."""
+
+def _resolve(
+    profile: Profile, layout: Sequence[str], tree: Tree | str, root: int
+) -> tuple[Tree, np.ndarray, np.ndarray | None]:
+    """The tree (built by name if need be), the type index of every rank, and which edges join two ranks of one
+    host (``same[c]``: the edge into rank c; None when there is no such edge - one rank per host)."""
     if isinstance(tree, str):
         tree = make_tree(tree, len(layout), root=root, layout=layout, profile=profile)
     if len(layout) != tree.n:
         raise LayoutError(f"layout has {len(layout)} ranks but the tree has {tree.n}")
-    return tree, profile.type_index(layout)
+    ti = profile.type_index(layout)
+    if one_per_host(layout):
+        return tree, ti, None
+    h = hosts_of(layout)
+    same = (tree.parent >= 0) & (h == h[np.maximum(tree.parent, 0)])
+    return tree, ti, (same if same.any() else None)
 
 
 def _each_group(
@@ -134,16 +187,21 @@ def _each_group(
     blocks: Any,
     toward_root: bool,
     fn: Callable[[_Costs, np.ndarray], np.ndarray],
+    same: np.ndarray | None = None,
 ) -> np.ndarray:
     """``fn(costs, sizes)`` over groups of sizes that use the same regime on every edge, back in ``m``'s order.
 
     Two sizes m1, m2 are in one group when, for every edge's block count b (and for b = 1, the root's own block),
     ``b*m1`` and ``b*m2`` fall in the same regime segment of the profile (:meth:`Profile.segments`). A regime-free
-    profile is one group: one vectorised pass, as fast as before regimes existed.
+    profile is one group: one vectorised pass, as fast as before regimes existed. Without a same-host edge
+    (``same`` None) the shared-memory regimes play no part: the groups, and so the numbers, are the profile's
+    without them.
     """
+    if same is None and profile.shm:
+        profile = replace(profile, shm={})
     bps = np.asarray(profile.breakpoints, dtype=float)
     if bps.size == 0 or m.size <= 1:
-        return fn(_Costs(profile, ti, tree, blocks, float(m[0]) if m.size else 0.0, toward_root), m)
+        return fn(_Costs(profile, ti, tree, blocks, float(m[0]) if m.size else 0.0, toward_root, same), m)
     counts = np.asarray(blocks, dtype=float)
     if counts.ndim:
         counts = counts[tree.parent >= 0]
@@ -152,11 +210,11 @@ def _each_group(
     _, first, inv = np.unique(sig, axis=0, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     if first.size == 1:
-        return fn(_Costs(profile, ti, tree, blocks, float(m[0]), toward_root), m)
+        return fn(_Costs(profile, ti, tree, blocks, float(m[0]), toward_root, same), m)
     out: np.ndarray | None = None
     for g, i0 in enumerate(first):
         idx = np.flatnonzero(inv == g)
-        res = fn(_Costs(profile, ti, tree, blocks, float(m[i0]), toward_root), m[idx])
+        res = fn(_Costs(profile, ti, tree, blocks, float(m[i0]), toward_root, same), m[idx])
         if out is None:
             out = np.empty((m.size, *res.shape[1:]))
         out[idx] = res
@@ -299,12 +357,12 @@ def bcast(
     [[0.0, 230.0, 170.0, 340.0]]
     """
     m = as_sizes(sizes)
-    tree, ti = _resolve(profile, layout, tree, root)
+    tree, ti, same = _resolve(profile, layout, tree, root)
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
         return _affine_push_down(tree, costs, 1.0, tree.childrank, mm, per_rank, Schedule())
 
-    return _each_group(profile, ti, tree, m, 1.0, False, run)
+    return _each_group(profile, ti, tree, m, 1.0, False, run, same)
 
 
 def scatter(
@@ -334,14 +392,14 @@ def scatter(
     """
     sched = as_schedule(schedule, **fields)
     m = as_sizes(sizes)
-    tree, ti = _resolve(profile, layout, tree, root)
+    tree, ti, same = _resolve(profile, layout, tree, root)
     blocks = tree.subtree_size.astype(float)
     before = _sibling_prefix(tree, tree.subtree_size, "subtree-prefix")
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
         return _affine_push_down(tree, costs, blocks, before, mm, per_rank, sched)
 
-    return _each_group(profile, ti, tree, m, blocks, False, run)
+    return _each_group(profile, ti, tree, m, blocks, False, run, same)
 
 
 def _segmented_cumsum(x: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -376,6 +434,30 @@ def _maxplus_scan(a: np.ndarray, r: np.ndarray, start: np.ndarray) -> np.ndarray
     return c + _segmented_cummax(a - (c - r), start)
 
 
+def _queue(depart: np.ndarray, wire: np.ndarray, start: np.ndarray, one_at_a_time: bool) -> np.ndarray:
+    """Arrival times of messages that share a receiver's inbound link, in departure order (runs of one receiver
+    start where ``start`` is True): eq. 12 as printed (the i-th arrives at its departure plus the first i wire
+    times), or ``one_at_a_time`` (``arrive_i = max(depart_i, arrive_(i-1)) + X_i``)."""
+    if one_at_a_time:
+        return _maxplus_scan(depart[None, :], wire[None, :], start)[0]
+    return depart + _segmented_cumsum(wire[None, :], start)[0]
+
+
+def _arrivals(
+    depart: np.ndarray, wire: np.ndarray, par: np.ndarray, one_at_a_time: bool, shm: np.ndarray | None
+) -> np.ndarray:
+    """Arrival time of each message at its parent ``par`` (messages sorted by parent, then departure): the
+    inter-host ones queue on the parent's inbound link (:func:`_queue`); the same-host ones (``shm``) come through
+    shared memory at their departure plus their own wire time, and take no turn on the link."""
+    if shm is None:
+        return _queue(depart, wire, _group_starts(par), one_at_a_time)
+    out = depart + wire
+    net = np.flatnonzero(~shm)
+    if net.size:
+        out[net] = _queue(depart[net], wire[net], _group_starts(par[net]), one_at_a_time)
+    return out
+
+
 def _gather_group(
     tree: Tree, costs: _Costs, m: np.ndarray, one_at_a_time: bool, root_copy: bool, rendezvous_from: float | None
 ) -> np.ndarray:
@@ -383,7 +465,9 @@ def _gather_group(
 
     An eager message (fewer bytes than ``rendezvous_from``, or every message when it is None) flows as soon as
     its sender is ready; a rendezvous one starts only when the parent has posted its receive - after its previous
-    receive, or after the root's own copy - and then costs ``S + X + R``.
+    receive, or after the root's own copy - and then costs ``S + X + R``. A parent takes its messages in arrival
+    order (:func:`_arrivals`; ties by departure, then rank), which is departure order when no edge joins two ranks
+    of one host.
     """
     k = m.size
     ready = np.zeros((k, tree.n))
@@ -391,6 +475,8 @@ def _gather_group(
     # Bottom-up, one tree level at a time: all ranks at depth d report to their parents at once.
     for kids in reversed(levels[1:]):
         par = tree.parent[kids]
+        shm = None if costs.same is None else costs.same[kids]
+        shm = shm if shm is not None and shm.any() else None
         nbytes = tree.subtree_size[kids][None, :] * m[:, None]
         depart = ready[:, kids] + costs.Sc[kids] + costs.Sm[kids] * nbytes
         wire = costs.Xc[kids] + costs.Xm[kids] * nbytes
@@ -399,11 +485,11 @@ def _gather_group(
         # Messages reach a parent in departure order (ties by rank), which may differ from size to size.
         for j in range(k):
             o = np.lexsort((kids, depart[j], par))
+            arrive = _arrivals(depart[j, o], wire[j, o], par[o], one_at_a_time, None if shm is None else shm[o])
+            if shm is not None:  # same-host messages may overtake: the parent takes them in arrival order
+                o2 = np.lexsort((kids[o], depart[j, o], arrive, par[o]))
+                o, arrive = o[o2], arrive[o2]
             start = _group_starts(par[o])
-            if one_at_a_time:
-                arrive = _maxplus_scan(depart[j, o][None, :], wire[j, o][None, :], start)[0]
-            else:
-                arrive = depart[j, o] + _segmented_cumsum(wire[j, o][None, :], start)[0]
             r_o = rdv[j, o]
             a = np.where(r_o, ready[j, kids[o]], arrive)  # rendezvous: from when the sender is ready
             cost = np.where(r_o, depart[j, o] - ready[j, kids[o]] + wire[j, o] + rcv[j, o], rcv[j, o])
@@ -440,6 +526,14 @@ def gather(
     ``schedule.root_copy`` makes the root copy its own block (``Cc_us``/``Cm_us_per_byte``) before it receives
     (MPICH's binomial gather). ``fields``: the schedule's fields as keywords.
 
+    With hosts (a :class:`~hnowmodel.layout.Layout` with shared hosts) a receiver's inbound link is its NIC as
+    that rank sees it: only the messages from other hosts queue on it (eq. 12's ``i*X`` counts them only; with
+    ``one_at_a_time`` only they wait for the link), in departure order; a message from a rank of its own host
+    comes through shared memory, at its departure (after the shm ``S``) plus the shm ``X``, taking no turn on the
+    link. The receiver then pays each message's ``R`` (shm ``R`` for a same-host one) in arrival order, ties by
+    departure then rank. Messages to different ranks of one host do not share a link here (the flow variants
+    share a host's NIC); the rendezvous rule and the root's copy are as without hosts.
+
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import sequential
     >>> gather(paper_profile(), ["fast"] * 3, sequential(3), [0]).tolist()
@@ -447,10 +541,10 @@ def gather(
     """
     sched = as_schedule(schedule, **fields)
     m = as_sizes(sizes)
-    tree, ti = _resolve(profile, layout, tree, root)
+    tree, ti, same = _resolve(profile, layout, tree, root)
 
     def run(costs: _Costs, mm: np.ndarray) -> np.ndarray:
         return _gather_group(tree, costs, mm, one_at_a_time, sched.root_copy, profile.rendezvous_from_bytes)
 
-    ready = _each_group(profile, ti, tree, m, tree.subtree_size.astype(float), True, run)
+    ready = _each_group(profile, ti, tree, m, tree.subtree_size.astype(float), True, run, same)
     return ready if per_rank else ready[:, tree.root].copy()

@@ -42,9 +42,10 @@ def prediction_rows(
     **choices: str | None,
 ) -> list[dict[str, Any]]:
     """``[{"op", "tree", "size", "time_us"}]``: ``op="ptp"`` gives one-way times for every pair of node types (or
-    ``src`` -> ``dst``); otherwise the operation over each tree on ``layout`` (default: the profile's calibration
-    layout). ``choices``: ``order="best"`` uses, for ``sequential``, the exact best send order at each size
-    (default ``"rank"``); ``src``/``dst`` (node types) restrict ``ptp``. Tree specs: :mod:`hnowmodel.treespec`."""
+    ``src`` -> ``dst``), and ``TYPE->TYPE (same host)`` for the types with shared-memory costs; otherwise the
+    operation over each tree on ``layout`` (default: the profile's calibration layout). ``choices``:
+    ``order="best"`` uses, for ``sequential``, the exact best send order at each size (default ``"rank"``);
+    ``src``/``dst`` (node types) restrict ``ptp``. Tree specs: :mod:`hnowmodel.treespec`."""
     bad = [k for k in choices if k not in ("order", "src", "dst")]
     if bad:
         raise TypeError(f"prediction_rows() got an unexpected keyword argument {bad[0]!r} (choose: order, src, dst)")
@@ -57,16 +58,19 @@ def prediction_rows(
         types = prof.type_names
         srcs = [_choice(src, types, "node type (--from)")] if src else types
         dsts = [_choice(dst, types, "node type (--to)")] if dst else types
+        # between hosts for every pair; within one host (shared memory) for the types the profile has costs for
+        pairs = [(a, b, False) for a in srcs for b in dsts] + [
+            (a, a, True) for a in srcs if a in dsts and a in prof.shm
+        ]
         return [
-            {"op": "ptp", "tree": f"{a}->{b}", "size": s, "time_us": float(t)}
-            for a in srcs
-            for b in dsts
-            for s, t in zip(grid, model.ptp(prof, a, b, grid), strict=True)
+            {"op": "ptp", "tree": f"{a}->{b}" + (" (same host)" if same else ""), "size": s, "time_us": float(t)}
+            for a, b, same in pairs
+            for s, t in zip(grid, model.ptp(prof, a, b, grid, same_host=same), strict=True)
         ]
     if layout is None:
         if not prof.layout:
             raise InputError("--layout is required (the profile records no calibration layout)")
-        lay = prof.host_layout
+        lay = prof.host_layout  # the calibration layout with its hosts
     else:
         lay = parse_layout(layout, prof.type_names)
     if not 0 <= root < len(lay):

@@ -10,6 +10,9 @@ locally under it). Every predictor has one signature::
 taking from the :class:`~hnowmodel.schedule.Schedule` what it models (the root's copy, the receive order, ...) and
 ignoring the rest; :meth:`Variant.predict` calls it and adds what the schedule adds beyond the model (the
 common-start extra). Which variant an operation uses by default is the operation's (:mod:`hnowmodel.ops`).
+A variant says whether it models several ranks per host (``shared_hosts``: a
+:class:`~hnowmodel.layout.Layout` with hosts; docs/model.md, "Hosts"); one that does not refuses such a layout
+with one line instead of predicting as if every rank had a host of its own.
 
 Adding a variant is one entry in :data:`VARIANTS` plus its predictor; nothing else compares variant names.
 
@@ -34,7 +37,8 @@ import numpy as np
 
 from . import flow as _flow
 from . import predict as _predict
-from .errors import InputError
+from .errors import InputError, LayoutError
+from .layout import hosts_of, one_per_host
 from .params import Profile
 from .schedule import Schedule, as_schedule
 from .trees import Tree
@@ -50,14 +54,16 @@ Predictor = Callable[..., np.ndarray]
 class Variant:
     """One model variant: its ``name``, a one-line ``summary``, its predictor for each operation it serves
     (``predictors``, op name -> :data:`Predictor`), the operations whose exact tree search is exact under it
-    (``exact_ops``) and whether it is ``flow_level`` (links shared by concurrent messages: it needs the profile's
-    per-byte link costs as capacities, and trees are improved by a local search under it)."""
+    (``exact_ops``), whether it is ``flow_level`` (links shared by concurrent messages: it needs the profile's
+    per-byte link costs as capacities, and trees are improved by a local search under it) and whether its
+    predictors model several ranks on a host (``shared_hosts``; else :meth:`predict` refuses such a layout)."""
 
     name: str
     summary: str
     predictors: Mapping[str, Predictor]
     exact_ops: frozenset[str] = field(default_factory=frozenset)
     flow_level: bool = False
+    shared_hosts: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predictors", MappingProxyType(dict(self.predictors)))
@@ -103,7 +109,14 @@ class Variant:
     ) -> np.ndarray:
         """Predicted time (µs per size; ``per_rank``: ``(len(sizes), n)``) of ``op`` over ``tree`` run as
         ``schedule`` says (None: the tree executor's), with what the schedule adds beyond the model (the
-        common-start extra, to every entry) included."""
+        common-start extra, to every entry) included. A layout with several ranks on a host is refused
+        (:class:`~hnowmodel.errors.LayoutError`) by a variant that does not model hosts."""
+        if not self.shared_hosts and not one_per_host(layout):
+            able = ", ".join(v.name for v in VARIANTS.values() if v.shared_hosts and v.serves(op)) or "none"
+            raise LayoutError(
+                f"model variant {self.name!r} does not model several ranks on a host (the layout has "
+                f"{len(layout)} ranks on {int(hosts_of(layout).max()) + 1} hosts); {op} variants that do: {able}"
+            )
         sched = as_schedule(schedule)
         t = self.predictor(op)(profile, layout, tree, sizes, sched, per_rank=per_rank, root=root)
         if sched.common_start:
@@ -140,7 +153,10 @@ class BoundPredictor:
 def _flow_entry(name: str, sharing: str, ops: Sequence[str], summary: str) -> Variant:
     """A flow-level variant: :mod:`hnowmodel.flow`'s predictors under the link sharing ``sharing``."""
     fns = {"bcast": _flow.bcast, "scatter": _flow.scatter, "gather": _flow.gather}
-    return Variant(name, summary, {op: partial(fns[op], sharing=sharing) for op in ops}, flow_level=True)
+    # the flow engine here gives each rank links of its own: it does not model a host's shared NIC yet
+    return Variant(
+        name, summary, {op: partial(fns[op], sharing=sharing) for op in ops}, flow_level=True, shared_hosts=False
+    )
 
 
 _ALL = ("bcast", "scatter", "gather")

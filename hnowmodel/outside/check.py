@@ -62,12 +62,15 @@ def pingpong_checks(
     rows: Sequence[OutsideRow], profile: Profile, layout: Sequence[str] | str | None = None
 ) -> tuple[PingPongCheck, ...]:
     """The ping-pong rows of ``rows`` beside the profile's prediction for the pair ``layout`` (two node types;
-    default the profile's first two ranks). :class:`InputError` when no pair can be named."""
+    default the profile's first two ranks, on their calibration hosts). Two ranks of one host (``fast/2``) are
+    predicted through the type's shared memory (docs/model.md, "Hosts"). :class:`InputError` when no pair can be
+    named."""
     if layout is None:
-        if len(profile.layout) < 2:
+        calibrated = profile.host_layout
+        if calibrated is None or len(calibrated) < 2:
             raise InputError("--layout: give the node types of the two ping-pong ranks (the profile records none)")
-        layout = profile.layout[:2]
-    pair = tuple(parse_layout(layout if isinstance(layout, str) else list(layout), profile.type_names))
+        layout = calibrated.take([0, 1])
+    pair = parse_layout(layout, profile.type_names)
     if len(pair) != 2:
         raise InputError(f"--layout: a ping-pong runs between 2 ranks, got {len(pair)} node types")
     pp = [r for r in rows if r.op == "pingpong"]

@@ -14,6 +14,11 @@ counts c_t, and the inner minimum over M1 runs over a box of counts, vectorised 
 (:func:`exact_work`), memory ``O(k * prod(c_t+1))`` - 2 types x 64 ranks or 3 types x 16 ranks take about 0.1 s
 (experiments/perf_search.py). The optimum is exact for eq. 7 (every schedule
 is an ordered tree, and the recurrence enumerates every ordered tree up to swapping ranks of one type).
+
+Hosts: the state knows node types, not hosts, so :func:`exact_bcast` refuses a layout with several ranks on a host
+(:class:`~hnowmodel.errors.LayoutError`): with hosts an edge's cost depends on whether it stays on a host, and ranks
+of one type are no longer interchangeable. :func:`edge_costs` gives the costs between two ranks of one host
+(``same_host=True``: the types' shared-memory costs) for searches that know hosts.
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, LayoutError
+from ..layout import one_per_host
 from ..params import Profile
 from ..trees import Tree, from_children
 
@@ -49,9 +55,28 @@ def exact_work(counts: Sequence[int]) -> float:
     return float(len(counts) ** 2 * np.prod([(c + 1) * (c + 2) / 2 for c in counts]))
 
 
-def edge_costs(profile: Profile, types: Sequence[str], m: float) -> tuple[np.ndarray, np.ndarray]:
+def edge_costs(
+    profile: Profile, types: Sequence[str], m: float, *, same_host: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """``S[u]`` and ``a[u, v] = S_u + X_uv + R_v`` (µs, the one-way time :meth:`~hnowmodel.params.Profile.ptp_us`)
-    at ``m`` bytes, over type indices: the costs of eq. 7 that the exact search and the heuristics share."""
+    at ``m`` bytes, over type indices: the costs of eq. 7 that the exact search and the heuristics share.
+
+    ``same_host``: the costs between two ranks of one host instead - each type's shared-memory ``S`` and one-way
+    time on the diagonal (``profile.shm``; :class:`~hnowmodel.errors.ProfileError` for a type without them), and
+    ``inf`` off it (ranks of two types never share a host).
+
+    >>> import dataclasses
+    >>> from hnowmodel.params import Link, NodeType, ShmCosts, paper_profile
+    >>> prof = dataclasses.replace(paper_profile(), shm={"fast": ShmCosts(NodeType("fast", 5, 0, 4, 0), Link(1, 0))})
+    >>> S, a = edge_costs(prof, ["fast"], 0, same_host=True)
+    >>> S.tolist(), a.tolist()
+    ([5.0], [[10.0]])
+    """
+    if same_host:
+        S = np.array([profile.shm_costs(t).node.send_us(m) for t in types], dtype=float)
+        a = np.full((len(types), len(types)), np.inf)
+        np.fill_diagonal(a, [profile.ptp_us(t, t, m, same_host=True) for t in types])
+        return S, a
     S = np.array([profile.types[t].send_us(m) for t in types])
     a = np.array([[profile.ptp_us(u, v, m) for v in types] for u in types])
     return S, a
@@ -70,6 +95,11 @@ def exact_bcast(profile: Profile, layout: Sequence[str], size: float = 0.0, root
     n = len(layout)
     if not 0 <= root < n:
         raise InputError(f"root {root} is not a rank in 0..{n - 1}")
+    if not one_per_host(layout):
+        raise LayoutError(
+            "the exact broadcast search (eq. 7 over node-type counts) does not model hosts: the layout puts several "
+            "ranks on one host"
+        )
     profile = profile.at(size)
     types = [t for t in profile.types if t in set(layout)]
     k = len(types)

@@ -11,6 +11,11 @@ overheads, whatever order the tree lists them in; the best listing is therefore 
 use (``t_i = max(t_(i-1), a_i) + R``: an exchange argument again shows earliest-arrival-first is optimal).
 Both rules are checked against brute force over all permutations in the tests. Every edge of a sequential tree
 carries ``m`` bytes, so the parameters are those in force at ``m`` (:meth:`~hnowmodel.params.Profile.at`).
+
+Hosts: a rank on the root's host is reached through shared memory - its tail is the shm ``X + R``, its arrival the
+shm ``S + X`` (``profile.shm``). The scatter rule stays optimal when the root's sends differ in length (a
+same-host send costs the shm ``S``): it is Jackson's rule for one machine with delivery times, whose optimum
+orders by decreasing tail whatever the processing times.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import ops as _ops
+from ..layout import hosts_of
 from ..params import Profile
 from ..trees import Tree, sequential
 
@@ -37,11 +43,24 @@ def best_sequential_order(
     profile = profile.at(size)
     others = [r for r in range(len(layout)) if r != root]
     rt = layout[root]
+    hosts = hosts_of(layout)
+    local = {r for r in others if hosts[r] == hosts[root]}  # through shared memory
+    shm = profile.shm_costs(rt) if local else None
     if toward_root:  # gather: the order the messages arrive in
-        arrive = {r: profile.types[layout[r]].send_us(size) + profile.link(layout[r], rt).us(size) for r in others}
+        arrive = {
+            r: shm.node.send_us(size) + shm.link.us(size)
+            if r in local
+            else profile.types[layout[r]].send_us(size) + profile.link(layout[r], rt).us(size)
+            for r in others
+        }
         return sorted(others, key=lambda r: (arrive[r], r))
     # scatter, bcast: the slowest receivers first
-    tail = {r: profile.link(rt, layout[r]).us(size) + profile.types[layout[r]].recv_us(size) for r in others}
+    tail = {
+        r: shm.link.us(size) + shm.node.recv_us(size)
+        if r in local
+        else profile.link(rt, layout[r]).us(size) + profile.types[layout[r]].recv_us(size)
+        for r in others
+    }
     return sorted(others, key=lambda r: (-tail[r], r))
 
 

@@ -89,3 +89,22 @@ def test_hnow_import_prints_the_check_and_the_table(hnow):
     assert p.returncode == 0 and json.loads(p.stdout)["suite"] == "osu", p.stderr
     p = hnow("import", "lam", str(OSU))
     assert p.returncode == 2 and "invalid choice: 'lam'" in p.stderr
+
+
+def test_a_pingpong_on_one_host_is_predicted_through_shared_memory():
+    import dataclasses
+
+    from hnowmodel.params import Link, NodeType, ShmCosts
+
+    prof = dataclasses.replace(
+        paper_profile(), shm={"fast": ShmCosts(NodeType("fast", 0.1, 0, 0.1, 0), Link(0.05, 1e-4))}
+    )
+    one_host = load_outside("osu", OSU, profile=prof, layout="fast/2").checks
+    two_hosts = load_outside("osu", OSU, profile=prof, layout="fast,fast").checks
+    assert [c.predicted_us for c in one_host] == pytest.approx([0.25, 0.2501, 0.3524, 6.8036])
+    assert two_hosts[0].predicted_us == pytest.approx(170.0) and one_host[0].pair == ("fast", "fast")
+    # the default pair is the profile's first two ranks on their calibration hosts
+    doc = prof.to_dict()
+    doc["nodes"] = [{"rank": 0, "host": "n1", "type": "fast"}, {"rank": 1, "host": "n1", "type": "fast"}]
+    calibrated = type(prof).from_dict(doc)
+    assert load_outside("osu", OSU, profile=calibrated).checks[0].predicted_us == pytest.approx(0.25)
