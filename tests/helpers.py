@@ -133,6 +133,18 @@ def network_profile():
     return flow_profile({"fast": 20.0, "mid": 6.0, "slow": 2.5}, S=2.0, R=2.0, Xc=50.0, burst=1000.0)
 
 
+def paper_shm_profile(profile=None):
+    """``profile`` (default the paper's) with shared-memory costs for every type: a message inside a host costs
+    2 + 1e-4·m µs to send and to receive and 0.5 + 2e-4·m µs on the way (so several ranks may share a host)."""
+    from dataclasses import replace
+
+    from hnowmodel.params import Link, NodeType, ShmCosts, paper_profile
+
+    prof = profile if profile is not None else paper_profile()
+    shm = {t: ShmCosts(NodeType(t, 2.0, 1e-4, 2.0, 1e-4), Link(0.5, 2e-4)) for t in prof.type_names}
+    return replace(prof, shm=shm)
+
+
 def profile_with_hosts(
     folder: Path, hosts=("n1", "n2", "n3", "n4"), types=("fast", "fast", "slow", "slow"), name: str = "p.json"
 ) -> str:

@@ -83,7 +83,7 @@ def _counts(layout: Sequence[str], root: int) -> list[int]:
 
 def _bcast_candidates(profile: Profile, layout: Sequence[str], size: float, root: int, method: str):
     if method == "exact":
-        tree, _ = exact_bcast(profile, layout, size, root)
+        tree, _ = exact_bcast(profile, tuple(layout), size, root)
         return [("exact", tree)]
     if method == "fnf":
         return [("fnf", improve(profile, layout, fnf(profile, layout, size, root), size))]

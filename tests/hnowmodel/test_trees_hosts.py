@@ -9,9 +9,9 @@ import pytest
 from hnowmodel import ops
 from hnowmodel.errors import TreeError
 from hnowmodel.layout import Layout
-from hnowmodel.params import paper_profile
 from hnowmodel.trees import TREES, binomial, make_tree, sequential, tree_names, two_level
 from hnowmodel.treespec import parse_spec, resolve
+from tests.helpers import paper_shm_profile
 
 L32 = Layout(["fast"] * 6, hosts=[0, 0, 1, 1, 2, 2])  # 3 hosts x 2
 L23 = Layout(["fast"] * 6, hosts=[0, 0, 0, 1, 1, 1])  # 2 hosts x 3
@@ -93,7 +93,7 @@ def test_two_level_takes_tree_builders():
 
 def test_inter_level_hierarchical_sees_host_types():
     lay = Layout(["slow", "slow", "fast", "fast", "slow"], hosts=[0, 0, 1, 1, 2])
-    t = make_tree("hosts:hierarchical/binomial", 5, layout=lay, profile=paper_profile())
+    t = make_tree("hosts:hierarchical/binomial", 5, layout=lay, profile=paper_shm_profile())
     assert t.children[0] == (2, 4, 1)  # hierarchical over host types (slow, fast, slow) from host 0
 
 
@@ -141,7 +141,7 @@ def test_native_entries_on_hosts():
 def test_native_predict_builds_the_hosts_tree():
     """native_predict gives the model tree the layout: on shared hosts the smp tree differs from binomial (on one
     rank per host it is the same tree), so the predictions differ for a non-leader root."""
-    p = paper_profile()
+    p = paper_shm_profile()
     smp = ops.native_for("native:smp", "bcast", "MPICH")
     flat = ops.native_predict("bcast", "MPICH", p, ["fast"] * 6, [1024], root=1, algorithm=smp)
     bino = ops.predict("bcast", p, ["fast"] * 6, binomial(6, 1), [1024])

@@ -12,12 +12,12 @@ import pytest
 from hnowmodel import ops
 from hnowmodel.errors import TreeError
 from hnowmodel.layout import Layout, hosts_of
-from hnowmodel.params import paper_profile
 from hnowmodel.search import best_tree, rank_order
 from hnowmodel.search.exact import edge_costs, exact_bcast
 from hnowmodel.search.hosts import exact_hosts_bcast, host_candidates, host_classes
 from hnowmodel.trees import binomial, from_children, from_parent, make_tree
 from hnowmodel.variants import Variant
+from tests.helpers import paper_shm_profile
 
 
 def _eq7_with_tails(tree, S, a, tail):
@@ -52,7 +52,7 @@ def _all_trees(n, root):
 
 @pytest.mark.parametrize("root", [0, 2])
 def test_exact_hosts_bcast_is_the_brute_force_optimum(root):
-    p = paper_profile()
+    p = paper_shm_profile()
     lay = Layout(["fast"] * 3 + ["slow"] * 3 + ["fast"], hosts=[0, 0, 1, 2, 2, 3, 4])
     classes = host_classes(lay)  # fast/2, fast/1, slow/2, slow/1, fast/1
     tails = {("fast", 2): 300.0, ("fast", 1): 0.0, ("slow", 2): 900.0, ("slow", 1): 0.0}
@@ -70,7 +70,7 @@ def test_exact_hosts_bcast_is_the_brute_force_optimum(root):
 
 
 def test_without_tails_it_is_the_exact_bcast():
-    p = paper_profile()
+    p = paper_shm_profile()
     lay = Layout(["fast", "fast", "slow", "fast", "slow", "slow"], hosts=[0, 0, 1, 2, 3, 4])
     tree = exact_hosts_bcast(p, lay, 0, 0, {c: 0.0 for c in host_classes(lay)})
     types = [t for t, _ in host_classes(lay)]
@@ -106,7 +106,7 @@ TOY = Variant("toy-hosts", "eq. 7 with shared-memory edges", {"bcast": _toy_bcas
 def test_host_candidates_send_each_host_its_data_once(slots, root):
     hosts = [h for h, k in enumerate(slots) for _ in range(k)]
     lay = Layout(["fast"] * len(hosts), hosts=hosts)
-    p = paper_profile()
+    p = paper_shm_profile()
 
     def cost(t):
         return float(_toy_bcast(p, lay, t, [0])[0])
@@ -121,7 +121,7 @@ def test_host_candidates_send_each_host_its_data_once(slots, root):
 
 
 def test_best_tree_on_shared_hosts_never_loses_to_its_plain_candidates():
-    p = paper_profile()
+    p = paper_shm_profile()
     lay = Layout(["fast"] * 4 + ["slow"] * 6, hosts=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
     for op in ("bcast", "scatter", "gather"):
         for root in (0, 3):
@@ -133,7 +133,7 @@ def test_best_tree_on_shared_hosts_never_loses_to_its_plain_candidates():
 
 
 def test_rank_order_keeps_each_rank_on_its_host():
-    p = paper_profile()
+    p = paper_shm_profile()
     lay = Layout(["slow"] * 4 + ["fast"] * 2, hosts=[0, 0, 1, 1, 2, 2])
     ro = rank_order(p, lay, "binomial", "bcast", 1024)
     assert sorted(ro.perm) == list(range(6)) and ro.perm[0] == 0
