@@ -344,7 +344,7 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
         t_cal = note.elapsed()
         out.mkdir(parents=True, exist_ok=True)
         prof.save(out / "profile.json", overwrite=True)
-        lay = list(prof.layout)
+        lay = prof.host_layout  # with its hosts when the calibration told hosts apart
         note(f"layout found: {','.join(lay)}")
         rows, run = _cluster_rows(prof, lay, np_, grid, s.reps, launch, note)
         note("measuring the rank order the search picks for the native binomial broadcast")

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     profile = Profile.load(args.profile)
     if args.layout is None and not profile.layout:
         raise InputError("--layout is required (the profile records no calibration layout)")
-    layout = profile.layout if args.layout is None else parse_layout(args.layout, profile.type_names)
+    layout = profile.host_layout if args.layout is None else parse_layout(args.layout, profile.type_names)
     size = parse_size(args.size, "--size")
     variant = ops.check_variant(args.op, args.variant, profile)  # unset: this profile's default
     best = search.best_tree(profile, layout, op=args.op, size=size, method=args.method, root=args.root, variant=variant)
