@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..layout import hosts_of
 from ..movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from ..params import Profile
 from ..schedule import RECV_ORDERS, Schedule, as_schedule, as_sizes
@@ -67,7 +68,7 @@ from .costs import MessageCosts
 from .disciplines import LINK_SHARINGS, Sharing, downward_queued
 from .downward import downward
 from .gather import upward
-from .network import FlowRecord, Network, capacities, max_min_rates
+from .network import FlowRecord, Network, capacities, host_capacities, max_min_rates
 
 __all__ = [
     "OPS",
@@ -80,6 +81,7 @@ __all__ = [
     "queued_bytes",
     "burst_send",
     "capacities",
+    "host_capacities",
     "max_min_rates",
     "simulate",
     "bcast",
@@ -182,7 +184,7 @@ def simulate(
     m = float(as_sizes(size)[0])
     per_edge = move.edge_bytes(tree, m)
     biggest = float(per_edge[tree.parent >= 0].max()) if tree.n > 1 else m
-    egress, ingress = capacities(profile, layout, biggest)
+    egress, ingress = host_capacities(profile, layout, biggest)
     cost = MessageCosts(profile, layout)
     if how.queued:
         if move.toward_root:
@@ -192,7 +194,7 @@ def simulate(
         done, records = downward_queued(cost, tree, per_edge, m, sched, egress, how.serve)
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
-    sim = Network(egress, ingress, cost.burst, how.weighted)
+    sim = Network(egress, ingress, cost.burst, how.weighted, hosts_of(layout))
     if move.toward_root:
         done = upward(sim, cost, tree, m, sched)
         completion = float(done[tree.root])

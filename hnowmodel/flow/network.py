@@ -11,9 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ProfileError
+from ..layout import hosts_of
 from ..params import Profile
+from .costs import MessageCosts
 
-__all__ = ["FlowRecord", "capacities", "max_min_rates", "Network"]
+__all__ = ["FlowRecord", "capacities", "host_capacities", "max_min_rates", "Network", "send"]
 
 _INF = math.inf
 
@@ -47,6 +49,29 @@ def capacities(profile: Profile, layout: Sequence[str], m: float) -> tuple[np.nd
     eg, ig = _type_capacities(profile, m)
     ti = profile.type_index(layout)
     return eg[ti], ig[ti]
+
+
+def host_capacities(profile: Profile, layout: Sequence[str], m: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each host's NIC egress and ingress capacity (bytes/µs), host by host (:func:`~hnowmodel.layout.hosts_of`):
+    ``profile.nic[type]`` where the profile gives the host's type one, else derived from the pairwise per-byte
+    costs at ``m`` bytes as :func:`capacities` derives a rank's. With one rank per host, :func:`capacities`.
+
+    >>> from hnowmodel.layout import Layout
+    >>> from hnowmodel.params import Link, Nic, NodeType, Profile
+    >>> t = {k: NodeType(k, 0, 0, 0, 0) for k in ("f", "s")}
+    >>> prof = Profile(t, Link(0, 0.1), {("f", "f"): Link(0, 0.01)}, nic={"s": Nic(5.0, 8.0)})
+    >>> [c.tolist() for c in host_capacities(prof, Layout(["f", "f", "s"], hosts=[0, 0, 1]), 1000)]
+    [[100.0, 5.0], [100.0, 8.0]]
+    """
+    hosts = hosts_of(layout)
+    first = np.unique(hosts, return_index=True)[1]
+    types = [layout[int(i)] for i in first]
+    eg, ig = capacities(profile, types, m)
+    for h, t in enumerate(types):
+        nic = profile.nic.get(t)
+        if nic is not None:
+            eg[h], ig[h] = nic.egress_bytes_per_us, nic.ingress_bytes_per_us
+    return eg, ig
 
 
 def max_min_rates(
@@ -118,24 +143,34 @@ class FlowRecord:
 
 # ---- the event-driven fluid network ------------------------------------------------------------------------
 class _Flow:
-    __slots__ = ("src", "dst", "nbytes", "rem", "cap", "start", "rdv", "on_done", "rate")
+    __slots__ = ("src", "dst", "e", "i", "nbytes", "rem", "cap", "start", "rdv", "on_done", "rate")
 
     def __init__(self, src: int, dst: int, nbytes: float, cap: float, start: float, rdv: bool, on_done: Callable):
         self.src, self.dst, self.nbytes, self.rem, self.cap = src, dst, nbytes, nbytes, cap
         self.start, self.rdv, self.on_done, self.rate = start, rdv, on_done, 0.0
+        self.e = self.i = 0  # its egress and ingress link
 
 
 class Network:
     """Timers plus a fluid network of max-min shared links with token buckets (times in µs, bytes, bytes/µs).
 
-    Links are indexed ``0..n-1`` (egress of rank i) and ``n..2n-1`` (ingress of rank i). A link whose bucket holds
+    Links are indexed ``0..n-1`` (egress of host h) and ``n..2n-1`` (ingress of host h); ``hosts[r]`` is rank
+    ``r``'s host (None: a host per rank). A link whose bucket holds
     tokens passes bytes at memory speed (it constrains nothing, and a flow through two such links moves what both
     buckets hold at once); its tokens drain at ``throughput - capacity`` and the link is shaped again when they
     run out (an event). A bucket refills at ``capacity - throughput`` up to ``burst``.
     """
 
-    def __init__(self, egress: np.ndarray, ingress: np.ndarray, burst: float, weighted: bool = False) -> None:
+    def __init__(
+        self,
+        egress: np.ndarray,
+        ingress: np.ndarray,
+        burst: float,
+        weighted: bool = False,
+        hosts: np.ndarray | None = None,
+    ) -> None:
         self.n = egress.size
+        self.host = list(range(self.n)) if hosts is None else [int(h) for h in hosts]
         self.weighted = weighted
         self.link_cap = np.concatenate([egress, ingress]).astype(float)
         self.burst = burst
@@ -155,19 +190,37 @@ class Network:
         self.seq += 1
 
     def flow(self, t: float, src: int, dst: int, nbytes: float, cap: float, rdv: bool, on_done: Callable) -> None:
-        """Start a flow of ``nbytes`` from ``src`` to ``dst`` at ``t``, capped at ``cap`` bytes/µs while both of
-        its links are shaped; ``on_done(t_end, flow)`` when its last byte is through."""
+        """Start a flow of ``nbytes`` from rank ``src`` to rank ``dst`` at ``t`` through ``src``'s host's egress and
+        ``dst``'s host's ingress, capped at ``cap`` bytes/µs while both of its links are shaped;
+        ``on_done(t_end, flow)`` when its last byte is through."""
 
         def start() -> None:
-            self.active.append(_Flow(src, dst, float(nbytes), cap, self.now, rdv, on_done))
+            f = _Flow(src, dst, float(nbytes), cap, self.now, rdv, on_done)
+            f.e, f.i = self.host[src], self.n + self.host[dst]
+            self.active.append(f)
             self.dirty = True
+
+        self.at(t, start)
+
+    def transfer(
+        self, t: float, src: int, dst: int, nbytes: float, duration: float, rdv: bool, on_done: Callable
+    ) -> None:
+        """A message that touches no link (between two ranks of one host, through shared memory): it starts at
+        ``t`` and its last byte is through ``duration`` µs later, whatever the links carry; then ``on_done(t_end,
+        flow)``."""
+
+        def start() -> None:
+            f = _Flow(src, dst, float(nbytes), _INF, self.now, rdv, on_done)
+            f.rem = 0.0
+            t_end = self.now + duration
+            self.at(t_end, lambda: on_done(t_end, f))
 
         self.at(t, start)
 
     def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         k = len(self.active)
-        src = np.fromiter((f.src for f in self.active), dtype=np.int64, count=k)
-        dst = np.fromiter((f.dst for f in self.active), dtype=np.int64, count=k)
+        src = np.fromiter((f.e for f in self.active), dtype=np.int64, count=k)
+        dst = np.fromiter((f.i - self.n for f in self.active), dtype=np.int64, count=k)
         rate = np.fromiter((f.rate for f in self.active), dtype=float, count=k)
         return src, dst, rate
 
@@ -192,7 +245,7 @@ class Network:
             return
         tok = self.tokens
         for f in self.active:
-            e, i = f.src, self.n + f.dst
+            e, i = f.e, f.i
             take = min(tok[e], tok[i], f.rem)
             if take > 0:
                 f.rem -= take
@@ -249,3 +302,13 @@ class Network:
             self._advance(t)
             while self.timers and self.timers[0][0] <= t * (1 + 1e-12) + 1e-9:
                 heapq.heappop(self.timers)[2]()
+
+
+def send(sim: Network, cost: MessageCosts, t: float, s: int, r: int, b: float, rdv: bool, on_done: Callable) -> None:
+    """Start the ``b``-byte message from rank ``s`` to rank ``r`` at ``t`` (µs): through shared memory, a fixed
+    :meth:`~MessageCosts.shm_transfer`, when they share a host; else a flow through their hosts' NICs capped at the
+    pair's rate ``1/Xm``. ``on_done(t_end, flow)`` when its last byte is through."""
+    if cost.same_host(s, r):
+        sim.transfer(t, s, r, b, cost.shm_transfer(s, b), rdv, on_done)
+    else:
+        sim.flow(t, s, r, b, cost.pair_rate(s, r, b), rdv, on_done)
