@@ -143,22 +143,77 @@ class FlowRecord:
 
 # ---- the event-driven fluid network ------------------------------------------------------------------------
 class _Flow:
-    __slots__ = ("src", "dst", "e", "i", "nbytes", "rem", "cap", "start", "rdv", "on_done", "rate")
+    """One flow: its links (``e`` egress, ``i`` ingress), bytes left ``rem`` as of ``t_rem`` (it moves at ``rate``
+    since), the tolerance under which it is through, and ``ver``, bumped whenever ``rem`` or ``rate`` changes (its
+    entries in the network's heaps carry the version they were made at)."""
+
+    __slots__ = ("src", "dst", "e", "i", "nbytes", "tol", "rem", "t_rem", "cap", "w", "start", "rdv", "on_done")
+    __slots__ += ("rate", "seq", "ver", "alive")
 
     def __init__(self, src: int, dst: int, nbytes: float, cap: float, start: float, rdv: bool, on_done: Callable):
         self.src, self.dst, self.nbytes, self.rem, self.cap = src, dst, nbytes, nbytes, cap
         self.start, self.rdv, self.on_done, self.rate = start, rdv, on_done, 0.0
-        self.e = self.i = 0  # its egress and ingress link
+        self.tol = 1e-9 * max(nbytes, 1.0)
+        self.t_rem = start
+        self.w = cap if math.isfinite(cap) else 1.0
+        self.e = self.i = self.seq = self.ver = 0
+        self.alive = True
+
+    def left(self, t: float) -> float:
+        """Bytes left at ``t`` (µs)."""
+        return self.rem - self.rate * (t - self.t_rem) if t != self.t_rem else self.rem
+
+
+def _fill(flows: list[_Flow], cap_link: dict[int, float], caps: list[float], weighted: bool) -> list[float]:
+    """Max-min fair rates of ``flows`` (one connected component of the network) by progressive filling, as
+    :func:`max_min_rates` does for all flows at once: ``cap_link`` the capacity of each of their links (inf: a link
+    with tokens), ``caps`` each flow's own cap."""
+    k = len(flows)
+    rate = [0.0] * k
+    w = [f.w for f in flows] if weighted else [1.0] * k
+    rem = dict(cap_link)
+    live = list(range(k))
+    while live:
+        cnt: dict[int, float] = {}
+        for j in live:
+            f, wj = flows[j], w[j]
+            cnt[f.e] = cnt.get(f.e, 0.0) + wj
+            cnt[f.i] = cnt.get(f.i, 0.0) + wj
+        d = min(rem[lk] / c for lk, c in cnt.items())
+        d = min(d, min((caps[j] - rate[j]) / w[j] for j in live))
+        if not math.isfinite(d):
+            raise ProfileError(
+                "a flow has no finite capacity on its path (every Xm is 0): set the links' Xm_us_per_byte"
+            )
+        d = max(d, 0.0)
+        for j in live:
+            rate[j] += d * w[j]
+        full = set()
+        for lk, c in cnt.items():
+            rem[lk] -= d * c
+            cl = cap_link[lk]
+            if cl != _INF and rem[lk] <= 1e-12 * max(cl, 1.0):
+                full.add(lk)
+        live = [
+            j for j in live if not (flows[j].e in full or flows[j].i in full or rate[j] >= caps[j] * (1 - 1e-12))
+        ]
+    return rate
 
 
 class Network:
     """Timers plus a fluid network of max-min shared links with token buckets (times in µs, bytes, bytes/µs).
 
     Links are indexed ``0..n-1`` (egress of host h) and ``n..2n-1`` (ingress of host h); ``hosts[r]`` is rank
-    ``r``'s host (None: a host per rank). A link whose bucket holds
-    tokens passes bytes at memory speed (it constrains nothing, and a flow through two such links moves what both
-    buckets hold at once); its tokens drain at ``throughput - capacity`` and the link is shaped again when they
-    run out (an event). A bucket refills at ``capacity - throughput`` up to ``burst``.
+    ``r``'s host (None: a host per rank). A link whose bucket holds tokens passes bytes at memory speed (it
+    constrains nothing, and a flow through two such links moves what both buckets hold at once); its tokens drain
+    at ``throughput - capacity`` and the link is shaped again when they run out (an event). A bucket refills at
+    ``capacity - throughput`` up to ``burst``.
+
+    The cost of an event is that of the flows it touches: rates are recomputed only for the connected components
+    (flows linked by shared links) of the links whose flows or shaping changed (max-min fairness decomposes over
+    them), a flow's bytes and a bucket's tokens are kept as a value at a time plus a rate, and the next finish and
+    the next bucket to empty or refill come from heaps. Every event still lets each flow whose two buckets both
+    hold tokens take them at once.
     """
 
     def __init__(
@@ -172,16 +227,27 @@ class Network:
         self.n = egress.size
         self.host = list(range(self.n)) if hosts is None else [int(h) for h in hosts]
         self.weighted = weighted
-        self.link_cap = np.concatenate([egress, ingress]).astype(float)
+        self.cap = [float(c) for c in np.concatenate([egress, ingress])]
+        nl = len(self.cap)
         self.burst = burst
         self.tok_eps = 1e-9 * burst + 1e-9
-        self.tokens = np.full(2 * self.n, burst)  # every bucket starts full (timing loops leave time to refill)
+        # each bucket: tokens tok[l] at t_tok[l], then refilling at fill[l] (negative: draining) up to burst
+        self.tok = [float(burst)] * nl  # every bucket starts full (timing loops leave time to refill)
+        self.t_tok = [0.0] * nl
+        self.fill = [0.0] * nl
+        self.thr = [0.0] * nl  # each link's throughput (bytes/µs) at the current rates
+        self.on_link: list[dict[_Flow, None]] = [{} for _ in range(nl)]
         self.now = 0.0
         self.timers: list[tuple[float, int, Callable[[], None]]] = []
         self.seq = 0
-        self.active: list[_Flow] = []
-        self.dirty = False
-        self.thr = np.zeros(2 * self.n)  # each link's throughput (bytes/µs) at the current rates
+        self.n_active = 0
+        self.dirty: set[int] = set()  # links whose component's rates must be recomputed
+        self.fins: list[tuple[float, int, int, _Flow]] = []  # (when it is through, seq, ver, flow)
+        self.dues: list[tuple[float, int, int, _Flow]] = []  # (when its bytes left fall under its tolerance, ...)
+        self.refills: list[tuple[float, int, int]] = []  # (when a shaped bucket passes tok_eps, link, stamp)
+        self.stamp = [0] * nl
+        self.draining: dict[int, None] = {}  # links with tokens and flows that take more than the capacity
+        self.grabbing: dict[_Flow, None] = {}  # flows both of whose buckets may hold tokens
         self.records: list[FlowRecord] = []
 
     def at(self, t: float, fn: Callable[[], None]) -> None:
@@ -197,8 +263,15 @@ class Network:
         def start() -> None:
             f = _Flow(src, dst, float(nbytes), cap, self.now, rdv, on_done)
             f.e, f.i = self.host[src], self.n + self.host[dst]
-            self.active.append(f)
-            self.dirty = True
+            f.seq = self.seq
+            self.seq += 1
+            self.on_link[f.e][f] = None
+            self.on_link[f.i][f] = None
+            self.n_active += 1
+            self.dirty.update((f.e, f.i))
+            if self.burst > 0:
+                self.grabbing[f] = None
+            self._watch(f)  # an empty message is through at once
 
         self.at(t, start)
 
@@ -211,92 +284,198 @@ class Network:
 
         def start() -> None:
             f = _Flow(src, dst, float(nbytes), _INF, self.now, rdv, on_done)
-            f.rem = 0.0
+            f.rem, f.alive = 0.0, False
             t_end = self.now + duration
             self.at(t_end, lambda: on_done(t_end, f))
 
         self.at(t, start)
 
-    def _arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        k = len(self.active)
-        src = np.fromiter((f.e for f in self.active), dtype=np.int64, count=k)
-        dst = np.fromiter((f.i - self.n for f in self.active), dtype=np.int64, count=k)
-        rate = np.fromiter((f.rate for f in self.active), dtype=float, count=k)
-        return src, dst, rate
+    # ---- buckets ----
+    def _tokens(self, lk: int, t: float) -> float:
+        dt = t - self.t_tok[lk]
+        if dt <= 0:
+            return self.tok[lk]
+        return min(self.burst, max(0.0, self.tok[lk] + self.fill[lk] * dt))
 
-    def _shaped(self) -> np.ndarray:
-        return self.tokens <= self.tok_eps
+    def _settle(self, lk: int) -> None:
+        """Bring link ``lk``'s bucket to now."""
+        self.tok[lk] = self._tokens(lk, self.now)
+        self.t_tok[lk] = self.now
 
-    def _advance(self, t: float) -> None:
-        dt = t - self.now
-        if dt > 0:
-            if self.burst > 0:
-                before = self._shaped()
-                self.tokens = np.clip(self.tokens + (self.link_cap - self.thr) * dt, 0.0, self.burst)
-                if (before != self._shaped()).any():
-                    self.dirty = True
-            for f in self.active:
-                f.rem -= f.rate * dt
-        self.now = max(self.now, t)
+    def _may_hold(self, lk: int) -> bool:
+        """Whether link ``lk``'s bucket holds tokens now or will after any time passes."""
+        return self.tok[lk] > 0 or self.fill[lk] > 0
 
-    def _bursts(self) -> None:
-        """Let every flow take what both of its links' buckets hold, at memory speed (no time passes)."""
-        if self.burst <= 0:
+    def _set_throughput(self, lk: int, thr: float) -> None:
+        """Link ``lk`` now carries ``thr`` bytes/µs: its bucket's fill rate, and the watch on its shaping."""
+        self._settle(lk)
+        self.thr[lk] = thr
+        cap = self.cap[lk]
+        fill = cap - thr
+        if abs(fill) <= 1e-12 * cap:  # a link its flows fill: rounding must not make tokens out of nothing
+            fill = 0.0
+        self.fill[lk] = fill
+        self.stamp[lk] += 1
+        self.draining.pop(lk, None)
+        if not self.on_link[lk]:
             return
-        tok = self.tokens
-        for f in self.active:
-            e, i = f.e, f.i
-            take = min(tok[e], tok[i], f.rem)
-            if take > 0:
-                f.rem -= take
-                tok[e] -= take
-                tok[i] -= take
-                self.dirty = True
+        if self.tok[lk] <= self.tok_eps:
+            if fill > 0:
+                t = self.now + (self.tok_eps - self.tok[lk]) / fill if cap != _INF else self.now
+                heapq.heappush(self.refills, (t, lk, self.stamp[lk]))
+        elif fill < 0:
+            self.draining[lk] = None
+
+    # ---- rates ----
+    def _component(self, links: set[int]) -> tuple[list[_Flow], set[int]]:
+        """The flows connected to ``links`` through shared links, in the order they started, and their links."""
+        seen_links = set(links)
+        todo = list(links)
+        flows: dict[_Flow, None] = {}
+        while todo:
+            lk = todo.pop()
+            for f in self.on_link[lk]:
+                if f not in flows:
+                    flows[f] = None
+                    for o in (f.e, f.i):
+                        if o not in seen_links:
+                            seen_links.add(o)
+                            todo.append(o)
+        return sorted(flows, key=lambda f: f.seq), seen_links
 
     def _rates(self) -> None:
-        src, dst, _ = self._arrays()
-        shaped = self._shaped()
-        cap_link = np.where(shaped, self.link_cap, _INF)
-        both = shaped[src] & shaped[self.n + dst]
-        cap = np.fromiter((f.cap for f in self.active), dtype=float, count=src.size)
-        w = np.where(np.isfinite(cap), cap, 1.0) if self.weighted else None
-        rate = max_min_rates(src, dst, np.where(both, cap, _INF), cap_link[: self.n], cap_link[self.n :], w)
-        for f, r in zip(self.active, rate.tolist(), strict=True):
-            f.rate = r
-        self.thr = np.bincount(src, rate, 2 * self.n) + np.bincount(self.n + dst, rate, 2 * self.n)
-        self.dirty = False
+        """Recompute the rates of the components of the dirty links."""
+        flows, links = self._component(self.dirty)
+        self.dirty = set()
+        now, eps = self.now, self.tok_eps
+        if self.burst > 0:
+            for lk in links:
+                self._settle(lk)
+            shaped = {lk: self.tok[lk] <= eps for lk in links}
+        else:
+            shaped = dict.fromkeys(links, True)
+        thr = dict.fromkeys(links, 0.0)
+        if flows:
+            cap_link = {lk: (self.cap[lk] if shaped[lk] else _INF) for lk in links}
+            caps = [f.cap if shaped[f.e] and shaped[f.i] else _INF for f in flows]
+            for f, r in zip(flows, _fill(flows, cap_link, caps, self.weighted), strict=True):
+                thr[f.e] += r
+                thr[f.i] += r
+                if r != f.rate:
+                    f.rem = f.left(now)
+                    f.t_rem = now
+                    f.rate = r
+                    self._watch(f)
+        for lk in links:
+            self._set_throughput(lk, thr[lk])
+        if self.burst > 0:
+            for f in flows:
+                if self._may_hold(f.e) and self._may_hold(f.i):
+                    self.grabbing[f] = None
+
+    def _watch(self, f: _Flow) -> None:
+        """New entries for flow ``f`` in the heaps of finishes and of flows under their tolerance."""
+        f.ver += 1
+        if f.rate > 0:
+            heapq.heappush(self.fins, (f.t_rem + f.rem / f.rate, f.seq, f.ver, f))
+            heapq.heappush(self.dues, (f.t_rem + (f.rem - f.tol) / f.rate, f.seq, f.ver, f))
+        elif f.rem <= f.tol:
+            heapq.heappush(self.dues, (f.t_rem, f.seq, f.ver, f))
+
+    # ---- events ----
+    def _bursts(self) -> None:
+        """Let every flow take what both of its links' buckets hold, at memory speed (no time passes)."""
+        if not self.grabbing:
+            return
+        now = self.now
+        for f in sorted(self.grabbing, key=lambda f: f.seq):
+            e, i = f.e, f.i
+            te, ti = self._tokens(e, now), self._tokens(i, now)
+            rem = f.left(now)
+            take = min(te, ti, rem)
+            if take > 0:
+                self._settle(e)
+                self._settle(i)
+                self.tok[e] -= take
+                self.tok[i] -= take
+                f.rem, f.t_rem = rem - take, now
+                self._watch(f)
+                self.dirty.update((e, i))
+            elif not (self._may_hold(e) and self._may_hold(i)):
+                del self.grabbing[f]
+
+    def _through(self) -> list[_Flow]:
+        """The flows whose bytes left are under their tolerance now, in the order they started."""
+        now, heap = self.now, self.dues
+        out, back = [], []
+        slack = 1e-9 * (abs(now) + 1.0)
+        while heap and heap[0][0] <= now + slack:
+            item = heapq.heappop(heap)
+            f = item[3]
+            if not f.alive or item[2] != f.ver:
+                continue
+            (out if f.left(now) <= f.tol else back).append(f)
+            if out and out[-1] is f:
+                f.alive = False
+        for f in back:
+            heapq.heappush(heap, (f.t_rem + (f.rem - f.tol) / f.rate if f.rate > 0 else now, f.seq, f.ver, f))
+        out.sort(key=lambda f: f.seq)
+        return out
+
+    def _next_finish(self) -> float:
+        heap = self.fins
+        while heap and (not heap[0][3].alive or heap[0][2] != heap[0][3].ver):
+            heapq.heappop(heap)
+        return heap[0][0] if heap else _INF
 
     def _next_exhaustion(self) -> float:
         """When the next bucket that is draining runs out (µs), or inf."""
-        if self.burst <= 0 or not self.active:
+        if not self.draining:
             return _INF
-        drain = self.thr - self.link_cap
-        live = (drain > 0) & ~self._shaped()
-        if not live.any():
-            return _INF
-        return self.now + float((self.tokens[live] / drain[live]).min())
+        return min(self.t_tok[lk] + self.tok[lk] / -self.fill[lk] for lk in self.draining)
+
+    def _advance(self, t: float) -> None:
+        """Move the clock to ``t``; buckets that ran out or refilled past ``tok_eps`` make their components dirty."""
+        if t <= self.now:
+            return
+        self.now = t
+        eps = self.tok_eps
+        for lk in [lk for lk in self.draining if self._tokens(lk, t) <= eps]:
+            del self.draining[lk]
+            self.dirty.add(lk)
+        heap = self.refills
+        while heap and heap[0][0] < t:
+            _, lk, st = heapq.heappop(heap)
+            if st == self.stamp[lk] and self.on_link[lk]:
+                if self._tokens(lk, t) > eps:
+                    self.dirty.add(lk)
+                else:  # rounding: not yet
+                    heapq.heappush(heap, (t, lk, st))
+                    break
+
+    def _finish(self, done: list[_Flow]) -> None:
+        for f in done:
+            self.on_link[f.e].pop(f, None)
+            self.on_link[f.i].pop(f, None)
+            self.grabbing.pop(f, None)
+            self.n_active -= 1
+            self.dirty.update((f.e, f.i))
+        for f in done:
+            f.rem, f.t_rem = f.left(self.now), self.now
+            f.on_done(self.now, f)
 
     def run(self) -> None:
         while True:
             self._bursts()
-            done = [f for f in self.active if f.rem <= 1e-9 * max(f.nbytes, 1.0)]
+            done = self._through()
             if done:
-                self.active = [f for f in self.active if f.rem > 1e-9 * max(f.nbytes, 1.0)]
-                self.dirty = True
-                for f in done:
-                    f.on_done(self.now, f)
+                self._finish(done)
                 continue
-            if not self.timers and not self.active:
+            if not self.timers and not self.n_active:
                 return
             if self.dirty:
-                if self.active:
-                    self._rates()
-                else:
-                    self.thr = np.zeros(2 * self.n)
-                    self.dirty = False
-            t_fin = min((self.now + f.rem / f.rate for f in self.active if f.rate > 0), default=_INF)
-            t_tim = self.timers[0][0] if self.timers else _INF
-            t = min(t_fin, t_tim, self._next_exhaustion())
+                self._rates()
+            t = min(self._next_finish(), self.timers[0][0] if self.timers else _INF, self._next_exhaustion())
             if not math.isfinite(t):
                 raise RuntimeError("flow simulation stalled: flows without capacity and nothing scheduled")
             self._advance(t)
