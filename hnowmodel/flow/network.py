@@ -194,9 +194,7 @@ def _fill(flows: list[_Flow], cap_link: dict[int, float], caps: list[float], wei
             cl = cap_link[lk]
             if cl != _INF and rem[lk] <= 1e-12 * max(cl, 1.0):
                 full.add(lk)
-        live = [
-            j for j in live if not (flows[j].e in full or flows[j].i in full or rate[j] >= caps[j] * (1 - 1e-12))
-        ]
+        live = [j for j in live if not (flows[j].e in full or flows[j].i in full or rate[j] >= caps[j] * (1 - 1e-12))]
     return rate
 
 
