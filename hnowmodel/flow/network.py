@@ -169,6 +169,15 @@ def _fill(flows: list[_Flow], cap_link: dict[int, float], caps: list[float], wei
     :func:`max_min_rates` does for all flows at once: ``cap_link`` the capacity of each of their links (inf: a link
     with tokens), ``caps`` each flow's own cap."""
     k = len(flows)
+    if k == 1:  # the same arithmetic as the rounds below, in one
+        f = flows[0]
+        w = f.w if weighted else 1.0
+        d = min(cap_link[f.e] / w, cap_link[f.i] / w, caps[0] / w)
+        if not math.isfinite(d):
+            raise ProfileError(
+                "a flow has no finite capacity on its path (every Xm is 0): set the links' Xm_us_per_byte"
+            )
+        return [max(d, 0.0) * w]
     rate = [0.0] * k
     w = [f.w for f in flows] if weighted else [1.0] * k
     rem = dict(cap_link)
@@ -305,9 +314,11 @@ class Network:
         return self.tok[lk] > 0 or self.fill[lk] > 0
 
     def _set_throughput(self, lk: int, thr: float) -> None:
-        """Link ``lk`` now carries ``thr`` bytes/µs: its bucket's fill rate, and the watch on its shaping."""
-        self._settle(lk)
+        """Link ``lk`` (its bucket brought to now) carries ``thr`` bytes/µs: its bucket's fill rate, and the watch
+        on its shaping."""
         self.thr[lk] = thr
+        if self.burst <= 0:
+            return
         cap = self.cap[lk]
         fill = cap - thr
         if abs(fill) <= 1e-12 * cap:  # a link its flows fill: rounding must not make tokens out of nothing
@@ -347,9 +358,11 @@ class Network:
         self.dirty = set()
         now, eps = self.now, self.tok_eps
         if self.burst > 0:
+            tok, t_tok = self.tok, self.t_tok
             for lk in links:
-                self._settle(lk)
-            shaped = {lk: self.tok[lk] <= eps for lk in links}
+                tok[lk] = self._tokens(lk, now)
+                t_tok[lk] = now
+            shaped = {lk: tok[lk] <= eps for lk in links}
         else:
             shaped = dict.fromkeys(links, True)
         thr = dict.fromkeys(links, 0.0)
