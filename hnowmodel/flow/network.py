@@ -447,11 +447,17 @@ class Network:
 
     def _advance(self, t: float) -> None:
         """Move the clock to ``t``; buckets that ran out or refilled past ``tok_eps`` make their components dirty."""
-        if t <= self.now:
-            return
-        self.now = t
         eps = self.tok_eps
-        for lk in [lk for lk in self.draining if self._tokens(lk, t) <= eps]:
+        # a bucket whose time to run out has come is empty, also when rounding puts that time at now
+        out = [lk for lk in self.draining if self.t_tok[lk] + self.tok[lk] / -self.fill[lk] <= t]
+        if t <= self.now and not out:
+            return
+        self.now = max(self.now, t)
+        for lk in out:
+            self._settle(lk)
+            self.tok[lk] = 0.0
+        out += [lk for lk in self.draining if lk not in out and self._tokens(lk, t) <= eps]
+        for lk in out:
             del self.draining[lk]
             self.dirty.add(lk)
         heap = self.refills
