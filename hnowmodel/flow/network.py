@@ -180,30 +180,40 @@ def _fill(flows: list[_Flow], cap_link: dict[int, float], caps: list[float], wei
         return [max(d, 0.0) * w]
     rate = [0.0] * k
     w = [f.w for f in flows] if weighted else [1.0] * k
+    es, is_ = [f.e for f in flows], [f.i for f in flows]
     rem = dict(cap_link)
     live = list(range(k))
     while live:
         cnt: dict[int, float] = {}
+        d = _INF
         for j in live:
-            f, wj = flows[j], w[j]
-            cnt[f.e] = cnt.get(f.e, 0.0) + wj
-            cnt[f.i] = cnt.get(f.i, 0.0) + wj
-        d = min(rem[lk] / c for lk, c in cnt.items())
-        d = min(d, min((caps[j] - rate[j]) / w[j] for j in live))
+            e, i, wj = es[j], is_[j], w[j]
+            cnt[e] = cnt.get(e, 0.0) + wj
+            cnt[i] = cnt.get(i, 0.0) + wj
+            x = (caps[j] - rate[j]) / wj
+            if x < d:
+                d = x
+        for lk, c in cnt.items():
+            x = rem[lk] / c
+            if x < d:
+                d = x
         if not math.isfinite(d):
             raise ProfileError(
                 "a flow has no finite capacity on its path (every Xm is 0): set the links' Xm_us_per_byte"
             )
         d = max(d, 0.0)
-        for j in live:
-            rate[j] += d * w[j]
         full = set()
         for lk, c in cnt.items():
-            rem[lk] -= d * c
+            r = rem[lk] = rem[lk] - d * c
             cl = cap_link[lk]
-            if cl != _INF and rem[lk] <= 1e-12 * max(cl, 1.0):
+            if cl != _INF and r <= 1e-12 * max(cl, 1.0):
                 full.add(lk)
-        live = [j for j in live if not (flows[j].e in full or flows[j].i in full or rate[j] >= caps[j] * (1 - 1e-12))]
+        nxt = []
+        for j in live:
+            r = rate[j] = rate[j] + d * w[j]
+            if not (es[j] in full or is_[j] in full or r >= caps[j] * (1 - 1e-12)):
+                nxt.append(j)
+        live = nxt
     return rate
 
 
@@ -242,7 +252,6 @@ class Network:
         self.tok = [float(burst)] * nl  # every bucket starts full (timing loops leave time to refill)
         self.t_tok = [0.0] * nl
         self.fill = [0.0] * nl
-        self.thr = [0.0] * nl  # each link's throughput (bytes/µs) at the current rates
         self.on_link: list[dict[_Flow, None]] = [{} for _ in range(nl)]
         self.now = 0.0
         self.timers: list[tuple[float, int, Callable[[], None]]] = []
@@ -313,28 +322,6 @@ class Network:
         """Whether link ``lk``'s bucket holds tokens now or will after any time passes."""
         return self.tok[lk] > 0 or self.fill[lk] > 0
 
-    def _set_throughput(self, lk: int, thr: float) -> None:
-        """Link ``lk`` (its bucket brought to now) carries ``thr`` bytes/µs: its bucket's fill rate, and the watch
-        on its shaping."""
-        self.thr[lk] = thr
-        if self.burst <= 0:
-            return
-        cap = self.cap[lk]
-        fill = cap - thr
-        if abs(fill) <= 1e-12 * cap:  # a link its flows fill: rounding must not make tokens out of nothing
-            fill = 0.0
-        self.fill[lk] = fill
-        self.stamp[lk] += 1
-        self.draining.pop(lk, None)
-        if not self.on_link[lk]:
-            return
-        if self.tok[lk] <= self.tok_eps:
-            if fill > 0:
-                t = self.now + (self.tok_eps - self.tok[lk]) / fill if cap != _INF else self.now
-                heapq.heappush(self.refills, (t, lk, self.stamp[lk]))
-        elif fill < 0:
-            self.draining[lk] = None
-
     # ---- rates ----
     def _component(self, links: set[int]) -> tuple[list[_Flow], set[int]]:
         """The flows connected to ``links`` through shared links, in the order they started, and their links."""
@@ -353,21 +340,22 @@ class Network:
         return sorted(flows, key=lambda f: f.seq), seen_links
 
     def _rates(self) -> None:
-        """Recompute the rates of the components of the dirty links."""
+        """Recompute the rates of the components of the dirty links, and their buckets' fill rates and watches."""
         flows, links = self._component(self.dirty)
         self.dirty = set()
-        now, eps = self.now, self.tok_eps
-        if self.burst > 0:
-            tok, t_tok = self.tok, self.t_tok
-            for lk in links:
-                tok[lk] = self._tokens(lk, now)
-                t_tok[lk] = now
-            shaped = {lk: tok[lk] <= eps for lk in links}
-        else:
-            shaped = dict.fromkeys(links, True)
+        now, burst, eps, cap = self.now, self.burst, self.tok_eps, self.cap
+        tok, t_tok, fill = self.tok, self.t_tok, self.fill
+        shaped: dict[int, bool] = {}
+        for lk in links:  # bring each bucket to now
+            if burst > 0:
+                dt = now - t_tok[lk]
+                if dt > 0:
+                    tok[lk] = min(burst, max(0.0, tok[lk] + fill[lk] * dt))
+                    t_tok[lk] = now
+            shaped[lk] = tok[lk] <= eps
         thr = dict.fromkeys(links, 0.0)
         if flows:
-            cap_link = {lk: (self.cap[lk] if shaped[lk] else _INF) for lk in links}
+            cap_link = {lk: (cap[lk] if shaped[lk] else _INF) for lk in links}
             caps = [f.cap if shaped[f.e] and shaped[f.i] else _INF for f in flows]
             for f, r in zip(flows, _fill(flows, cap_link, caps, self.weighted), strict=True):
                 thr[f.e] += r
@@ -377,12 +365,29 @@ class Network:
                     f.t_rem = now
                     f.rate = r
                     self._watch(f)
-        for lk in links:
-            self._set_throughput(lk, thr[lk])
-        if self.burst > 0:
-            for f in flows:
-                if self._may_hold(f.e) and self._may_hold(f.i):
-                    self.grabbing[f] = None
+        if burst <= 0:
+            return
+        on_link, draining, stamp = self.on_link, self.draining, self.stamp
+        for lk, th in thr.items():  # each bucket's fill rate, and when its shaping may change
+            c = cap[lk]
+            fl = c - th
+            if abs(fl) <= 1e-12 * c:  # a link its flows fill: rounding must not make tokens out of nothing
+                fl = 0.0
+            fill[lk] = fl
+            stamp[lk] += 1
+            draining.pop(lk, None)
+            if not on_link[lk]:
+                continue
+            if tok[lk] <= eps:
+                if fl > 0:
+                    t = now + (eps - tok[lk]) / fl if c != _INF else now
+                    heapq.heappush(self.refills, (t, lk, stamp[lk]))
+            elif fl < 0:
+                draining[lk] = None
+        for f in flows:
+            e, i = f.e, f.i
+            if (tok[e] > 0 or fill[e] > 0) and (tok[i] > 0 or fill[i] > 0):
+                self.grabbing[f] = None
 
     def _watch(self, f: _Flow) -> None:
         """New entries for flow ``f`` in the heaps of finishes and of flows under their tolerance."""
