@@ -144,7 +144,8 @@ def downward_queued(
     :meth:`MessageCosts.first_send_busy`), which ``serve`` drains for all that host's ranks together: :func:`fifo`
     (whole messages in the order they were queued) or :func:`round_robin` (an equal share each); a message to a rank
     of its own host takes its shared-memory :meth:`~MessageCosts.shm_transfer` and no link. A receiver's ingress,
-    shaped at the pair's rate ``1/Xm``, passes its bucket's burst as it arrives and queues the rest (a greedy
+    shaped at the pair's rate ``1/Xm`` (or its NIC's ingress when the profile states a lower one,
+    :attr:`~hnowmodel.params.Profile.nic`), passes its bucket's burst as it arrives and queues the rest (a greedy
     shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so its last byte
     leaves at the latest of the egress's end, the first byte's time + ``(b - burst)·Xm`` and
     ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve (each message is shaped on its
@@ -192,7 +193,11 @@ def downward_queued(
             for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
                 if final[c]:
                     continue
-                last = _through_ingress(curve, t1, b, cost.pair_rate(s, c, b), burst)
+                rate = cost.pair_rate(s, c, b)
+                nic = cost.profile.nic.get(cost.names[c])
+                if nic is not None:
+                    rate = min(rate, nic.ingress_bytes_per_us)
+                last = _through_ingress(curve, t1, b, rate, burst)
                 delivered = last + cost.latency(s, c, b)
                 records[c] = FlowRecord(s, c, b, curve[0][0], last, delivered, False)
                 done[c] = delivered + cost.recv(c, b, s)

@@ -67,6 +67,10 @@ def test_the_nic_capacity_of_the_profile_is_the_hosts_link():
     assert eg.tolist() == ig.tolist() == [50.0, 50.0, 50.0]
     # a lone flow: the NIC (50) is below the pair's rate (100)
     assert F.bcast(prof, ["f", "f"], T.chain(2), [M]).tolist() == pytest.approx([M / 50])
+    # a slow receiving NIC limits a lone message under every sharing
+    slow_in = _with_shm(_profile({"f": 100.0}), nic={"f": Nic(100.0, 25.0)})
+    for sharing in F.SHARINGS:
+        assert F.bcast(slow_in, ["f", "f"], T.chain(2), [M], sharing=sharing).tolist() == pytest.approx([M / 25])
 
 
 def test_a_same_host_message_takes_its_shared_memory_time_whatever_the_nic_load():
