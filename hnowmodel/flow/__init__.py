@@ -44,9 +44,9 @@ refilling: a few events per message). An event costs what it touches, not the wh
 decomposes over connected components (flows linked by shared links), so only the components of the links whose
 flows or shaping changed are refilled; a flow's bytes and a bucket's tokens are kept as a value at a time plus a
 rate, and the next finish and bucket event come from heaps; shared-memory messages are timers. A binomial bcast
-takes about 0.03 s per size for 64 hosts x 32 ranks (2048 ranks) and 0.2-0.5 s for 2048 ranks on hosts of their
-own (``experiments/perf_flow.py``, 16.8 s before this design); the paper's closed-form variants, vectorised over
-ranks, are some 10^3 times faster still and reach a million ranks.
+takes about 0.03 s per size for 64 hosts x 32 ranks (2048 ranks) and 0.2-0.65 s for 2048 ranks on hosts of their
+own, depending on the profile (``experiments/perf_flow.py``; 6-15 s before this design); the paper's closed-form
+variants, vectorised over ranks, are some 10^3 times faster still and reach a million ranks.
 
 Modules: :mod:`~hnowmodel.flow.network` (capacities, max-min sharing, the event-driven fluid network),
 :mod:`~hnowmodel.flow.costs` (what each message costs), :mod:`~hnowmodel.flow.downward` (bcast, scatter through the

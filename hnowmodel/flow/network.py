@@ -37,8 +37,9 @@ def capacities(profile: Profile, layout: Sequence[str], m: float) -> tuple[np.nd
     ingress, as a NIC's line rate) - a type's egress is the largest rate it reaches as a sender,
     ``max_b 1/Xm(a, b)``, and its ingress the largest it reaches as a receiver, ``max_a 1/Xm(a, b)``. It breaks when
     a type's egress is faster than every type's ingress (then its egress is underestimated, and two of its flows
-    to slow receivers are modelled as sharing a link they do not saturate), and when several ranks share one host
-    link (the capacities here are per rank). ``Xm = 0`` means an unlimited link.
+    to slow receivers are modelled as sharing a link they do not saturate: a calibrated NIC, ``profile.nic``, does
+    not have that flaw). The capacities here are per rank; the flow engine's links are per host
+    (:func:`host_capacities`). ``Xm = 0`` means an unlimited link.
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> t = {k: NodeType(k, 0, 0, 0, 0) for k in ("f", "s")}
