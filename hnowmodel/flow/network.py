@@ -184,7 +184,9 @@ def _fill(flows: list[_Flow], cap_link: dict[int, float], caps: list[float], wei
     es, is_ = [f.e for f in flows], [f.i for f in flows]
     rem = dict(cap_link)
     live = list(range(k))
-    while live:
+    for _ in range(k + 1):  # each round freezes at least one flow
+        if not live:
+            break
         cnt: dict[int, float] = {}
         d = _INF
         for j in live:
