@@ -468,15 +468,16 @@ class Network:
         for lk in out:
             del self.draining[lk]
             self.dirty.add(lk)
-        heap = self.refills
+        heap, later = self.refills, []
         while heap and heap[0][0] < t:
             _, lk, st = heapq.heappop(heap)
             if st == self.stamp[lk] and self.on_link[lk]:
                 if self._tokens(lk, t) > eps:
                     self.dirty.add(lk)
-                else:  # rounding: not yet
-                    heapq.heappush(heap, (t, lk, st))
-                    break
+                else:  # rounding: not yet, look again at the next event
+                    later.append((t, lk, st))
+        for item in later:
+            heapq.heappush(heap, item)
 
     def _finish(self, done: list[_Flow]) -> None:
         for f in done:
