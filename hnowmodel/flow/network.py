@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from .costs import MessageCosts
 __all__ = ["FlowRecord", "capacities", "host_capacities", "max_min_rates", "Network", "send"]
 
 _INF = math.inf
+_SEQ = operator.attrgetter("seq")
 
 
 def _type_capacities(profile: Profile, m: float) -> tuple[np.ndarray, np.ndarray]:
@@ -340,7 +342,7 @@ class Network:
                         if o not in seen_links:
                             seen_links.add(o)
                             todo.append(o)
-        return sorted(flows, key=lambda f: f.seq), seen_links
+        return sorted(flows, key=_SEQ), seen_links
 
     def _rates(self) -> None:
         """Recompute the rates of the components of the dirty links, and their buckets' fill rates and watches."""
@@ -364,8 +366,9 @@ class Network:
                 thr[f.e] += r
                 thr[f.i] += r
                 if r != f.rate:
-                    f.rem = f.left(now)
-                    f.t_rem = now
+                    if now != f.t_rem:
+                        f.rem -= f.rate * (now - f.t_rem)
+                        f.t_rem = now
                     f.rate = r
                     self._watch(f)
         if burst <= 0:
@@ -407,7 +410,7 @@ class Network:
         if not self.grabbing:
             return
         now = self.now
-        for f in sorted(self.grabbing, key=lambda f: f.seq):
+        for f in sorted(self.grabbing, key=_SEQ):
             e, i = f.e, f.i
             te, ti = self._tokens(e, now), self._tokens(i, now)
             rem = f.left(now)
@@ -438,7 +441,7 @@ class Network:
                 f.alive = False
         for f in back:
             heapq.heappush(heap, (f.t_rem + (f.rem - f.tol) / f.rate if f.rate > 0 else now, f.seq, f.ver, f))
-        out.sort(key=lambda f: f.seq)
+        out.sort(key=_SEQ)
         return out
 
     def _next_finish(self) -> float:
@@ -456,18 +459,21 @@ class Network:
     def _advance(self, t: float) -> None:
         """Move the clock to ``t``; buckets that ran out or refilled past ``tok_eps`` make their components dirty."""
         eps = self.tok_eps
-        # a bucket whose time to run out has come is empty, also when rounding puts that time at now
-        out = [lk for lk in self.draining if self.t_tok[lk] + self.tok[lk] / -self.fill[lk] <= t]
+        out: list[int] = []
+        if self.draining:
+            # a bucket whose time to run out has come is empty, also when rounding puts that time at now
+            out = [lk for lk in self.draining if self.t_tok[lk] + self.tok[lk] / -self.fill[lk] <= t]
         if t <= self.now and not out:
             return
         self.now = max(self.now, t)
-        for lk in out:
-            self._settle(lk)
-            self.tok[lk] = 0.0
-        out += [lk for lk in self.draining if lk not in out and self._tokens(lk, t) <= eps]
-        for lk in out:
-            del self.draining[lk]
-            self.dirty.add(lk)
+        if self.draining:
+            for lk in out:
+                self._settle(lk)
+                self.tok[lk] = 0.0
+            out += [lk for lk in self.draining if lk not in out and self._tokens(lk, t) <= eps]
+            for lk in out:
+                del self.draining[lk]
+                self.dirty.add(lk)
         heap, later = self.refills, []
         while heap and heap[0][0] < t:
             _, lk, st = heapq.heappop(heap)
@@ -491,17 +497,22 @@ class Network:
             f.on_done(self.now, f)
 
     def run(self) -> None:
+        dues = self.dues
         while True:
-            self._bursts()
-            done = self._through()
-            if done:
-                self._finish(done)
-                continue
+            if self.grabbing:
+                self._bursts()
+            if dues and dues[0][0] <= self.now + 1e-9 * (abs(self.now) + 1.0):
+                done = self._through()
+                if done:
+                    self._finish(done)
+                    continue
             if not self.timers and not self.n_active:
                 return
             if self.dirty:
                 self._rates()
-            t = min(self._next_finish(), self.timers[0][0] if self.timers else _INF, self._next_exhaustion())
+            t = min(self._next_finish(), self.timers[0][0] if self.timers else _INF)
+            if self.draining:
+                t = min(t, self._next_exhaustion())
             if not math.isfinite(t):
                 raise RuntimeError("flow simulation stalled: flows without capacity and nothing scheduled")
             self._advance(t)
