@@ -6,35 +6,47 @@ socket buffers take the data, so a rank's messages to its children are **on the 
 its outgoing link, and messages converging on one rank share its incoming link. This module models that the way
 SimGrid's flow-level network model does:
 
-* every rank has an **egress** and an **ingress** capacity (bytes/µs), derived from the profile's pairwise per-byte
-  costs by :func:`capacities`;
-* a message is a **flow** through its sender's egress and its receiver's ingress; concurrent flows share every link
-  by **max-min fairness** (progressive filling), recomputed at every flow start and finish; a flow is also capped
-  at its own pair's rate ``1/Xm`` (so a lone flow takes exactly the profile's ``Xm·bytes``);
+* every **host** has one **egress** and one **ingress** link, its NIC (bytes/µs): ``profile.nic[type]``
+  (:class:`~hnowmodel.params.Nic`) where the profile states it, else derived per node type from the profile's
+  pairwise per-byte costs (:func:`host_capacities`, :func:`capacities`). With one rank per host (a plain list of
+  type names is that) every rank has links of its own, as in SimGrid;
+* a message between two ranks of **one host** touches no NIC: it goes through shared memory, at the type's
+  ``profile.shm`` costs (:class:`~hnowmodel.params.ShmCosts`): the sender's ``S`` as a posting cost, then a fixed
+  transfer ``X(m)`` whatever the NICs carry, then the receiver's ``R``;
+* a message between hosts is a **flow** through its sender host's egress and its receiver host's ingress, shared
+  by all the flows of that host's ranks; concurrent flows share every link by **max-min fairness** (progressive
+  filling), recomputed at every flow start and finish; a flow is also capped at its own pair's rate ``1/Xm`` (so
+  a lone flow takes exactly the profile's ``Xm·bytes``);
 * a sender **posts all its sends at once** once it holds the data: the k-th send starts after the first k send
   overheads ``S`` (in the tree's send order); a message is delivered ``Xc`` after its last byte left, and the
   receiver then pays ``R``;
-* how a sender's egress is shared (:data:`SHARINGS`): the fluid network above, or a queue discipline
-  (:mod:`~hnowmodel.flow.disciplines`: ``fifo``, ``rr``) for bcast and scatter;
+* how a sender host's egress is shared (:data:`SHARINGS`): the fluid network above, or a queue discipline
+  (:mod:`~hnowmodel.flow.disciplines`: ``fifo``, ``rr``) for bcast and scatter, which drains the inter-host messages
+  of all that host's ranks;
 * **eager vs rendezvous** from ``profile.rendezvous_from_bytes``: a rendezvous message flows only once its receiver
   has posted the matching receive. That matters for gather (the schedule's ``recv_order``,
   :class:`~hnowmodel.schedule.Schedule`): the tree executor posts one receive per child up front, so they all
   flow at once; a parent that posts its receives one after another (in arrival order, as ``MPI_ANY_SOURCE``
   receives do, or in a fixed order such as MPICH's binomial gather, smallest subtree first) lets each flow only in
   its turn; in bcast and scatter a receiver has always posted its one receive already;
-* a **token bucket** per link (Linux ``tbf``): every link starts with a full bucket of ``burst_bytes``
+* a **token bucket** per NIC link (Linux ``tbf``): every link starts with a full bucket of ``burst_bytes``
   (``profile.extensions["network"]["burst_bytes"]``, default 0); bytes pass a link with tokens at memory speed
   (instantly here) and use them up; a bucket refills at the link's capacity minus what the link carries, up to
   ``burst_bytes``. A lone message of ``b`` bytes thus takes ``(b - burst)·Xm`` instead of ``b·Xm``;
-* what passes at once costs its **sender** time: a rank's first send finds its egress bucket full, and its own
-  kernel pushes those packets through the network inside the call, so it posts its next send
+* what passes at once costs its **sender** time: a rank's first send to another host finds its egress bucket full,
+  and its own kernel pushes those packets through the network inside the call, so it posts its next send
   ``burst_send_us + burst_send_us_per_byte · min(b, burst_bytes)`` later (``profile.extensions["network"]``,
   default 0; measured by a calibration on a network as a send after idling minus ``S``:
   :class:`~hnowmodel.params.NetworkTerms`).
 
-Evaluated per size, event by event (a few hundred events for 100 ranks; max-min filling is vectorised with
-numpy over the flows), it is fine for tens to a few hundred ranks; for thousands of ranks use the paper's
-variants, which are vectorised over ranks.
+Evaluated per size, event by event (a flow's start and end, a message's delivery, a bucket running out or
+refilling: a few events per message). An event costs what it touches, not the whole network: max-min fairness
+decomposes over connected components (flows linked by shared links), so only the components of the links whose
+flows or shaping changed are refilled; a flow's bytes and a bucket's tokens are kept as a value at a time plus a
+rate, and the next finish and bucket event come from heaps; shared-memory messages are timers. A binomial bcast
+takes about 0.03 s per size for 64 hosts x 32 ranks (2048 ranks) and 0.2-0.65 s for 2048 ranks on hosts of their
+own, depending on the profile (``experiments/perf_flow.py``; 6-15 s before this design); the paper's closed-form
+variants, vectorised over ranks, are some 10^3 times faster still and reach a million ranks.
 
 Modules: :mod:`~hnowmodel.flow.network` (capacities, max-min sharing, the event-driven fluid network),
 :mod:`~hnowmodel.flow.costs` (what each message costs), :mod:`~hnowmodel.flow.downward` (bcast, scatter through the
@@ -47,6 +59,12 @@ fluid network), :mod:`~hnowmodel.flow.disciplines` (queue disciplines of the egr
 >>> tree = hm.trees.sequential(3)                                     # the root sends to ranks 1 and 2 at once
 >>> bcast(prof, ["f"] * 3, tree, [1000], per_rank=True).round(6).tolist()   # they share its egress: 2·m/c each
 [[0.0, 20.0, 20.0]]
+>>> from hnowmodel.layout import Layout
+>>> from hnowmodel.params import ShmCosts
+>>> prof = Profile(prof.types, prof.network, shm={"f": ShmCosts(NodeType("f", 0, 0, 0, 0), Link(0.5, 0.0))})
+>>> two_hosts = Layout(["f"] * 3, hosts=[0, 0, 1])                     # ranks 0 and 1 share a host
+>>> bcast(prof, two_hosts, tree, [1000], per_rank=True).round(6).tolist()   # shared memory: 0.5; the NIC alone: m/c
+[[0.0, 0.5, 10.0]]
 """
 
 from __future__ import annotations
@@ -59,6 +77,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..layout import hosts_of
 from ..movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from ..params import Profile
 from ..schedule import RECV_ORDERS, Schedule, as_schedule, as_sizes
@@ -67,7 +86,7 @@ from .costs import MessageCosts
 from .disciplines import LINK_SHARINGS, Sharing, downward_queued
 from .downward import downward
 from .gather import upward
-from .network import FlowRecord, Network, capacities, max_min_rates
+from .network import FlowRecord, Network, capacities, host_capacities, max_min_rates
 
 __all__ = [
     "OPS",
@@ -80,6 +99,7 @@ __all__ = [
     "queued_bytes",
     "burst_send",
     "capacities",
+    "host_capacities",
     "max_min_rates",
     "simulate",
     "bcast",
@@ -182,7 +202,7 @@ def simulate(
     m = float(as_sizes(size)[0])
     per_edge = move.edge_bytes(tree, m)
     biggest = float(per_edge[tree.parent >= 0].max()) if tree.n > 1 else m
-    egress, ingress = capacities(profile, layout, biggest)
+    egress, ingress = host_capacities(profile, layout, biggest)
     cost = MessageCosts(profile, layout)
     if how.queued:
         if move.toward_root:
@@ -192,7 +212,7 @@ def simulate(
         done, records = downward_queued(cost, tree, per_edge, m, sched, egress, how.serve)
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
-    sim = Network(egress, ingress, cost.burst, how.weighted)
+    sim = Network(egress, ingress, cost.burst, how.weighted, hosts_of(layout))
     if move.toward_root:
         done = upward(sim, cost, tree, m, sched)
         completion = float(done[tree.root])

@@ -4,6 +4,7 @@ sharings (:data:`SHARINGS`), the fluid max-min ones included."""
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -120,6 +121,15 @@ def round_robin(arrive: Sequence[float], size: Sequence[float], c: float, burst:
     return curves, first
 
 
+def _through_ingress(curve: list[tuple[float, float]], t1: float, b: float, rate: float, burst: float) -> float:
+    """When the last byte of a message leaving its egress along ``curve`` (first byte at ``t1``) is through its
+    receiver's ingress, a greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens (µs)."""
+    end = curve[-1][0]
+    if not math.isfinite(rate):
+        return end
+    return max(end, t1 + max(0.0, b - burst) / rate, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve))
+
+
 def downward_queued(
     cost: MessageCosts,
     tree: Tree,
@@ -129,44 +139,82 @@ def downward_queued(
     egress: np.ndarray,
     serve: Callable[..., Curves],
 ) -> tuple[np.ndarray, list[FlowRecord]]:
-    """bcast/scatter under a queue discipline: a rank that holds its data queues its messages in its egress (the
-    k-th after the first k send overheads ``S``, and the first send's :meth:`MessageCosts.first_send_busy`), which
-    ``serve`` drains: :func:`fifo` (whole messages in send order) or :func:`round_robin` (an equal share each); a
-    receiver's ingress, shaped at the pair's rate ``1/Xm``, passes its bucket's burst as it arrives and queues the
-    rest (a greedy shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so
-    its last byte leaves at the latest of the egress's end, the first byte's time + ``(b - burst)·Xm`` and
-    ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve. Every rank receives one
-    message, so an ingress never mixes flows. Times from the root's start (µs); the root's copy of its own block
-    (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``."""
+    """bcast/scatter under a queue discipline: a rank that holds its data queues its messages to other hosts in its
+    host's egress (``egress[h]``, bytes/µs; the k-th after the first k send overheads ``S``, and the first's
+    :meth:`MessageCosts.first_send_busy`), which ``serve`` drains for all that host's ranks together: :func:`fifo`
+    (whole messages in the order they were queued) or :func:`round_robin` (an equal share each); a message to a rank
+    of its own host takes its shared-memory :meth:`~MessageCosts.shm_transfer` and no link. A receiver's ingress,
+    shaped at the pair's rate ``1/Xm`` (or its NIC's ingress when the profile states a lower one,
+    :attr:`~hnowmodel.params.Profile.nic`), passes its bucket's burst as it arrives and queues the rest (a greedy
+    shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so its last byte
+    leaves at the latest of the egress's end, the first byte's time + ``(b - burst)·Xm`` and
+    ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve (each message is shaped on its
+    own: a host's ingress is not shared here). Times from the root's start (µs); the root's copy of its own block
+    (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``.
+
+    Ranks are taken in the order they come to hold their data: a message queued at ``t`` changes only what its
+    egress does after ``t``, so a rank's time is final once no rank that still has to queue holds its data
+    earlier."""
     root_copy, copy_first = schedule.root_copy, schedule.copy_first
     burst, queued = cost.burst, cost.terms.queued
     n = tree.n
     done = np.full(n, np.nan)
     done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
-    records: list[FlowRecord] = []
-    order = [tree.root]
-    for p in order:  # parents before children: a rank's hold time is known when its turn comes
+    final = np.zeros(n, dtype=bool)
+    records: dict[int, FlowRecord] = {}  # by receiver
+    # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
+    queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
+    heap = [(float(done[tree.root]), tree.root)]
+    seq = 0
+    while heap:
+        t, p = heapq.heappop(heap)
+        if final[p] or t != done[p]:
+            continue
+        final[p] = True
         kids = [int(c) for c in tree.children[p]]
         sizes = [float(edge_bytes[c]) for c in kids]
-        arrive, acc = cost.posts(p, float(done[p]), sizes)
-        curves, first = serve(arrive, sizes, float(egress[p]), burst, queued)
-        for c, curve, t1 in zip(kids, curves, first, strict=True):
-            b = float(edge_bytes[c])
-            rate = cost.pair_rate(p, c, b)
-            start, end = curve[0][0], curve[-1][0]
-            last = end
-            if math.isfinite(rate):
-                last = max(
-                    end, t1 + max(0.0, b - burst) / rate, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve)
-                )
-            delivered = last + cost.latency(p, c, b)
-            records.append(FlowRecord(p, c, b, start, last, delivered, False))
-            done[c] = delivered + cost.recv(c, b)
-            order.append(c)
+        arrive, acc = cost.posts(p, t, sizes, kids)
+        h = cost.hosts[p]
+        joined = False
+        for c, b, a in zip(kids, sizes, arrive, strict=True):
+            if cost.same_host(p, c):
+                end = a + cost.shm_transfer(p, b)
+                records[c] = FlowRecord(p, c, b, a, end, end, False)
+                done[c] = end + cost.recv(c, b, p)
+                heapq.heappush(heap, (float(done[c]), c))
+            else:
+                queues.setdefault(h, []).append((a, seq, p, c, b))
+                seq += 1
+                joined = True
+        if joined:
+            q = queues[h]
+            q.sort()
+            curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued)
+            for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
+                if final[c]:
+                    continue
+                rate = cost.pair_rate(s, c, b)
+                nic = cost.profile.nic.get(cost.names[c])
+                if nic is not None:
+                    rate = min(rate, nic.ingress_bytes_per_us)
+                last = _through_ingress(curve, t1, b, rate, burst)
+                delivered = last + cost.latency(s, c, b)
+                records[c] = FlowRecord(s, c, b, curve[0][0], last, delivered, False)
+                done[c] = delivered + cost.recv(c, b, s)
+                heapq.heappush(heap, (float(done[c]), c))
         if p == tree.root and root_copy:
             done[p] = acc if copy_first else acc + cost.copy(p, m)
-    records.sort(key=lambda r: r.end_us)
-    return done, records
+    rank = _bfs_rank(tree)  # ties in the end time: parents' messages before their children's, as they were queued
+    out = sorted(records.values(), key=lambda r: (r.end_us, rank[r.dst]))
+    return done, out
+
+
+def _bfs_rank(tree: Tree) -> dict[int, int]:
+    """Each rank's place in the tree's breadth-first order (children in send order)."""
+    order = [tree.root]
+    for p in order:
+        order.extend(int(c) for c in tree.children[p])
+    return {c: i for i, c in enumerate(order)}
 
 
 @dataclass(frozen=True)

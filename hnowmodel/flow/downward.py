@@ -10,7 +10,7 @@ import numpy as np
 from ..schedule import Schedule
 from ..trees import Tree
 from .costs import MessageCosts
-from .network import FlowRecord, Network
+from .network import FlowRecord, Network, send
 
 __all__ = ["downward"]
 
@@ -19,7 +19,8 @@ def downward(
     sim: Network, cost: MessageCosts, tree: Tree, edge_bytes: np.ndarray, m: float, schedule: Schedule
 ) -> np.ndarray:
     """bcast/scatter: each rank, once it holds its data, posts its sends to its children in send order (each after
-    its ``S``, the second and later also after the first's :meth:`MessageCosts.first_send_busy`); the root's
+    its ``S``, the ones after its first to another host also after that one's :meth:`MessageCosts.first_send_busy`;
+    a child on its own host gets its message through shared memory, :func:`~hnowmodel.flow.network.send`); the root's
     copy of its own block (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``
     (Open MPI). Each rank's time (µs) when it holds its data."""
     root_copy, copy_first = schedule.root_copy, schedule.copy_first
@@ -28,10 +29,11 @@ def downward(
     children = tree.children
 
     def holds(p: int, t: float) -> None:
-        sizes = [float(edge_bytes[c]) for c in children[p]]
-        posted, acc = cost.posts(p, t, sizes)
-        for c, b, at in zip(children[p], sizes, posted, strict=True):
-            sim.flow(at, p, c, b, cost.pair_rate(p, c, b), cost.rendezvous(b), arrived(p, c, b))
+        kids = children[p]
+        sizes = [float(edge_bytes[c]) for c in kids]
+        posted, acc = cost.posts(p, t, sizes, kids)
+        for c, b, at in zip(kids, sizes, posted, strict=True):
+            send(sim, cost, at, p, c, b, cost.rendezvous(b), arrived(p, c, b))
         if p == tree.root and root_copy:
             done[p] = acc if copy_first else acc + cost.copy(p, m)
 
@@ -39,7 +41,7 @@ def downward(
         def on_done(t_end: float, f: Any) -> None:
             t_del = t_end + cost.latency(p, c, b)
             sim.records.append(FlowRecord(p, c, b, float(f.start), float(t_end), float(t_del), f.rdv))
-            done[c] = t_del + cost.recv(c, b)
+            done[c] = t_del + cost.recv(c, b, p)
             sim.at(done[c], lambda: holds(c, done[c]))
 
         return on_done

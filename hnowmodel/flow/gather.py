@@ -12,7 +12,7 @@ import numpy as np
 from ..schedule import Schedule
 from ..trees import Tree
 from .costs import MessageCosts
-from .network import FlowRecord, Network
+from .network import FlowRecord, Network, send
 
 __all__ = ["upward"]
 
@@ -53,7 +53,7 @@ class _Upward:
         """Rank ``j`` holds its subtree's data at ``t``: it sends it to its parent."""
         sim, cost, sched = self.sim, self.cost, self.schedule
         p, b = int(self.tree.parent[j]), float(self.nbytes[j])
-        t_post = t + cost.send(j, b)
+        t_post = t + cost.send(j, b, p)
         relay_struct = sched.relay_waits and self.children[j] and b >= self.relay_from
         # flows only into the parent's posted receive (sync: once the parent has signalled that it is posted)
         waits = sched.sync or cost.rendezvous(b) or relay_struct
@@ -68,7 +68,7 @@ class _Upward:
             sim.records.append(FlowRecord(j, p, b, float(f.start), float(t_end), float(t_del), bool(waits)))
             sim.at(t_del, lambda: self.offer(p, j, "eager", t_del))
 
-        sim.flow(t_flow, j, p, b, cost.pair_rate(j, p, b), bool(waits), delivered)
+        send(sim, cost, t_flow, j, p, b, bool(waits), delivered)
 
     def offer(self, p: int, j: int, kind: str, t: float) -> None:
         """Child ``j``'s message (delivered eagerly, or a rendezvous request) is at parent ``p`` from ``t``."""
@@ -99,17 +99,17 @@ class _Upward:
         self.busy[p] = True
         b = float(self.nbytes[j])
         if kind == "eager":
-            t_done = sim.now + cost.recv(p, b)
+            t_done = sim.now + cost.recv(p, b, j)
             sim.at(t_done, lambda: self.complete(p, t_done))
             return
 
         def through(t_end: float, f: Any) -> None:
             t_del = t_end + cost.latency(j, p, b)
             sim.records.append(FlowRecord(j, p, b, float(f.start), float(t_end), float(t_del), True))
-            t_done = t_del + cost.recv(p, b)
+            t_done = t_del + cost.recv(p, b, j)
             sim.at(t_done, lambda: self.complete(p, t_done))
 
-        sim.flow(sim.now, j, p, b, cost.pair_rate(j, p, b), True, through)
+        send(sim, cost, sim.now, j, p, b, True, through)
 
     def complete(self, p: int, t: float) -> None:
         """Parent ``p`` finished a receive at ``t``."""

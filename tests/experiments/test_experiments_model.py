@@ -99,6 +99,17 @@ def test_fig8_configuration_numbers_and_verdicts(tmp_path):
     assert (tmp_path / "fig8_configuration.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_perf_flow_small(tmp_path):
+    """The flow-engine speed script runs end to end at small sizes, one and several ranks per host. Its speed is its
+    output, not something a test asserts."""
+    proc = _run("perf_flow.py", tmp_path, "--ranks", "16", "64", "--slots", "8")
+    assert "64 ranks on    8 hosts" in proc.stdout
+    rows = _csv(tmp_path / "perf_flow.csv")
+    assert [(int(r["ranks"]), int(r["hosts"])) for r in rows] == [(16, 16), (16, 2), (64, 64), (64, 8)]
+    assert all(float(r["flow_s_per_size"]) > 0 and float(r["flow_over_paper"]) > 0 for r in rows)
+    assert (tmp_path / "perf_flow.md").read_text().startswith("# Flow engine speed")
+
+
 def test_perf_predict_small(tmp_path):
     """The perf script runs end to end at small sizes and checks the vectorised predictor against the per-rank
     recursion where it runs it (the script asserts they agree; exit 0 means they did). Its speed is its output,
