@@ -153,10 +153,7 @@ class BoundPredictor:
 def _flow_entry(name: str, sharing: str, ops: Sequence[str], summary: str) -> Variant:
     """A flow-level variant: :mod:`hnowmodel.flow`'s predictors under the link sharing ``sharing``."""
     fns = {"bcast": _flow.bcast, "scatter": _flow.scatter, "gather": _flow.gather}
-    # the flow engine here gives each rank links of its own: it does not model a host's shared NIC yet
-    return Variant(
-        name, summary, {op: partial(fns[op], sharing=sharing) for op in ops}, flow_level=True, shared_hosts=False
-    )
+    return Variant(name, summary, {op: partial(fns[op], sharing=sharing) for op in ops}, flow_level=True)
 
 
 _ALL = ("bcast", "scatter", "gather")
