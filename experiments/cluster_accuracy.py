@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from common import claim, command_line, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
+from common import claim, command_line, error_summary, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
 
 import hnowmodel as hm  # noqa: E402
 from hnowmodel import ops  # noqa: E402
@@ -55,15 +54,6 @@ SPEC = {
 }
 SIZES = parse_sizes("16K,32K,64K,128K,256K")
 TREES = ("binomial", "sequential", "fnf")
-
-
-def _stats(rows: list[dict]) -> dict:
-    errs = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None and math.isfinite(r["error_pct"])]
-    return {
-        "rows": len(errs),
-        "median_abs_error_pct": statistics.median(errs) if errs else math.nan,
-        "max_abs_error_pct": max(errs) if errs else math.nan,
-    }
 
 
 def _gain(base: float | None, new: float | None) -> float | None:
@@ -237,12 +227,12 @@ def _summary(rows: list[dict], prof: Any) -> list[dict]:
     for kind in ("native", "tree"):
         variants = sorted({r["variant"] for r in rows if r["kind"] == kind})
         for v in variants:
-            st = _stats([r for r in rows if r["kind"] == kind and r["variant"] == v])
+            st = error_summary([r for r in rows if r["kind"] == kind and r["variant"] == v])
             summ.append({"kind": kind, "variant": v, **st})
         # what hnow uses unless told otherwise: each operation's default variant for this profile
         mine = [r for r in rows if r["kind"] == kind and r["variant"] == ops.default_variant(r["op"], prof)]
         label = "default (" + ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()) + ")"
-        summ.append({"kind": kind, "variant": label, **_stats(mine)})
+        summ.append({"kind": kind, "variant": label, **error_summary(mine)})
     return summ
 
 
@@ -313,7 +303,7 @@ def _per_tree(rows: list[dict]) -> list[dict]:
             "op": o,
             "tree": t,
             "variant": v,
-            **_stats([r for r in rows if (r["kind"], r["op"], r["tree"], r["variant"]) == (k, o, t, v)]),
+            **error_summary([r for r in rows if (r["kind"], r["op"], r["tree"], r["variant"]) == (k, o, t, v)]),
         }
         for k, o, t, v in dict.fromkeys((r["kind"], r["op"], r["tree"], r["variant"]) for r in rows)
     ]

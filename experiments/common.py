@@ -11,6 +11,8 @@ import argparse
 import csv
 import io
 import json
+import math
+import statistics
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -30,6 +32,7 @@ __all__ = [
     "claim",
     "command_line",
     "best_of",
+    "error_summary",
 ]
 
 ROOT = Path(__file__).resolve().parent
@@ -95,3 +98,14 @@ def best_of(fn: Any, repeat: int) -> float:
         fn()
         best = min(best, time.perf_counter() - t0)
     return best
+
+
+def error_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """``rows``, ``median_abs_error_pct`` and ``max_abs_error_pct`` over the rows' finite ``error_pct`` (NaN when
+    there are none)."""
+    errs = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None and math.isfinite(r["error_pct"])]
+    return {
+        "rows": len(errs),
+        "median_abs_error_pct": statistics.median(errs) if errs else math.nan,
+        "max_abs_error_pct": max(errs) if errs else math.nan,
+    }

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from common import claim, command_line, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
+from common import claim, command_line, error_summary, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
 
 import hnowmodel as hm  # noqa: E402
 from hnowmodel import ops  # noqa: E402
@@ -66,15 +65,6 @@ SIZES = parse_sizes("16K,64K,256K")
 TREES = ("binomial", "sequential", "hosts:binomial/binomial")
 #: The native algorithms per library: its default, and its node-aware algorithm where hnow models one.
 NATIVES = {"MPICH": ("native", "native:smp"), "Open MPI": ("native", "native:han")}
-
-
-def _stats(rows: list[dict]) -> dict:
-    errs = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None and math.isfinite(r["error_pct"])]
-    return {
-        "rows": len(errs),
-        "median_abs_error_pct": statistics.median(errs) if errs else math.nan,
-        "max_abs_error_pct": max(errs) if errs else math.nan,
-    }
 
 
 def _layout(spec_path: Path, prof: Any) -> Any:
@@ -245,7 +235,7 @@ def main() -> None:
     write_csv(out / "gains.csv", gains)
     _plot(rows, out / "hosts_accuracy.png")
     summ = [
-        {"mpi": m, "kind": k, **_stats([r for r in rows if (r["mpi"], r["kind"]) == (m, k)])}
+        {"mpi": m, "kind": k, **error_summary([r for r in rows if (r["mpi"], r["kind"]) == (m, k)])}
         for m, k in dict.fromkeys((r["mpi"], r["kind"]) for r in rows)
     ]
     nic_errs = [abs(x["error_pct"]) for x in nics if x["error_pct"] is not None]
