@@ -79,7 +79,10 @@ class NativeAlgorithm:
     rules file that runs it (:mod:`hnowmodel.ompi_rules`): ``(algorithm, faninout, segsize)``, empty where there is
     none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter). ``adjust`` is
     Intel MPI's algorithm number in its ``I_MPI_ADJUST_<OP>`` strings (:mod:`hnowmodel.export.impi`), 0 for the
-    other libraries.
+    other libraries and for a library's default. ``by_size``: for a library's **default**, which runs different
+    trees by communicator size and message size (Intel MPI's tuning file), the rows ``(ranks, from_bytes,
+    upto_bytes, model_tree)`` where it is known which tree runs (both ends included); :meth:`tree_at` says which,
+    None where no row holds (not modelled there). Empty: ``model_tree`` everywhere.
     """
 
     algorithm: str
@@ -90,6 +93,19 @@ class NativeAlgorithm:
     empty_is_noop: bool = True
     rule: tuple[int, ...] = ()
     adjust: int = 0
+    by_size: tuple[tuple[int, int, int, str], ...] = ()
+
+    def tree_at(self, n: int, size: int) -> str | None:
+        """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none.
+
+        >>> get("bcast").native["Intel MPI"].tree_at(6, 65536)
+        'mpich-knomial1:2'
+        >>> get("bcast").native["Intel MPI"].tree_at(5, 65536) is None
+        True
+        """
+        if not self.by_size:
+            return self.model_tree
+        return next((t for r, lo, hi, t in self.by_size if r == n and lo <= size <= hi), None)
 
     # ---- the schedule's fields under their old names (deprecated: read ``schedule``) --------------------------
     @property
@@ -299,14 +315,36 @@ _OMPI_GATHER = (
 # 9-14 shared-memory (NUMA-aware) ones; scatter and gather 1 binomial, 2 topology-aware binomial, 3 Shumilin's.
 # Intel MPI is MPICH's code underneath: its binomial algorithms are MPICH's MPIR_{Bcast,Scatter,Gather}_intra_binomial
 # (the same tree, MPICH's binomial, and the same schedule as MPICH's pinned ones: the root's copy, the gather's
-# receives posted smallest subtree first and relays that wait for them). Only these are modelled: recursive
-# doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (at least 4: its root sent all three
-# messages on 4 hosts) can be read from the wire but not its send order; the topology-aware, Shumilin's and
-# shared-memory ones are not documented well enough to model (docs/intel-mpi.md).
+# receives posted smallest subtree first and relays that wait for them); pinned, they are ``native:binomial``.
+# Recursive doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (at least 4: its root sent
+# all three messages on 4 hosts) can be read from the wire but not its send order; the topology-aware, Shumilin's
+# and shared-memory ones are not documented well enough to model (docs/intel-mpi.md).
 def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
     """Intel MPI's ``op`` algorithm ``number``, forced by ``I_MPI_ADJUST_<OP>=<number>`` (every size, every
     communicator)."""
     return NativeAlgorithm(name, {f"I_MPI_ADJUST_{op.upper()}": str(number)}, model_tree, schedule, adjust=number)
+
+
+# Intel MPI's default (no I_MPI_ADJUST_*: its tuning file tuning_generic_shm-ofi.dat decides by collective,
+# processes per node, communicator size and message size). Read off the wire, one rank per host on a 6-host virtual
+# cluster (every rank's TCP bytes to every peer around one call, docs/intel-mpi.md): bcast runs MPICH's tree bcast
+# over knomial_1 radix 4 at 16 KiB, knomial_1 radix 2 from 32 KiB to 128 KiB and kary radix 2 at 192-256 KiB (the
+# tuning file's switch points for 6 ranks, 23210 and 170331 bytes, were checked on both sides); its root's sends to
+# its children overlap (non-blocking). Scatter and gather run linear over the hosts (the root exchanges with every
+# rank directly, all at once). Only these communicator sizes and sizes are modelled; elsewhere not (None).
+_IMPI_DEFAULT_BCAST = (
+    (6, 16384, 23210, "mpich-knomial1:4"),
+    (6, 23211, 170331, "mpich-knomial1:2"),
+    (6, 170332, 262144, "kary:2"),
+)
+_IMPI_DEFAULT_LINEAR = ((6, 16384, 262144, "ompi-linear"),)
+
+
+def _impi_default(
+    op: str, rows: tuple[tuple[int, int, int, str], ...], schedule: Schedule = DEFAULT
+) -> NativeAlgorithm:
+    """Intel MPI's own choice for ``op`` (nothing pinned), modelled where ``rows`` say which tree runs."""
+    return NativeAlgorithm("default", {}, rows[-1][3], schedule, by_size=rows)
 
 
 def native_predict(
@@ -323,12 +361,23 @@ def native_predict(
     """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it (or of
     ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, run by the algorithm's
     schedule (the root's copy, the order of its receives, …); None when hnow does not pin that library's
-    algorithm for ``op`` (nothing to predict)."""
+    algorithm for ``op`` (nothing to predict). A default that runs different trees by size (``by_size``) is
+    predicted per size with the tree that runs there, NaN where hnow does not know which does."""
     nat = get(op).native.get(library) if algorithm is None else algorithm
     if nat is None:
         return None
-    tree = make_tree(nat.model_tree, len(layout), root=root)
-    return variant_of(op, variant, profile).predict(op, profile, layout, tree, sizes, nat.schedule)
+    v = variant_of(op, variant, profile)
+    if not nat.by_size:
+        tree = make_tree(nat.model_tree, len(layout), root=root)
+        return v.predict(op, profile, layout, tree, sizes, nat.schedule)
+    m = np.atleast_1d(np.asarray(sizes))
+    out = np.full(m.shape, np.nan)
+    specs = [nat.tree_at(len(layout), int(x)) for x in m]
+    for spec in dict.fromkeys(s for s in specs if s is not None):
+        idx = [i for i, s in enumerate(specs) if s == spec]
+        tree = make_tree(spec, len(layout), root=root)
+        out[idx] = v.predict(op, profile, layout, tree, m[idx], nat.schedule)
+    return out
 
 
 # ---- native tree specs: ``native`` (each library's pinned default) and ``native:ALGO`` -----------------------------
@@ -427,10 +476,14 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
-                "Intel MPI": _impi("bcast", 1, "binomial", "binomial"),
+                "Intel MPI": _impi_default("bcast", _IMPI_DEFAULT_BCAST),
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
-            alternatives={"MPICH": _MPICH_BCAST_TREES, "Open MPI": _OMPI_BCAST},
+            alternatives={
+                "MPICH": _MPICH_BCAST_TREES,
+                "Open MPI": _OMPI_BCAST,
+                "Intel MPI": (_impi("bcast", 1, "binomial", "binomial"),),
+            },
         ),
         "scatter": Operation(
             name="scatter",
@@ -444,9 +497,12 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
                 # the root copies its own block first, then sends each child its subtree's blocks
                 "Open MPI": _ompi("scatter", 2, "binomial", schedule=_COPY_FIRST),
-                "Intel MPI": _impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),
+                "Intel MPI": _impi_default("scatter", _IMPI_DEFAULT_LINEAR, Schedule(root_copy=True)),
             },
-            alternatives={"Open MPI": _OMPI_SCATTER},
+            alternatives={
+                "Open MPI": _OMPI_SCATTER,
+                "Intel MPI": (_impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),),
+            },
         ),
         "gather": Operation(
             name="gather",
@@ -467,15 +523,20 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "Open MPI": _ompi(
                     "gather", 2, "binomial", schedule=Schedule(root_copy=True, recv_order="smallest_first")
                 ),
-                "Intel MPI": _impi(
-                    "gather",
-                    1,
-                    "binomial",
-                    "binomial",
-                    Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
+                "Intel MPI": _impi_default("gather", _IMPI_DEFAULT_LINEAR, Schedule(root_copy=True)),
+            },
+            alternatives={
+                "Open MPI": _OMPI_GATHER,
+                "Intel MPI": (
+                    _impi(
+                        "gather",
+                        1,
+                        "binomial",
+                        "binomial",
+                        Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
+                    ),
                 ),
             },
-            alternatives={"Open MPI": _OMPI_GATHER},
         ),
     }
 )

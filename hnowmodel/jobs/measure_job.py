@@ -219,7 +219,9 @@ def _reordered(
     tree, nat = given, None
     if tree is None:
         nat = _ops.native_for(row.tree, row.op, library)
-        tree = make_tree(nat.model_tree if nat else "binomial", len(lay), root=job.root)
+        tree = make_tree(
+            (nat.tree_at(len(lay), row.size) or nat.model_tree) if nat else "binomial", len(lay), root=job.root
+        )
     ro = rank_order(prof, list(lay), tree, row.op, row.size, native=nat)
     again = replace(job, ops=(row.op,), trees={row.tree: given}, sizes=(row.size,), keys=tuple(ro.keys))
     doc = run_job(launch, again, progress)

@@ -1,5 +1,5 @@
 """Intel MPI on the virtual cluster: its hydra starts the ranks through the exec wrapper, and the pinned binomial bcast
-(``I_MPI_ADJUST_BCAST=1``, as ``--tree native`` sets it) really runs MPICH's binomial tree.
+(``I_MPI_ADJUST_BCAST=1``, as ``--tree native:binomial`` sets it) really runs MPICH's binomial tree.
 
 Every rank reads its host's interface byte counter (``/sys/class/net/eth0/statistics/tx_bytes`` in the host's
 namespace) around one ``MPI_Bcast`` (``tests.helpers.COUNTERS``): the bytes each host sent, in units of the message,
@@ -45,7 +45,10 @@ def test_the_pinned_binomial_bcast_runs_binomials_tree(tmp_path, cleanup):
     cmd = [str(venv / "bin" / "mpiexec"), *ls.mpiexec_args, "-n", "4", str(venv / "bin" / "python"), str(script)]
     base = {**os.environ, **Launch(np=4, mpi="intelmpi").mpi_env.env, **ls.env}
     counts = {}
-    for label, pin in (("native", ops.native_spec_env("native", ["bcast"])), ("knomial", {"I_MPI_ADJUST_BCAST": "8"})):
+    for label, pin in (
+        ("native", ops.native_spec_env("native:binomial", ["bcast"])),
+        ("knomial", {"I_MPI_ADJUST_BCAST": "8"}),
+    ):
         env = {**base, **pin}
         with mpi_lock():
             run = subprocess.run(
@@ -55,7 +58,7 @@ def test_the_pinned_binomial_bcast_runs_binomials_tree(tmp_path, cleanup):
         sent, ok = sent_per_child(run.stdout, _M)
         assert all(ok), (label, run.stdout)
         counts[label] = sent
-    want = make_tree(ops.get("bcast").native["Intel MPI"].model_tree, 4).nchildren.tolist()
+    want = make_tree(ops.native_for("native:binomial", "bcast", "Intel MPI").model_tree, 4).nchildren.tolist()
     assert counts["native"] == want, counts
     assert counts["knomial"] != want, counts  # another algorithm, other counts: the pin decides
 

@@ -11,10 +11,11 @@ import ipaddress
 import json
 import os
 
+import numpy as np
 import pytest
 
 import hnowmodel.cluster as hc
-from hnowmodel import ops
+from hnowmodel import ops, paper_profile
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, task_command
 from hnowmodel.jobs.mpienv import (
@@ -24,6 +25,7 @@ from hnowmodel.jobs.mpienv import (
     intelmpi_venv,
     setup_intelmpi,
 )
+from hnowmodel.trees import make_tree
 from tests.helpers import one_error_line
 
 MISSING = intelmpi_missing()
@@ -70,13 +72,36 @@ def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface
 
 
 def test_its_binomial_collectives_are_pinned_by_i_mpi_adjust():
-    """MPICH's binomial code underneath: the same model tree and schedule as MPICH's pinned binomial."""
+    """MPICH's binomial code underneath: the same model tree and schedule as MPICH's pinned binomial, asked for as
+    ``native:binomial`` (what ``native`` is under MPICH)."""
     for op in ops.names():
-        nat = ops.get(op).native["Intel MPI"]
+        nat = ops.native_for("native:binomial", op, "Intel MPI")
         assert nat.env == {f"I_MPI_ADJUST_{op.upper()}": "1"} and nat.adjust == 1 and nat.model_tree == "binomial"
         assert nat.schedule == ops.get(op).native["MPICH"].schedule
-    # every library's native settings at once (what a rank sets before it knows its library) include Intel's
-    assert ops.native_spec_env("native", ["bcast"])["I_MPI_ADJUST_BCAST"] == "1"
+    # every library's settings for native:binomial at once (what a rank sets before it knows its library)
+    env = ops.native_spec_env("native:binomial", ["bcast"])
+    assert env["I_MPI_ADJUST_BCAST"] == "1" and env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "binomial"
+
+
+def test_native_under_intel_mpi_is_its_default_modelled_where_the_wire_showed_it():
+    """``native`` under Intel MPI is the library's own choice (nothing pinned: no I_MPI_ADJUST_*), modelled on 6
+    ranks at 16-256 KiB by the trees read off the wire (docs/intel-mpi.md), not modelled elsewhere (None)."""
+    assert "I_MPI_ADJUST_BCAST" not in ops.native_spec_env("native", ["bcast", "scatter", "gather"])
+    bcast = ops.get("bcast").native["Intel MPI"]
+    assert bcast.env == {} and bcast.adjust == 0
+    got = [bcast.tree_at(6, m) for m in (16384, 23210, 23211, 65536, 170331, 170332, 262144)]
+    assert got == ["mpich-knomial1:4", "mpich-knomial1:4"] + ["mpich-knomial1:2"] * 3 + ["kary:2"] * 2
+    assert bcast.tree_at(6, 8192) is None and bcast.tree_at(6, 1 << 20) is None and bcast.tree_at(5, 65536) is None
+    for op in ("scatter", "gather"):
+        assert ops.get(op).native["Intel MPI"].tree_at(6, 65536) == "ompi-linear"
+    # predicted per size with the tree that runs there; NaN where none is known
+    prof = paper_profile()
+    lay = ["fast", "slow"] * 3
+    t = ops.native_predict("bcast", "Intel MPI", prof, lay, [8192, 16384, 65536, 262144])
+    assert np.isnan(t[0]) and np.all(np.isfinite(t[1:]))
+    for m, spec in ((16384, "mpich-knomial1:4"), (65536, "mpich-knomial1:2"), (262144, "kary:2")):
+        one = ops.predict("bcast", prof, lay, make_tree(spec, 6), [m])
+        assert float(ops.native_predict("bcast", "Intel MPI", prof, lay, [m])[0]) == float(one[0])
 
 
 # ---- with the environment -------------------------------------------------------------------------------------------
