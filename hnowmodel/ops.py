@@ -328,14 +328,16 @@ def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule =
 # Intel MPI's default (no I_MPI_ADJUST_*: its tuning file tuning_generic_shm-ofi.dat decides by collective,
 # processes per node, communicator size and message size). Read off the wire, one rank per host on a 6-host virtual
 # cluster (every rank's TCP bytes to every peer around one call, docs/intel-mpi.md): bcast runs MPICH's tree bcast
-# over knomial_1 radix 4 at 16 KiB, knomial_1 radix 2 from 32 KiB to 128 KiB and kary radix 2 at 192-256 KiB (the
-# tuning file's switch points for 6 ranks, 23210 and 170331 bytes, were checked on both sides); its root's sends to
-# its children overlap (non-blocking). Scatter and gather run linear over the hosts (the root exchanges with every
-# rank directly, all at once). Only these communicator sizes and sizes are modelled; elsewhere not (None).
+# over knomial_1 radix 4 at 8-16 KiB, knomial_1 radix 2 from 23210 B to 128 KiB, kary radix 2 from 170331 B to
+# 256 KiB and binomial from 649305 B to 1396108 B (seen at both ends of each row; between the rows the switch point
+# is not known: not modelled there); MPICH's control variables that hnow sets for MPICH do not change it. Scatter and
+# gather run linear over the hosts (the root exchanges with every rank directly, all at once) at 16-256 KiB. Only
+# these communicator sizes and sizes are modelled; elsewhere not (None).
 _IMPI_DEFAULT_BCAST = (
-    (6, 16384, 23210, "mpich-knomial1:4"),
-    (6, 23211, 170331, "mpich-knomial1:2"),
-    (6, 170332, 262144, "kary:2"),
+    (6, 8192, 16384, "mpich-knomial1:4"),
+    (6, 23210, 131072, "mpich-knomial1:2"),
+    (6, 170331, 262144, "kary:2"),
+    (6, 649305, 1396108, "binomial"),
 )
 _IMPI_DEFAULT_LINEAR = ((6, 16384, 262144, "ompi-linear"),)
 
@@ -344,7 +346,7 @@ def _impi_default(
     op: str, rows: tuple[tuple[int, int, int, str], ...], schedule: Schedule = DEFAULT
 ) -> NativeAlgorithm:
     """Intel MPI's own choice for ``op`` (nothing pinned), modelled where ``rows`` say which tree runs."""
-    return NativeAlgorithm("default", {}, rows[-1][3], schedule, by_size=rows)
+    return NativeAlgorithm("default", {}, rows[0][3], schedule, by_size=rows)
 
 
 def native_predict(

@@ -89,15 +89,17 @@ def test_native_under_intel_mpi_is_its_default_modelled_where_the_wire_showed_it
     assert "I_MPI_ADJUST_BCAST" not in ops.native_spec_env("native", ["bcast", "scatter", "gather"])
     bcast = ops.get("bcast").native["Intel MPI"]
     assert bcast.env == {} and bcast.adjust == 0
-    got = [bcast.tree_at(6, m) for m in (16384, 23210, 23211, 65536, 170331, 170332, 262144)]
-    assert got == ["mpich-knomial1:4", "mpich-knomial1:4"] + ["mpich-knomial1:2"] * 3 + ["kary:2"] * 2
-    assert bcast.tree_at(6, 8192) is None and bcast.tree_at(6, 1 << 20) is None and bcast.tree_at(5, 65536) is None
+    sizes = (8192, 16384, 23210, 65536, 131072, 170331, 262144, 649305, 1396108)
+    got = [bcast.tree_at(6, m) for m in sizes]
+    assert got == ["mpich-knomial1:4"] * 2 + ["mpich-knomial1:2"] * 3 + ["kary:2"] * 2 + ["binomial"] * 2
+    for m, n in ((20000, 6), (150000, 6), (400000, 6), (4096, 6), (1 << 21, 6), (65536, 5)):  # not known there
+        assert bcast.tree_at(n, m) is None, (n, m)
     for op in ("scatter", "gather"):
         assert ops.get(op).native["Intel MPI"].tree_at(6, 65536) == "ompi-linear"
     # predicted per size with the tree that runs there; NaN where none is known
     prof = paper_profile()
     lay = ["fast", "slow"] * 3
-    t = ops.native_predict("bcast", "Intel MPI", prof, lay, [8192, 16384, 65536, 262144])
+    t = ops.native_predict("bcast", "Intel MPI", prof, lay, [4096, 16384, 65536, 262144])
     assert np.isnan(t[0]) and np.all(np.isfinite(t[1:]))
     for m, spec in ((16384, "mpich-knomial1:4"), (65536, "mpich-knomial1:2"), (262144, "kary:2")):
         one = ops.predict("bcast", prof, lay, make_tree(spec, 6), [m])
