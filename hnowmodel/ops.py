@@ -31,6 +31,7 @@ import numpy as np
 
 from . import variants as _variants
 from .errors import InputError
+from .layout import one_per_host as _one_per_host
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .schedule import DEFAULT, Schedule, as_schedule
 from .trees import make_tree
@@ -95,8 +96,9 @@ class NativeAlgorithm:
     adjust: int = 0
     by_size: tuple[tuple[int, int, int, str], ...] = ()
 
-    def tree_at(self, n: int, size: int) -> str | None:
-        """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none.
+    def tree_at(self, n: int, size: int, one_per_host: bool = True) -> str | None:
+        """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none
+        (its rows were read with one rank per host: ``one_per_host`` False, ranks sharing hosts, knows none).
 
         >>> get("bcast").native["Intel MPI"].tree_at(6, 65536)
         'mpich-knomial1:2'
@@ -105,6 +107,8 @@ class NativeAlgorithm:
         """
         if not self.by_size:
             return self.model_tree
+        if not one_per_host:
+            return None
         return next((t for r, lo, hi, t in self.by_size if r == n and lo <= size <= hi), None)
 
     # ---- the schedule's fields under their old names (deprecated: read ``schedule``) --------------------------
@@ -374,7 +378,7 @@ def native_predict(
         return v.predict(op, profile, layout, tree, sizes, nat.schedule)
     m = np.atleast_1d(np.asarray(sizes))
     out = np.full(m.shape, np.nan)
-    specs = [nat.tree_at(len(layout), int(x)) for x in m]
+    specs = [nat.tree_at(len(layout), int(x), _one_per_host(layout)) for x in m]
     for spec in dict.fromkeys(s for s in specs if s is not None):
         idx = [i for i, s in enumerate(specs) if s == spec]
         tree = make_tree(spec, len(layout), root=root)

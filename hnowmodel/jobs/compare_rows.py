@@ -13,6 +13,7 @@ from typing import Any
 from .. import ops as _ops
 from ..errors import HnowError
 from ..launchers import library_name
+from ..layout import one_per_host
 from ..params import Profile
 from ..report import error_pct
 from ..schedule import Schedule
@@ -52,7 +53,7 @@ class _Predictions:
         if key not in self.cache:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
             if nat is not None:  # native: the algorithm's model tree, run by its schedule
-                spec = nat.tree_at(len(self.lay), r.size)
+                spec = nat.tree_at(len(self.lay), r.size, one_per_host(self.lay))
                 tree = None if spec is None else make_tree(spec, len(self.lay), root=self.root)
                 schedule = replace(nat.schedule, common_start=schedule.common_start)
             t = (
@@ -95,10 +96,10 @@ def compare_rows(
                 predicted = None
                 by_variant = dict.fromkeys(by_variant)
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
-            elif nat.tree_at(len(lay), r.size) is None:
+            elif (spec := nat.tree_at(len(lay), r.size, one_per_host(lay))) is None:
                 note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which tree runs is not known"
             else:
-                model_tree = nat.tree_at(len(lay), r.size) + (" + root copy" if nat.schedule.root_copy else "")
+                model_tree = spec + (" + root copy" if nat.schedule.root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""
         out.append(_row(r, predicted, by_variant, variants[r.op], model_tree, tset.chosen_for(r.tree, r.size), note))
     return out
