@@ -58,6 +58,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tree", default="native", help="imb: native (the library's default) or native:ALGO (pinned)")
     p.add_argument("--reps", type=positive_int, default=7, help="imb: hnow's repetitions per size (default 7)")
     p.add_argument("--no-pingpong", action="store_true", help="imb: leave out IMB's PingPong")
+    p.add_argument("--method", default="fig2", help="imb: hnow's timing, fig2 (IMB's loop, default) or sync")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,6 +124,7 @@ def _imb(args: argparse.Namespace) -> int:
         iters=args.iters or 20,
         pingpong=not args.no_pingpong,
         reps=args.reps,
+        method=args.method,
         layout=args.layout,
         output=args.out,
         force=args.force,

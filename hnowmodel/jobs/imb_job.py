@@ -8,13 +8,14 @@ wheel's library (``LD_LIBRARY_PATH=<env>/lib``), under MPICH the MPICH wheel's (
 -iter K -iter_policy off -time 600 -root_shift off -sync on``: every size ``K`` times, root 0, a barrier between
 calls; each rank times each call alone and averages, ``t_max`` is the slowest rank's average (µs).
 
-How IMB's loop differs from hnow's timing (docs/intel-mpi.md): hnow starts each repetition at an instant announced a
-few ms ahead (its ``sync`` method) or after a barrier, with idle time before it, and reports the median; IMB runs
-its repetitions back to back (only a barrier between them) and reports a mean. On the virtual cluster every link is
-a token bucket (``tbf``, burst 8 KiB) that is full after idling, so hnow's repetitions start with full buckets and
-IMB's with nearly empty ones (a barrier's few small messages refill little). The model's burst term says how much
-that is worth: ``predicted_imb_us`` is the prediction with empty buckets (the profile's ``burst_bytes`` 0), beside
-``predicted_us`` (full buckets, as hnow times); the comparison is direct where they differ little.
+How IMB's loop differs from hnow's timing (docs/intel-mpi.md): hnow's ``sync`` starts each repetition at an instant
+announced a few ms ahead and reports the median; IMB runs its repetitions back to back (only a barrier between
+them) and reports the slowest rank's mean. On the virtual cluster every link is a token bucket (``tbf``, burst
+8 KiB) that is full after idling, so ``sync``'s repetitions start with full buckets and IMB's with nearly empty
+ones. hnow's ``fig2`` method runs IMB's loop (``iters`` calls back to back, a barrier after each, the slowest rank's
+mean, less a barrier): it is what IMB is compared with by default. The model's burst term says what the buckets
+are worth: ``predicted_imb_us`` is the prediction with empty buckets (the profile's ``burst_bytes`` 0), beside
+``predicted_us`` (full buckets, as ``sync`` times).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from .checks import Progress, check_count, gather, job_layout, load_profile, pla
 from .compare_job import CompareSettings, compare
 from .launcher import Launch, run_program
 from .mpienv import intelmpi_missing, intelmpi_venv
+from .specs import TIMING_METHODS
 
 __all__ = ["ImbSettings", "ImbRow", "ImbComparison", "imb_compare", "imb_program", "imb_arguments", "IMB_BENCHMARKS"]
 
@@ -53,7 +55,9 @@ IMB_BENCHMARKS: Mapping[str, str] = {"bcast": "Bcast", "scatter": "Scatter", "ga
 class ImbSettings:
     """What to compare (the ``hnow bench imb`` flags): ``ops`` at ``sizes`` bytes per rank with ``tree`` (``native``
     or ``native:ALGO``: what IMB and hnow both run), IMB's ``iters`` repetitions per size, ``pingpong`` (IMB's
-    PingPong between ranks 0 and 1 beside the profile's one-way time), hnow's ``reps``; ``layout``: the node type
+    PingPong between ranks 0 and 1 beside the profile's one-way time), hnow's ``reps`` and timing ``method``
+    (``fig2``, default: IMB's loop - each repetition ``iters`` calls back to back, a barrier after each, the mean,
+    the slowest rank; ``sync``: hnow's single calls from a common start, full token buckets); ``layout``: the node type
     of each rank (default the profile's); ``variants``: model variant per operation; ``output``: a folder for
     ``imb_compare.csv``, ``imb_compare.md`` and ``imb.txt`` (IMB's own output)."""
 
@@ -63,6 +67,7 @@ class ImbSettings:
     iters: int = 20
     pingpong: bool = True
     reps: int = 7
+    method: str = "fig2"
     layout: Any = None
     variants: Mapping[str, str] | None = None
     output: str | Path | None = None
@@ -79,9 +84,10 @@ def _pct(a: float | None, b: float | None) -> float | None:
 @dataclass(frozen=True)
 class ImbRow:
     """One operation at one size (bytes per rank) on ``np`` ranks: IMB's times (µs; ``imb_t_max_us`` its headline),
-    hnow's measured time of the same algorithm and its prediction with full token buckets (``predicted_us``, as hnow
-    times) and with empty ones (``predicted_imb_us``, as IMB's back-to-back loop runs), each error against IMB's
-    ``t_max`` and the prediction's against hnow's measurement, ``100·(x − reference)/reference``."""
+    hnow's measured time of the same algorithm (by ``method``; ``measured_other_us``: by the other method) and its
+    prediction with full token buckets (``predicted_us``, as ``sync`` times) and with empty ones
+    (``predicted_imb_us``, as IMB's back-to-back loop runs), each error against IMB's ``t_max`` and the
+    prediction's against hnow's measurement, ``100·(x − reference)/reference``."""
 
     op: str
     size: int
@@ -95,6 +101,9 @@ class ImbRow:
     predicted_imb_us: float | None
     model_tree: str = ""
     variant: str = ""
+    method: str = ""
+    other_method: str = ""
+    measured_other_us: float | None = None
 
     @property
     def measured_vs_imb_pct(self) -> float | None:
@@ -125,6 +134,9 @@ class ImbRow:
             "predicted_vs_measured_pct": self.predicted_vs_measured_pct,
             "model_tree": self.model_tree,
             "variant": self.variant,
+            "method": self.method,
+            "other_method": self.other_method,
+            "measured_other_us": self.measured_other_us,
         }
 
 
@@ -166,6 +178,7 @@ class ImbComparison:
                 "imb_t_max_us": r1(r.imb_t_max_us),
                 "measured_us": r1(r.measured_us),
                 "meas_vs_imb_%": r1(r.measured_vs_imb_pct),
+                f"{r.other_method or 'other'}_us": r1(r.measured_other_us),
                 "predicted_us": r1(r.predicted_us),
                 "pred_imb_us": r1(r.predicted_imb_us),
                 "pred_vs_imb_%": r1(r.predicted_vs_imb_pct),
@@ -287,7 +300,16 @@ def imb_compare(
         cmp = compare(
             prof,
             launch,
-            CompareSettings(ops=ops, trees=(s.tree,), sizes=sizes, reps=s.reps, layout=s.layout, variants=s.variants),
+            CompareSettings(
+                ops=ops,
+                trees=(s.tree,),
+                sizes=sizes,
+                reps=s.reps,
+                iters=s.iters,
+                method=s.method,
+                layout=s.layout,
+                variants=s.variants,
+            ),
             progress=progress,
         )
         lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
@@ -319,21 +341,25 @@ def _join(
             t = _ops.native_predict(ir.op, library, empty, lay, [ir.size], variant=r.variant or None, algorithm=nat)
             pred_imb = None if t is None or math.isnan(float(t[0])) else float(t[0])
         t_max = ir.t_max_us if ir.t_max_us is not None else ir.t_us
+        other = next((m for m in TIMING_METHODS if m != r.method), "")
+        o_us = r.extra.get(f"{other}_median_us") if other else None
+        times = {"measured_us": r.measured_us, "predicted_us": r.predicted_us, "predicted_imb_us": pred_imb}
         rows.append(
             ImbRow(
-                ir.op,
-                ir.size,
-                n,
-                t_max,
-                ir.t_min_us,
-                ir.t_avg_us,
-                ir.repetitions,
-                r.measured_us,
-                r.predicted_us,
-                pred_imb,
-                r.model_tree,
-                r.variant,
-            )  # fmt: skip
+                op=ir.op,
+                size=ir.size,
+                np=n,
+                imb_t_max_us=t_max,
+                imb_t_min_us=ir.t_min_us,
+                imb_t_avg_us=ir.t_avg_us,
+                imb_repetitions=ir.repetitions,
+                **times,
+                model_tree=r.model_tree,
+                variant=r.variant,
+                method=r.method,
+                other_method=other,
+                measured_other_us=None if o_us is None else float(o_us),
+            )
         )
     pp = pingpong_checks(imb_rows, prof, list(lay[:2])) if s.pingpong else ()
     return rows, pp
