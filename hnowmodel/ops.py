@@ -332,18 +332,18 @@ def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule =
 # Intel MPI's default (no I_MPI_ADJUST_*: its tuning file tuning_generic_shm-ofi.dat decides by collective,
 # processes per node, communicator size and message size). Read off the wire, one rank per host on a 6-host virtual
 # cluster (every rank's TCP bytes to every peer around one call, docs/intel-mpi.md): bcast runs MPICH's tree bcast
-# over knomial_1 radix 4 at 8-16 KiB, knomial_1 radix 2 from 23210 B to 128 KiB, kary radix 2 from 170331 B to
-# 256 KiB and binomial from 649305 B to 1396108 B (seen at both ends of each row; between the rows the switch point
-# is not known: not modelled there); MPICH's control variables that hnow sets for MPICH do not change it. Scatter and
-# gather run linear over the hosts (the root exchanges with every rank directly, all at once) at 16-256 KiB. Only
-# these communicator sizes and sizes are modelled; elsewhere not (None).
+# over knomial_1 radix 4 up to 20200 B, knomial_1 radix 2 from 20300 B, kary radix 2 from 139000 B and binomial from
+# 360000 B (each switch found within 100, 500 and 5000 bytes; inside those gaps, not modelled); MPICH's control
+# variables that hnow sets for MPICH do not change it. Scatter and gather run linear over the hosts (the root
+# exchanges with every rank directly, all at once) from 1 KiB to 1 MiB. Only these communicator sizes and sizes are
+# modelled; elsewhere not (None).
 _IMPI_DEFAULT_BCAST = (
-    (6, 8192, 16384, "mpich-knomial1:4"),
-    (6, 23210, 131072, "mpich-knomial1:2"),
-    (6, 170331, 262144, "kary:2"),
-    (6, 649305, 1396108, "binomial"),
+    (6, 8192, 20200, "mpich-knomial1:4"),
+    (6, 20300, 138500, "mpich-knomial1:2"),
+    (6, 139000, 355000, "kary:2"),
+    (6, 360000, 1396108, "binomial"),
 )
-_IMPI_DEFAULT_LINEAR = ((6, 16384, 262144, "ompi-linear"),)
+_IMPI_DEFAULT_LINEAR = ((6, 1024, 1048576, "ompi-linear"),)
 
 
 def _impi_default(

@@ -72,9 +72,9 @@ def test_the_default_is_chosen_against_where_it_is_modelled_and_kept_elsewhere()
     assert [c.algorithm for c in ImpiBackend().candidates("bcast")] == ["default", "binomial"]
     prof = paper_profile()
     lay = ["fast", "slow"] * 3
-    sel = choose_impi(prof, lay, ops=["bcast", "scatter"], sizes=[4096, 65536, 262144])
+    sel = choose_impi(prof, lay, ops=["bcast", "scatter"], sizes=[512, 65536, 262144])
     by = {(r.op, r.size_bytes): r for r in sel.rows}
-    assert by[("bcast", 4096)].default_us is None and len(sel.notes) == 2 and "4K" in sel.notes[0]
+    assert by[("bcast", 512)].default_us is None and len(sel.notes) == 2 and "512" in sel.notes[0]
     for op in ("bcast", "scatter"):
         for m in (65536, 262144):
             r = by[(op, m)]

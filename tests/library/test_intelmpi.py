@@ -89,11 +89,12 @@ def test_native_under_intel_mpi_is_its_default_modelled_where_the_wire_showed_it
     assert "I_MPI_ADJUST_BCAST" not in ops.native_spec_env("native", ["bcast", "scatter", "gather"])
     bcast = ops.get("bcast").native["Intel MPI"]
     assert bcast.env == {} and bcast.adjust == 0
-    sizes = (8192, 16384, 23210, 65536, 131072, 170331, 262144, 649305, 1396108)
+    sizes = (8192, 20200, 20300, 131072, 138500, 139000, 355000, 360000, 1396108)
     got = [bcast.tree_at(6, m) for m in sizes]
     assert got == ["mpich-knomial1:4"] * 2 + ["mpich-knomial1:2"] * 3 + ["kary:2"] * 2 + ["binomial"] * 2
-    for m, n in ((20000, 6), (150000, 6), (400000, 6), (4096, 6), (1 << 21, 6), (65536, 5)):  # not known there
+    for m, n in ((20250, 6), (138750, 6), (357500, 6), (4096, 6), (1 << 21, 6), (65536, 5)):  # not known there
         assert bcast.tree_at(n, m) is None, (n, m)
+    assert bcast.tree_at(6, 65536, one_per_host=False) is None  # read with one rank per host only
     for op in ("scatter", "gather"):
         assert ops.get(op).native["Intel MPI"].tree_at(6, 65536) == "ompi-linear"
     # predicted per size with the tree that runs there; NaN where none is known
