@@ -121,3 +121,29 @@ def test_the_default_and_the_pinned_binomial_run_the_modelled_trees_on_six_hosts
             tree = nat.tree_at(6, m)
             assert tree is not None, (label, op, m)
             assert edges_sent(run.stdout, op, m) == _want_edges(op, tree, 6), (label, op, m, tree, run.stdout)
+
+
+@needs_netns
+@needs_impi
+@pytest.mark.parametrize("mpi", ["intelmpi", "mpich"])
+def test_hnow_bench_imb_runs_imb_and_hnow_on_the_same_cluster(tmp_path, cleanup, mpi):
+    """``hnow bench imb --cluster``: IMB-MPI1 and hnow's measurement run on the cluster's hosts (kept up for both,
+    down after), under Intel MPI and under MPICH; every row has IMB's and hnow's times (structure, not timing)."""
+    name = f"xb{os.getpid() % 100000}"
+    cleanup.append(name)
+    spec = four_hosts_spec(name)
+    spec["hosts"] = spec["hosts"][:3]
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    p = run_hnow(
+        *("bench", "imb", "--np", "3", "--mpi", mpi, "--cluster", str(path), "--profile", "paper"),
+        *("--layout", "fast,fast,fast", "--sizes", "4K", "--iters", "3", "--reps", "2", "--ops", "bcast"),
+        *("--tree", "native:binomial", "--no-pingpong", "--json"),
+        timeout=400,
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    (row,) = doc["rows"]
+    assert (row["op"], row["size"], row["np"]) == ("bcast", 4096, 3) and row["imb_t_max_us"] > 0, row
+    assert row["measured_other_us"] > 0 and doc["run"]["library"] == {"intelmpi": "Intel MPI", "mpich": "MPICH"}[mpi]
+    assert name not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
