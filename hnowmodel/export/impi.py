@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import ops as _ops
 from ..errors import InputError
+from ..layout import one_per_host
 from ..params import Profile
 from ..sizes import format_size
 from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
@@ -186,6 +187,8 @@ class ImpiBackend:
     :data:`TUNING_DEFAULT` where the default (the tuning file's choice, not modelled) is kept."""
 
     library: str = "Intel MPI"
+    #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
+    one_per_host: bool = True
 
     def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
         """What a string can pin (an ``adjust`` number), and the default (the tuning file's choice, kept by no rule)."""
@@ -196,7 +199,7 @@ class ImpiBackend:
         """The tuning file's choice: modelled where :attr:`hnowmodel.ops.NativeAlgorithm.by_size` knows which tree
         runs on ``n`` ranks at ``size`` bytes, else kept with a note."""
         dflt = _ops.get(op).native.get(self.library)
-        if dflt is not None and dflt.tree_at(n, size) is not None:
+        if dflt is not None and dflt.tree_at(n, size, self.one_per_host) is not None:
             return Default(dflt, TUNING_DEFAULT, dflt.algorithm)
         return Default(None, TUNING_DEFAULT, "tuning-file", _LABEL)
 
@@ -232,8 +235,9 @@ def choose_impi(
     layout), the fastest algorithm Intel MPI can be told to run by ``I_MPI_ADJUST_<OP>`` that hnow models, against
     Intel MPI's default, and the strings that run the choices for a communicator of exactly that many ranks (read
     back as Intel MPI reads them)."""
+    per_host = layout is None or isinstance(layout, str) or one_per_host(layout)  # a Layout knows its hosts
     layout, _ = export_layout(profile, layout)
-    backend = ImpiBackend()
+    backend = ImpiBackend(one_per_host=per_host)
     chosen, notes = choose(backend, profile, layout, ops, sizes)
     return backend.render(layout, chosen, notes)
 

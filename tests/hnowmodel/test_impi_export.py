@@ -22,6 +22,7 @@ from hnowmodel.export.impi import (
     parse_adjust,
 )
 from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.layout import parse_layout
 from hnowmodel.params import paper_profile
 
 
@@ -89,6 +90,9 @@ def test_the_default_is_chosen_against_where_it_is_modelled_and_kept_elsewhere()
         rules = parse_adjust(sel.strings.get(adjust_variable(op), ""))
         assert adjust_runs(rules, 6, r.size_bytes) == (1 if r.chosen == "binomial" else None)
         assert adjust_runs(rules, 5, r.size_bytes) is None
+    # ranks sharing hosts (another branch of Intel MPI's tuning file): the default is not modelled, kept
+    shared = choose_impi(prof, parse_layout("fast/2,slow/2,fast/2", prof.type_names), ops=["bcast"], sizes=[65536])
+    assert shared.rows[0].default_us is None and shared.strings == {} and len(shared.notes) == 1
     # off the modelled communicator size nothing is known: every range kept, nothing to change
     ex = export(prof, ["impi-env"], algorithms=AlgorithmRequest(layout=["fast", "slow"], sizes=[4096]))
     assert ex.impi.to_dict()["library"] == "Intel MPI" and ex.impi.strings == {}
