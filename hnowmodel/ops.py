@@ -61,6 +61,7 @@ __all__ = [
     "native_for",
     "check_native",
     "native_spec_env",
+    "native_spec_unset",
 ]
 
 
@@ -83,7 +84,9 @@ class NativeAlgorithm:
     other libraries and for a library's default. ``by_size``: for a library's **default**, which runs different
     trees by communicator size and message size (Intel MPI's tuning file), the rows ``(ranks, from_bytes,
     upto_bytes, model_tree)`` where it is known which tree runs (both ends included); :meth:`tree_at` says which,
-    None where no row holds (not modelled there). Empty: ``model_tree`` everywhere.
+    None where no row holds (not modelled there). Empty: ``model_tree`` everywhere. ``unset``: variables that must
+    not be set for it to run (a default: the variables that would pin another algorithm), so that a job that sets
+    them for another algorithm cannot also run this one (:func:`native_spec_unset`).
     """
 
     algorithm: str
@@ -95,6 +98,7 @@ class NativeAlgorithm:
     rule: tuple[int, ...] = ()
     adjust: int = 0
     by_size: tuple[tuple[int, int, int, str], ...] = ()
+    unset: tuple[str, ...] = ()
 
     def tree_at(self, n: int, size: int, one_per_host: bool = True) -> str | None:
         """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none
@@ -350,7 +354,7 @@ def _impi_default(
     op: str, rows: tuple[tuple[int, int, int, str], ...], schedule: Schedule = DEFAULT
 ) -> NativeAlgorithm:
     """Intel MPI's own choice for ``op`` (nothing pinned), modelled where ``rows`` say which tree runs."""
-    return NativeAlgorithm("default", {}, rows[0][3], schedule, by_size=rows)
+    return NativeAlgorithm("default", {}, rows[0][3], schedule, by_size=rows, unset=(f"I_MPI_ADJUST_{op.upper()}",))
 
 
 def native_predict(
@@ -467,6 +471,25 @@ def native_spec_env(spec: str, ops: Any) -> dict[str, str]:
             if nat is not None:
                 env.update(nat.env)
     return env
+
+
+def native_spec_unset(spec: str, ops: Any) -> set[str]:
+    """The variables that must stay unset for ``spec`` to run its algorithm for each of ``ops`` under every library
+    that offers it (a library's default: what would pin another algorithm). A job that sets one of them for another
+    spec cannot run ``spec`` too.
+
+    >>> sorted(native_spec_unset("native", ["bcast"]))
+    ['I_MPI_ADJUST_BCAST']
+    >>> native_spec_unset("native:binomial", ["bcast"])
+    set()
+    """
+    out: set[str] = set()
+    for op in ops:
+        for lib in native_libraries(op):
+            nat = native_for(spec, op, lib)
+            if nat is not None:
+                out.update(nat.unset)
+    return out
 
 
 OPERATIONS: Mapping[str, Operation] = MappingProxyType(

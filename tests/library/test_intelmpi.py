@@ -143,3 +143,18 @@ def test_info_names_intel_mpi_its_fabric_and_tuning_file(hnow):
     assert os.path.basename(doc["tuning_file"]).startswith("tuning_") and os.path.isfile(doc["tuning_file"]), doc
     p = hnow("info", "--np", "2", "--mpi", "intelmpi", timeout=180)
     assert p.returncode == 0 and "Intel(R) MPI Library" in p.stdout and "tuning file : " in p.stdout, p.stderr
+
+
+def test_the_default_and_a_pinned_algorithm_are_measured_in_separate_jobs():
+    """Intel MPI reads I_MPI_ADJUST_* once, in MPI_Init: its default (``native``) needs them unset, ``native:binomial``
+    sets them, so one measurement runs them in two jobs, and a rank asked for both at once refuses before MPI."""
+    from calibrate.collectives import _check_pinned
+    from hnowmodel.jobs.measure_job import job_groups
+
+    names = ops.names()
+    assert ops.native_spec_unset("native", names) == {f"I_MPI_ADJUST_{op.upper()}" for op in names}
+    assert ops.native_spec_unset("native:binomial", names) == set()
+    groups = job_groups({"native": None, "binomial": make_tree("binomial", 4), "native:binomial": None}, names)
+    assert [sorted(g) for g in groups] == [["binomial", "native"], ["native:binomial"]]
+    with pytest.raises(InputError, match="I_MPI_ADJUST_BCAST set, another .* unset"):
+        _check_pinned(["native", "native:binomial"], ["bcast"])
