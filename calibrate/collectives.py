@@ -506,7 +506,7 @@ def native_pinning(library: str) -> dict[str, Any]:
     env = {k: os.environ.get(k, "") for k in wanted}
     unset = {k for nat in known.values() for k in nat.unset}  # a default runs only with these unset
     pinned = all(env[k] == v for k, v in wanted.items()) and not any(k in os.environ for k in unset)
-    trees = {op: nat.model_tree for op, nat in known.items()}
+    trees = {op: "by size" if nat.by_size else nat.model_tree for op, nat in known.items()}  # a default: per size
     return {
         "pinned": pinned,
         "algorithm": ", ".join(sorted({nat.algorithm for nat in known.values()})) if pinned else "library default",
@@ -527,7 +527,7 @@ def spec_pinning(library: str, spec: str, ops: Sequence[str]) -> dict[str, Any]:
     nats = {op: nat for op in ops if (nat := native_for(spec, op, library)) is not None}
     wanted = {k: v for nat in nats.values() for k, v in nat.env.items()}
     env = {k: os.environ.get(k, "") for k in wanted}
-    trees = {op: nat.model_tree for op, nat in nats.items()}
+    trees = {op: "by size" if nat.by_size else nat.model_tree for op, nat in nats.items()}
     unset = {k for nat in nats.values() for k in nat.unset}
     pinned = bool(nats) and all(env[k] == v for k, v in wanted.items()) and not any(k in os.environ for k in unset)
     return {
