@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 
 from hnowmodel.launchers import library_name
-from hnowmodel.ops import check_native, native_for, native_name, native_spec_env
+from hnowmodel.ops import check_native, native_for, native_name, native_spec_env, native_spec_unset
 from hnowmodel.options import (
     MEASURE_OPS,
     NATIVE,
@@ -180,8 +180,10 @@ def _check_pinned(natives: Sequence[str], ops: Sequence[str]) -> None:
     from hnowmodel.errors import InputError
 
     pinned: dict[str, str] = {}
+    unset: set[str] = set()
     for spec in natives:
         check_native(spec, ops)
+        unset |= native_spec_unset(spec, ops)  # a library's default: what would pin another algorithm
         for k, v in native_spec_env(spec, ops).items():
             if pinned.get(k, v) != v:
                 raise InputError(
@@ -189,6 +191,12 @@ def _check_pinned(natives: Sequence[str], ops: Sequence[str]) -> None:
                     "separate jobs"
                 )
             pinned[k] = v
+    both = sorted(unset & set(pinned))
+    if both:
+        raise InputError(
+            f"--tree {','.join(natives)}: one of these native algorithms needs {both[0]} set, another (a library's "
+            "default) unset; measure them in separate jobs"
+        )
 
 
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
@@ -496,8 +504,9 @@ def native_pinning(library: str) -> dict[str, Any]:
         }
     wanted = {k: v for nat in known.values() for k, v in nat.env.items()}
     env = {k: os.environ.get(k, "") for k in wanted}
-    pinned = all(env[k] == v for k, v in wanted.items())
-    trees = {op: nat.model_tree for op, nat in known.items()}
+    unset = {k for nat in known.values() for k in nat.unset}  # a default runs only with these unset
+    pinned = all(env[k] == v for k, v in wanted.items()) and not any(k in os.environ for k in unset)
+    trees = {op: "by size" if nat.by_size else nat.model_tree for op, nat in known.items()}  # a default: per size
     return {
         "pinned": pinned,
         "algorithm": ", ".join(sorted({nat.algorithm for nat in known.values()})) if pinned else "library default",
@@ -518,8 +527,9 @@ def spec_pinning(library: str, spec: str, ops: Sequence[str]) -> dict[str, Any]:
     nats = {op: nat for op in ops if (nat := native_for(spec, op, library)) is not None}
     wanted = {k: v for nat in nats.values() for k, v in nat.env.items()}
     env = {k: os.environ.get(k, "") for k in wanted}
-    trees = {op: nat.model_tree for op, nat in nats.items()}
-    pinned = bool(nats) and all(env[k] == v for k, v in wanted.items())
+    trees = {op: "by size" if nat.by_size else nat.model_tree for op, nat in nats.items()}
+    unset = {k for nat in nats.values() for k in nat.unset}
+    pinned = bool(nats) and all(env[k] == v for k, v in wanted.items()) and not any(k in os.environ for k in unset)
     return {
         "pinned": pinned,
         "algorithm": native_name(spec),

@@ -1,15 +1,16 @@
 """Proof on a virtual heterogeneous cluster that the settings ``hnow export`` writes pay what they are predicted to.
 
 On one machine as root: 6 hosts at 3 speeds, mixed in host order (``hnow cluster``: network namespaces and
-``tbf``-shaped links), the MPI library over TCP. Per MPI library (:data:`LIBRARIES`: MPICH, and Open MPI in the
-environment of ``hnow setup-openmpi``), with the cluster's hosts as the spec lists them:
+``tbf``-shaped links), the MPI library over TCP. Per MPI library (:data:`LIBRARIES`: MPICH, Open MPI in the
+environment of ``hnow setup-openmpi``, Intel MPI in that of ``hnow setup-intelmpi``; ``--libraries`` takes their
+names or ``mpich,openmpi,intelmpi``), with the cluster's hosts as the spec lists them:
 
 1. calibrate once (``hm.calibrate(np=6, cluster=spec, layout="auto")``);
 2. for each operation and size, export from that profile what an application would run
    (``hm.export.export(profile, ["hostfile", <the library's format>], op=OP, size=SIZE,
    algorithms=AlgorithmRequest(ops=[OP], sizes=[SIZE]))``):
    the rank order under which the library's default algorithm is predicted fastest, and in that order the
-   library's fastest algorithm (``choose_mpich``, ``choose_ompi``);
+   library's fastest algorithm (``choose_mpich``, ``choose_ompi``, ``choose_impi``);
 3. measure (medians of synchronised single collectives) and predict, each with the profile's default model variant:
 
    * **default** - the library's own collective as it runs by default, pinned as ``native:ALGO`` (MPICH's default
@@ -90,7 +91,8 @@ class Library:
         chosen for it); binomial where that algorithm is not modelled."""
         (row,) = self.choose(prof, ops=[op], sizes=[m]).rows
         nat = next((a for a in ops.native_choices(op, self.name) if a.algorithm == row.default), None)
-        return nat.model_tree if nat is not None else "binomial"
+        # a default that runs other trees at other sizes (Intel MPI's tuning file): the one at m bytes
+        return (nat.tree_at(len(prof.layout), m) or nat.model_tree) if nat is not None else "binomial"
 
     def row(self, ex: Any) -> Any:
         """The export's one choice row (one operation at one size)."""
@@ -113,7 +115,11 @@ class Library:
 LIBRARIES: dict[str, Library] = {
     "MPICH": Library("MPICH", "mpich-json", "selection", hm.export.choose_mpich),
     "Open MPI": Library("Open MPI", "ompi-rules", "ompi", hm.export.choose_ompi, {"mpi": "openmpi"}),
+    # the default is the tuning file's choice, run as native:default; the exported I_MPI_ADJUST string as native:ALGO
+    "Intel MPI": Library("Intel MPI", "impi-env", "impi", hm.export.choose_impi, {"mpi": "intelmpi"}),
 }
+#: ``--libraries`` also takes the ``--mpi`` names.
+ALIASES = {"mpich": "MPICH", "openmpi": "Open MPI", "intelmpi": "Intel MPI"}
 
 
 def _gain(base: float | None, new: float | None) -> float | None:
@@ -393,10 +399,10 @@ def _parse() -> argparse.Namespace:
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
     p.add_argument("--libraries", default=",".join(LIBRARIES), help=f"comma list (default {','.join(LIBRARIES)})")
     args = p.parse_args()
-    args.chosen = [x.strip() for x in args.libraries.split(",") if x.strip()]
+    args.chosen = [ALIASES.get(x.strip().lower(), x.strip()) for x in args.libraries.split(",") if x.strip()]
     for x in args.chosen:
         if x not in LIBRARIES:
-            p.error(f"--libraries: unknown library {x!r} (choose from: {', '.join(LIBRARIES)})")
+            p.error(f"--libraries: unknown library {x!r} (choose from: {', '.join([*LIBRARIES, *ALIASES])})")
     return args
 
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from . import variants as _variants
 from .errors import InputError
+from .layout import one_per_host as _one_per_host
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .schedule import DEFAULT, Schedule, as_schedule
 from .trees import make_tree
@@ -61,6 +62,7 @@ __all__ = [
     "native_for",
     "check_native",
     "native_spec_env",
+    "native_spec_unset",
 ]
 
 
@@ -80,7 +82,12 @@ class NativeAlgorithm:
     rules file that runs it (:mod:`hnowmodel.ompi_rules`): ``(algorithm, faninout, segsize)``, empty where there is
     none (MPICH's, or a parameter the file cannot carry: the k-nomial radix is an MCA parameter). ``adjust`` is
     Intel MPI's algorithm number in its ``I_MPI_ADJUST_<OP>`` strings (:mod:`hnowmodel.export.impi`), 0 for the
-    other libraries.
+    other libraries and for a library's default. ``by_size``: for a library's **default**, which runs different
+    trees by communicator size and message size (Intel MPI's tuning file), the rows ``(ranks, from_bytes,
+    upto_bytes, model_tree)`` where it is known which tree runs (both ends included); :meth:`tree_at` says which,
+    None where no row holds (not modelled there). Empty: ``model_tree`` everywhere. ``unset``: variables that must
+    not be set for it to run (a default: the variables that would pin another algorithm), so that a job that sets
+    them for another algorithm cannot also run this one (:func:`native_spec_unset`).
     """
 
     algorithm: str
@@ -91,6 +98,23 @@ class NativeAlgorithm:
     empty_is_noop: bool = True
     rule: tuple[int, ...] = ()
     adjust: int = 0
+    by_size: tuple[tuple[int, int, int, str], ...] = ()
+    unset: tuple[str, ...] = ()
+
+    def tree_at(self, n: int, size: int, one_per_host: bool = True) -> str | None:
+        """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none
+        (its rows were read with one rank per host: ``one_per_host`` False, ranks sharing hosts, knows none).
+
+        >>> get("bcast").native["Intel MPI"].tree_at(6, 65536)
+        'mpich-knomial1:2'
+        >>> get("bcast").native["Intel MPI"].tree_at(5, 65536) is None
+        True
+        """
+        if not self.by_size:
+            return self.model_tree
+        if not one_per_host:
+            return None
+        return next((t for r, lo, hi, t in self.by_size if r == n and lo <= size <= hi), None)
 
     # ---- the schedule's fields under their old names (deprecated: read ``schedule``) --------------------------
     @property
@@ -398,14 +422,38 @@ def _ompi_han(op: str, number: int, model: str, schedule: Schedule = DEFAULT) ->
 # 9-14 shared-memory (NUMA-aware) ones; scatter and gather 1 binomial, 2 topology-aware binomial, 3 Shumilin's.
 # Intel MPI is MPICH's code underneath: its binomial algorithms are MPICH's MPIR_{Bcast,Scatter,Gather}_intra_binomial
 # (the same tree, MPICH's binomial, and the same schedule as MPICH's pinned ones: the root's copy, the gather's
-# receives posted smallest subtree first and relays that wait for them). Only these are modelled: recursive
-# doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (at least 4: its root sent all three
-# messages on 4 hosts) can be read from the wire but not its send order; the topology-aware, Shumilin's and
-# shared-memory ones are not documented well enough to model (docs/intel-mpi.md).
+# receives posted smallest subtree first and relays that wait for them); pinned, they are ``native:binomial``.
+# Recursive doubling and ring bcasts are scatter + allgather (no tree); k-nomial's radix (at least 4: its root sent
+# all three messages on 4 hosts) can be read from the wire but not its send order; the topology-aware, Shumilin's
+# and shared-memory ones are not documented well enough to model (docs/intel-mpi.md).
 def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
     """Intel MPI's ``op`` algorithm ``number``, forced by ``I_MPI_ADJUST_<OP>=<number>`` (every size, every
     communicator)."""
     return NativeAlgorithm(name, {f"I_MPI_ADJUST_{op.upper()}": str(number)}, model_tree, schedule, adjust=number)
+
+
+# Intel MPI's default (no I_MPI_ADJUST_*: its tuning file tuning_generic_shm-ofi.dat decides by collective,
+# processes per node, communicator size and message size). Read off the wire, one rank per host on a 6-host virtual
+# cluster (every rank's TCP bytes to every peer around one call, docs/intel-mpi.md): bcast runs MPICH's tree bcast
+# over knomial_1 radix 4 up to 20200 B, knomial_1 radix 2 from 20300 B, kary radix 2 from 139000 B and binomial from
+# 360000 B (each switch found within 100, 500 and 5000 bytes; inside those gaps, not modelled); MPICH's control
+# variables that hnow sets for MPICH do not change it. Scatter and gather run linear over the hosts (the root
+# exchanges with every rank directly, all at once) from 1 KiB to 1 MiB. Only these communicator sizes and sizes are
+# modelled; elsewhere not (None).
+_IMPI_DEFAULT_BCAST = (
+    (6, 8192, 20200, "mpich-knomial1:4"),
+    (6, 20300, 138500, "mpich-knomial1:2"),
+    (6, 139000, 355000, "kary:2"),
+    (6, 360000, 1396108, "binomial"),
+)
+_IMPI_DEFAULT_LINEAR = ((6, 1024, 1048576, "ompi-linear"),)
+
+
+def _impi_default(
+    op: str, rows: tuple[tuple[int, int, int, str], ...], schedule: Schedule = DEFAULT
+) -> NativeAlgorithm:
+    """Intel MPI's own choice for ``op`` (nothing pinned), modelled where ``rows`` say which tree runs."""
+    return NativeAlgorithm("default", {}, rows[0][3], schedule, by_size=rows, unset=(f"I_MPI_ADJUST_{op.upper()}",))
 
 
 def native_predict(
@@ -423,12 +471,23 @@ def native_predict(
     ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, run by the algorithm's
     schedule (the root's copy, the order of its receives, …); None when hnow does not pin that library's
     algorithm for ``op`` (nothing to predict). The model tree is built for ``layout``'s hosts (a node-aware
-    algorithm's tree depends on them)."""
+    algorithm's tree depends on them). A default that runs different trees by size (``by_size``) is predicted per
+    size with the tree that runs there, NaN where hnow does not know which does."""
     nat = get(op).native.get(library) if algorithm is None else algorithm
     if nat is None:
         return None
-    tree = make_tree(nat.model_tree, len(layout), root=root, layout=layout)
-    return variant_of(op, variant, profile).predict(op, profile, layout, tree, sizes, nat.schedule)
+    v = variant_of(op, variant, profile)
+    if not nat.by_size:
+        tree = make_tree(nat.model_tree, len(layout), root=root, layout=layout)
+        return v.predict(op, profile, layout, tree, sizes, nat.schedule)
+    m = np.atleast_1d(np.asarray(sizes))
+    out = np.full(m.shape, np.nan)
+    specs = [nat.tree_at(len(layout), int(x), _one_per_host(layout)) for x in m]
+    for spec in dict.fromkeys(s for s in specs if s is not None):
+        idx = [i for i, s in enumerate(specs) if s == spec]
+        tree = make_tree(spec, len(layout), root=root, layout=layout)
+        out[idx] = v.predict(op, profile, layout, tree, m[idx], nat.schedule)
+    return out
 
 
 # ---- native tree specs: ``native`` (each library's pinned default) and ``native:ALGO`` -----------------------------
@@ -514,6 +573,25 @@ def native_spec_env(spec: str, ops: Any) -> dict[str, str]:
     return env
 
 
+def native_spec_unset(spec: str, ops: Any) -> set[str]:
+    """The variables that must stay unset for ``spec`` to run its algorithm for each of ``ops`` under every library
+    that offers it (a library's default: what would pin another algorithm). A job that sets one of them for another
+    spec cannot run ``spec`` too.
+
+    >>> sorted(native_spec_unset("native", ["bcast"]))
+    ['I_MPI_ADJUST_BCAST']
+    >>> native_spec_unset("native:binomial", ["bcast"])
+    set()
+    """
+    out: set[str] = set()
+    for op in ops:
+        for lib in native_libraries(op):
+            nat = native_for(spec, op, lib)
+            if nat is not None:
+                out.update(nat.unset)
+    return out
+
+
 OPERATIONS: Mapping[str, Operation] = MappingProxyType(
     {
         "bcast": Operation(
@@ -527,10 +605,14 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
-                "Intel MPI": _impi("bcast", 1, "binomial", "binomial"),
+                "Intel MPI": _impi_default("bcast", _IMPI_DEFAULT_BCAST),
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
-            alternatives={"MPICH": _MPICH_BCAST_TREES, "Open MPI": _OMPI_BCAST},
+            alternatives={
+                "MPICH": _MPICH_BCAST_TREES,
+                "Open MPI": _OMPI_BCAST,
+                "Intel MPI": (_impi("bcast", 1, "binomial", "binomial"),),
+            },
             pinned_only={"MPICH": (_MPICH_ALPHA_BCAST,), "Open MPI": (_ompi_han("bcast", 6, "ompi-binomial"),)},
         ),
         "scatter": Operation(
@@ -545,9 +627,12 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
                 # the root copies its own block first, then sends each child its subtree's blocks
                 "Open MPI": _ompi("scatter", 2, "binomial", schedule=_COPY_FIRST),
-                "Intel MPI": _impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),
+                "Intel MPI": _impi_default("scatter", _IMPI_DEFAULT_LINEAR, Schedule(root_copy=True)),
             },
-            alternatives={"Open MPI": _OMPI_SCATTER},
+            alternatives={
+                "Open MPI": _OMPI_SCATTER,
+                "Intel MPI": (_impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),),
+            },
             pinned_only={"Open MPI": (_ompi_han("scatter", 2, "binomial", _COPY_FIRST),)},
         ),
         "gather": Operation(
@@ -569,15 +654,20 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "Open MPI": _ompi(
                     "gather", 2, "binomial", schedule=Schedule(root_copy=True, recv_order="smallest_first")
                 ),
-                "Intel MPI": _impi(
-                    "gather",
-                    1,
-                    "binomial",
-                    "binomial",
-                    Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
+                "Intel MPI": _impi_default("gather", _IMPI_DEFAULT_LINEAR, Schedule(root_copy=True)),
+            },
+            alternatives={
+                "Open MPI": _OMPI_GATHER,
+                "Intel MPI": (
+                    _impi(
+                        "gather",
+                        1,
+                        "binomial",
+                        "binomial",
+                        Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
+                    ),
                 ),
             },
-            alternatives={"Open MPI": _OMPI_GATHER},
             pinned_only={
                 "Open MPI": (_ompi_han("gather", 2, "binomial", Schedule(root_copy=True, recv_order="smallest_first")),)
             },

@@ -12,6 +12,7 @@ tests still run by default (``-m "not timing"`` leaves them out on a machine bus
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,6 +32,8 @@ __all__ = [
     "COUNTERS",
     "env_of_file",
     "sent_per_child",
+    "PEER_BYTES",
+    "edges_sent",
     "SLURM_NAME",
     "slurm_run",
     "node_local_paths",
@@ -262,6 +265,68 @@ def sent_per_child(stdout: str, m: int) -> tuple[list[int], list[bool]]:
     line = next(ln for ln in stdout.splitlines() if ln.startswith(f"tx {m} "))
     cells = [c.split(":") for c in line.split()[2:]]
     return [round(int(b) / m) for _, b, _ in cells], [ok == "1" for _, _, ok in cells]
+
+
+#: An MPI script: around one ``OP`` of ``M`` bytes per rank (argv: ``OP M [OP M ...]``), every rank's TCP bytes to
+#: every peer (``ss -tin`` in its host's namespace: ``bytes_sent`` less ``bytes_retrans`` per connection, summed per
+#: peer address); rank 0 prints ``edges OP M {"<from>": {"<to>": bytes, ...}, ...}`` (JSON, ranks as keys).
+PEER_BYTES = """
+import json, subprocess, sys, time
+import numpy as np
+from mpi4py import MPI
+
+c = MPI.COMM_WORLD
+def my_ip():
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "eth0"], capture_output=True, text=True).stdout
+    return out.split()[3].split("/")[0]
+def snap():
+    per, peer = {}, None
+    for ln in subprocess.run(["ss", "-tin"], capture_output=True, text=True).stdout.splitlines():
+        if ln.startswith("ESTAB"):
+            peer = ln.split()[4].rsplit(":", 1)[0]
+        elif peer and "bytes_sent:" in ln:
+            kv = dict(w.split(":", 1) for w in ln.split() if w.startswith(("bytes_sent:", "bytes_retrans:")))
+            per[peer] = per.get(peer, 0) + int(kv.get("bytes_sent", 0)) - int(kv.get("bytes_retrans", 0))
+            peer = None
+    return per
+ips = c.allgather(my_ip())
+args = sys.argv[1:]
+for op, m in zip(args[::2], map(int, args[1::2])):
+    n = c.size
+    if op == "bcast":
+        buf = np.zeros(m, dtype="u1")
+        run = lambda: c.Bcast(buf, root=0)
+    elif op == "scatter":
+        sb, rb = (np.zeros(n * m, dtype="u1") if c.rank == 0 else None), np.zeros(m, dtype="u1")
+        run = lambda: c.Scatter(sb, rb, root=0)
+    else:
+        sb, rb = np.zeros(m, dtype="u1"), (np.zeros(n * m, dtype="u1") if c.rank == 0 else None)
+        run = lambda: c.Gather(sb, rb, root=0)
+    run()  # the connections are made
+    c.Barrier(); time.sleep(0.2); c.Barrier()
+    s0 = snap()
+    c.Barrier()
+    run()
+    time.sleep(0.3)
+    c.Barrier()
+    s1 = snap()
+    sent = {str(ips.index(p)): s1[p] - s0.get(p, 0) for p in s1 if p in ips}
+    rows = c.gather(sent, root=0)
+    if c.rank == 0:
+        print("edges", op, m, json.dumps({str(r): row for r, row in enumerate(rows)}), flush=True)
+"""
+
+
+def edges_sent(stdout: str, op: str, m: int) -> dict[tuple[int, int], int]:
+    """From :data:`PEER_BYTES`' output: ``(from, to) -> bytes`` in units of ``m`` (rounded), for every pair that
+    carried at least a quarter of ``m`` (what the collective's messages were; the rest is the barriers' bytes).
+
+    >>> edges_sent('edges bcast 8 {"0": {"1": 17, "2": 1}, "1": {}}', "bcast", 8)
+    {(0, 1): 2}
+    """
+    line = next(ln for ln in stdout.splitlines() if ln.startswith(f"edges {op} {m} "))
+    doc = json.loads(line.split(" ", 3)[3])
+    return {(int(a), int(b)): round(v / m) for a, row in doc.items() for b, v in row.items() if v >= m / 4}
 
 
 # --- Slurm on a virtual cluster --------------------------------------------------------------------------------------

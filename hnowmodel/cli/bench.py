@@ -4,6 +4,11 @@ OSU-style table per benchmark (units in the column names: ``_us`` µs, ``_MBps``
 ``--json`` prints ``{"rows": [...], ...}``; ``-o DIR`` writes ``bench_NAME.csv``, ``bench_NAME.png`` and
 ``bench.json``; ``hnow bench list`` (or no name) lists them. ``--profile-out`` writes a copy of ``--profile-in``
 with the measured extensions (queue costs, hot-spot fan-in) merged in.
+
+``hnow bench imb --np N --profile P [--mpi intelmpi|mpich] [--cluster SPEC] [--tree native|native:ALGO]``: the Intel
+MPI Benchmarks (the wheel's ``IMB-MPI1``: Bcast, Scatter, Gather, PingPong) with the algorithm ``--tree`` pins,
+IMB's ``t_max`` beside hnow's measured and predicted times of the same algorithm (``hm.imb_compare``,
+docs/intel-mpi.md); ``-o DIR`` writes ``imb_compare.csv``, ``imb_compare.md`` and IMB's output ``imb.txt``.
 """
 
 from __future__ import annotations
@@ -12,13 +17,16 @@ import argparse
 
 from ..benchmarks import BENCHMARKS, OPTIONS
 from ..errors import InputError
-from ..jobs import bench
-from ..sizes import format_size
+from ..jobs import bench, imb_compare
+from ..sizes import format_size, parse_sizes
+from ..tables import table_text
 from .common import add_mpi_arguments, emit_json, launch_kwargs, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
-HELP = "the seeds' microbenchmarks: latency, bandwidth, queues, hot spot, ... ('hnow bench list')"
+HELP = (
+    "the seeds' microbenchmarks: latency, bandwidth, queues, hot spot, ... ('hnow bench list'); 'imb': IMB beside hnow"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,6 +54,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-in", default=None, help="profile to copy the measured extensions into")
     p.add_argument("--profile-out", default=None, help="write --profile-in (or --profile) plus extensions here")
     p.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    p.add_argument("--ops", default="bcast,scatter,gather", help="imb: operations (default bcast,scatter,gather)")
+    p.add_argument("--tree", default="native", help="imb: native (the library's default) or native:ALGO (pinned)")
+    p.add_argument("--reps", type=positive_int, default=7, help="imb: hnow's repetitions per size (default 7)")
+    p.add_argument("--no-pingpong", action="store_true", help="imb: leave out IMB's PingPong")
+    p.add_argument("--method", default="fig2", help="imb: hnow's timing, fig2 (IMB's loop, default) or sync")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.np is None:
         raise InputError("--np is required (number of MPI ranks)")
+    if args.name == "imb":
+        return _imb(args)
     res = bench(
         args.name,
         np=args.np,
@@ -89,6 +104,42 @@ def run(args: argparse.Namespace) -> int:
         main = {kk: vv for kk, vv in v.items() if kk.endswith(("per_entry", "per_slave"))}
         if main:
             print(f"\n# extensions.{k}: " + ", ".join(f"{kk}={vv:.4g}" for kk, vv in main.items()))
+    for path in res.outputs:
+        print(f"# wrote {path}")
+    return 0
+
+
+def _imb(args: argparse.Namespace) -> int:
+    """``hnow bench imb``: IMB-MPI1 beside hnow's measured and predicted times (one library call)."""
+    if args.profile is None:
+        raise InputError("hnow bench imb: --profile is required (the profile the times are predicted with)")
+    if args.testbed is not None:
+        raise InputError("hnow bench imb: IMB-MPI1 runs on real MPI (one host or --cluster), not on --testbed")
+    res = imb_compare(
+        args.profile,
+        np=args.np,
+        ops=[o.strip() for o in args.ops.split(",") if o.strip()],
+        sizes=parse_sizes(args.sizes or "64K,128K,256K"),
+        tree=args.tree,
+        iters=args.iters or 20,
+        pingpong=not args.no_pingpong,
+        reps=args.reps,
+        method=args.method,
+        layout=args.layout,
+        output=args.out,
+        force=args.force,
+        **launch_kwargs(args),
+    )
+    if args.json:
+        emit_json(res.to_dict())
+        return 0
+    print(f"# IMB-MPI1 beside hnow: {res.library}, {args.tree}, {args.np} ranks")
+    print("# " + " ".join(res.command))
+    print("# _us microseconds; *_vs_*_% = 100*(x - reference)/reference; pred_imb_us: empty token buckets (IMB's loop)")
+    print_table(res.table_rows())
+    if res.pingpong:
+        print("\n# PingPong (one way) beside the profile")
+        print(table_text([c.to_dict() for c in res.pingpong]))
     for path in res.outputs:
         print(f"# wrote {path}")
     return 0

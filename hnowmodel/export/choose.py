@@ -190,7 +190,7 @@ def _distinct(
     keys: list[Any] = []
     alias: dict[str, str] = {}
     for nat in choices:
-        key = (make_tree(nat.model_tree, n), nat.schedule)  # the tree and everything a predictor is told
+        key = (make_tree(nat.model_tree, n), nat.schedule, nat.by_size)  # the tree(s) and what a predictor is told
         same = next((c for c, k in zip(cands, keys, strict=True) if k == key), None)
         alias[nat.algorithm] = nat.algorithm if same is None else same.algorithm
         if same is None:

@@ -11,9 +11,9 @@ scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_coun
 :func:`parse_adjust` reads a string back as that says, :func:`adjust_runs` what it runs.
 
 The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with an ``adjust``
-number): binomial (1) for all three today. The default is Intel MPI's tuning file's choice, which hnow does not read:
-it is kept (not modelled, with a note), so with binomial alone the strings change nothing until a default or another
-algorithm is modelled (docs/intel-mpi.md).
+number): binomial (1) for all three today. The default is Intel MPI's tuning file's choice, modelled where it is
+known which tree runs (``OPERATIONS[op].native["Intel MPI"].by_size``: 6 ranks, one per host, 16-256 KiB); elsewhere
+it is kept (not modelled, with a note) (docs/intel-mpi.md).
 
 >>> rules = parse_adjust("1:0-65536@6-6;8:65537-262144@6-6")
 >>> [adjust_runs(rules, n, m) for n, m in ((6, 4096), (6, 100000), (5, 4096), (6, 1 << 20))]
@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import ops as _ops
 from ..errors import InputError
+from ..layout import one_per_host
 from ..params import Profile
 from ..sizes import format_size
 from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
@@ -48,7 +49,7 @@ __all__ = [
 
 #: The leaf that keeps Intel MPI's own choice (no rule: the tuning file decides).
 TUNING_DEFAULT = 0
-_LABEL = "(its tuning file's choice, which hnow does not read)"
+_LABEL = "(its tuning file's choice, not known for this many ranks and size)"
 
 
 def adjust_variable(op: str) -> str:
@@ -186,15 +187,24 @@ class ImpiBackend:
     :data:`TUNING_DEFAULT` where the default (the tuning file's choice, not modelled) is kept."""
 
     library: str = "Intel MPI"
+    #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
+    one_per_host: bool = True
 
     def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        return [c for c in _ops.native_choices(op, self.library) if c.adjust]
+        """What a string can pin (an ``adjust`` number), and the default (the tuning file's choice, kept by no rule)."""
+        dflt = _ops.get(op).native.get(self.library)
+        return [c for c in _ops.native_choices(op, self.library) if c.adjust or c is dflt]
 
     def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+        """The tuning file's choice: modelled where :attr:`hnowmodel.ops.NativeAlgorithm.by_size` knows which tree
+        runs on ``n`` ranks at ``size`` bytes, else kept with a note."""
+        dflt = _ops.get(op).native.get(self.library)
+        if dflt is not None and dflt.tree_at(n, size, self.one_per_host) is not None:
+            return Default(dflt, TUNING_DEFAULT, dflt.algorithm)
         return Default(None, TUNING_DEFAULT, "tuning-file", _LABEL)
 
     def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
-        return int(nat.adjust)
+        return int(nat.adjust)  # the default's 0 is TUNING_DEFAULT: no rule
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> ImpiSelection:
         """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI reads them."""
@@ -225,8 +235,9 @@ def choose_impi(
     layout), the fastest algorithm Intel MPI can be told to run by ``I_MPI_ADJUST_<OP>`` that hnow models, against
     Intel MPI's default, and the strings that run the choices for a communicator of exactly that many ranks (read
     back as Intel MPI reads them)."""
+    per_host = layout is None or isinstance(layout, str) or one_per_host(layout)  # a Layout knows its hosts
     layout, _ = export_layout(profile, layout)
-    backend = ImpiBackend()
+    backend = ImpiBackend(one_per_host=per_host)
     chosen, notes = choose(backend, profile, layout, ops, sizes)
     return backend.render(layout, chosen, notes)
 

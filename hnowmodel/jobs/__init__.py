@@ -2,7 +2,8 @@
 
 ``hm.calibrate``, ``hm.measure``, ``hm.compare``, ``hm.bench`` and ``hm.info`` (one module per job:
 :mod:`~hnowmodel.jobs.calibrate_job`, :mod:`~hnowmodel.jobs.measure_job`, :mod:`~hnowmodel.jobs.compare_job`,
-:mod:`~hnowmodel.jobs.bench_job`; what they share: :mod:`~hnowmodel.jobs.checks`; each takes a :class:`Launch` (or
+:mod:`~hnowmodel.jobs.bench_job`; ``hm.imb_compare``, the Intel MPI Benchmarks beside hnow:
+:mod:`~hnowmodel.jobs.imb_job`; what they share: :mod:`~hnowmodel.jobs.checks`; each takes a :class:`Launch` (or
 the number of ranks) and a frozen settings dataclass, the ``hnow`` option names given as keywords gathered into
 both by name, so ``hm.compare(prof, np=4, testbed="paper", ops=["bcast"], trees=["optimal"])`` works) start
 ``python -m calibrate`` as a child process under ``mpiexec``/``srun`` (:mod:`hnowmodel.jobs.launcher`) and return
@@ -18,6 +19,7 @@ from .calibrate_job import CalibrateSettings, calibrate
 from .checks import NATIVE, Progress, progress_printer, resolve_timing, run_job
 from .compare_job import CompareSettings, compare
 from .compare_rows import compare_rows
+from .imb_job import ImbComparison, ImbRow, ImbSettings, imb_compare
 from .launcher import Launch, Terminated, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
 from .measure_job import MeasureSettings, measure
@@ -40,6 +42,10 @@ __all__ = [
     "compare",
     "bench",
     "info",
+    "imb_compare",
+    "ImbSettings",
+    "ImbRow",
+    "ImbComparison",
     "run_job",
     "build_trees",
     "compare_rows",

@@ -13,6 +13,7 @@ from typing import Any
 from .. import ops as _ops
 from ..errors import HnowError
 from ..launchers import library_name
+from ..layout import one_per_host
 from ..params import Profile
 from ..report import error_pct
 from ..schedule import Schedule
@@ -44,17 +45,17 @@ class _Predictions:
         return r.method == "c-common-start" and "common_start" in self.prof.extensions
 
     def __call__(self, r: MeasuredRow, variant: str) -> float | None:
-        per_row = r.tree in self.tset.per_row_names
-        common_start = self.common_start(r)
-        key = (r.op, r.tree, variant, r.size if per_row else None, common_start)
+        tree, schedule = self.tset.tree(r.tree, r.op, r.size), Schedule(common_start=self.common_start(r))
+        nat = _ops.native_for(r.tree, r.op, self.library) if tree is None else None
+        # a default that runs other trees at other sizes (Intel MPI's tuning file) is predicted size by size
+        per_row = r.tree in self.tset.per_row_names or (nat is not None and bool(nat.by_size))
+        key = (r.op, r.tree, variant, r.size if per_row else None, schedule.common_start)
         if key not in self.cache:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
-            tree, schedule = self.tset.tree(r.tree, r.op, r.size), Schedule(common_start=common_start)
-            if tree is None:  # native: the algorithm's model tree, run by its schedule
-                nat = _ops.native_for(r.tree, r.op, self.library)
-                if nat is not None:
-                    tree = make_tree(nat.model_tree, len(self.lay), root=self.root)
-                    schedule = replace(nat.schedule, common_start=common_start)
+            if nat is not None:  # native: the algorithm's model tree, run by its schedule
+                spec = nat.tree_at(len(self.lay), r.size, one_per_host(self.lay))
+                tree = None if spec is None else make_tree(spec, len(self.lay), root=self.root)
+                schedule = replace(nat.schedule, common_start=schedule.common_start)
             t = (
                 None
                 if tree is None
@@ -95,8 +96,10 @@ def compare_rows(
                 predicted = None
                 by_variant = dict.fromkeys(by_variant)
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
+            elif (spec := nat.tree_at(len(lay), r.size, one_per_host(lay))) is None:
+                note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which tree runs is not known"
             else:
-                model_tree = nat.model_tree + (" + root copy" if nat.schedule.root_copy else "")
+                model_tree = spec + (" + root copy" if nat.schedule.root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""
         out.append(_row(r, predicted, by_variant, variants[r.op], model_tree, tset.chosen_for(r.tree, r.size), note))
     return out

@@ -55,6 +55,7 @@ __all__ = [
     "SRUN_MPICH_ENV",
     "mpiexec_flavour",
     "world_problem",
+    "run_program",
 ]
 
 
@@ -534,3 +535,62 @@ def _on_sigterm() -> Callable[[], None]:
     except ValueError:  # not the main interpreter
         return lambda: None
     return lambda: signal.signal(signal.SIGTERM, old)
+
+
+def run_program(
+    launch: Launch, program: Sequence[str], *, env: Mapping[str, str] | None = None, default_timeout_s: float = 900.0
+) -> str:
+    """Run an MPI program of its own (``program``: its path and arguments, e.g. the Intel MPI Benchmarks'
+    ``IMB-MPI1``) on ``launch.np`` ranks with ``launch``'s launcher, library settings and placement (plain or a
+    virtual cluster; ``env`` added to the ranks' environment), under the machine's MPI lock, and return its standard
+    output. :class:`MPIRunError` with the last lines of its standard error when it fails or runs too long."""
+    if launch.kind != "mpiexec" or launch.hostfile is not None:
+        raise InputError("an outside MPI program runs with mpiexec, on one host or a virtual cluster (--cluster)")
+    find_launcher(shlex.split(launch.launcher)[0])
+    with mpi_lock():
+        if launch.cluster is None:
+            return _run_program(launch, program, env or {}, (), {}, default_timeout_s)
+        with _cluster.using(launch.cluster) as state, tempfile.TemporaryDirectory() as tmp:
+            placement, placement_env, _ = _on_cluster(launch, state, Path(tmp))
+            return _run_program(launch, program, env or {}, placement, placement_env, default_timeout_s)
+
+
+def _run_program(
+    launch: Launch,
+    program: Sequence[str],
+    env: Mapping[str, str],
+    placement: Sequence[str],
+    placement_env: Mapping[str, str],
+    default_timeout_s: float,
+) -> str:
+    words = shlex.split(launch.launcher)
+    where = launch.mpi_env
+    exe = where.launcher or find_launcher(words[0])
+    argv = [exe, *words[1:], *placement, "-n", str(launch.np), *where.launcher_args, *launch.launcher_args, *program]
+    timeout_s = launch.timeout_for(default_timeout_s)
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env={**_rank_env(launch, placement_env), **env},
+        start_new_session=True,  # one killpg reaches the launcher and every rank
+        preexec_fn=_die_with_parent,
+        text=True,
+        errors="replace",
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        raise MPIRunError(
+            f"{Path(program[0]).name} on {launch.np} ranks did not finish within {timeout_s:g} s"
+        ) from None
+    except BaseException:
+        _kill_group(proc)
+        raise
+    _kill_group(proc)
+    if proc.returncode != 0:
+        tail = " | ".join(ln.strip() for ln in err.splitlines()[-3:] if ln.strip())
+        raise MPIRunError(f"{Path(program[0]).name} on {launch.np} ranks failed (exit {proc.returncode}): {tail}")
+    return out

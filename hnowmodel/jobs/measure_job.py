@@ -187,18 +187,21 @@ def job_groups(built: Mapping[str, Tree | None], ops: Sequence[str]) -> list[dic
     """The trees of a measurement split into as few jobs as the native algorithms allow: every tree in the first
     job, except native specs whose MPI settings (:func:`hnowmodel.ops.native_spec_env`) clash with those of an
     earlier one, which go to the first later job they fit (native algorithms that need one MPI variable set two
-    ways, which MPI reads once in MPI_Init)."""
-    groups: list[tuple[dict[str, Tree | None], dict[str, str]]] = []
+    ways, or set and unset - a library's default next to a pinned algorithm, :func:`hnowmodel.ops.native_spec_unset`
+    -, which MPI reads once in MPI_Init)."""
+    groups: list[tuple[dict[str, Tree | None], dict[str, str], set[str]]] = []
     for name, tree in built.items():
         env = _ops.native_spec_env(name, ops) if tree is None else {}
-        for trees, genv in groups:
-            if all(genv.get(k, v) == v for k, v in env.items()):
+        unset = _ops.native_spec_unset(name, ops) if tree is None else set()  # a default: what must stay unset
+        for trees, genv, gunset in groups:
+            if all(genv.get(k, v) == v for k, v in env.items()) and not (unset & set(genv) or gunset & set(env)):
                 trees[name] = tree
                 genv.update(env)
+                gunset.update(unset)
                 break
         else:
-            groups.append(({name: tree}, dict(env)))
-    return [trees for trees, _ in groups]
+            groups.append(({name: tree}, dict(env), set(unset)))
+    return [trees for trees, _, _ in groups]
 
 
 def _reordered(
@@ -219,7 +222,9 @@ def _reordered(
     tree, nat = given, None
     if tree is None:
         nat = _ops.native_for(row.tree, row.op, library)
-        tree = make_tree(nat.model_tree if nat else "binomial", len(lay), root=job.root)
+        tree = make_tree(
+            (nat.tree_at(len(lay), row.size) or nat.model_tree) if nat else "binomial", len(lay), root=job.root
+        )
     ro = rank_order(prof, list(lay), tree, row.op, row.size, native=nat)
     again = replace(job, ops=(row.op,), trees={row.tree: given}, sizes=(row.size,), keys=tuple(ro.keys))
     doc = run_job(launch, again, progress)

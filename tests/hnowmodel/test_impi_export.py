@@ -17,10 +17,12 @@ from hnowmodel.export.impi import (
     AdjustRule,
     ImpiBackend,
     adjust_runs,
+    adjust_variable,
     format_adjust,
     parse_adjust,
 )
 from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.layout import parse_layout
 from hnowmodel.params import paper_profile
 
 
@@ -65,14 +67,34 @@ def test_rules_read_as_intel_mpi_reads_them():
             parse_adjust(bad)
 
 
-def test_with_binomial_alone_the_default_is_kept_and_said():
-    """Intel MPI's default is its tuning file's choice, which hnow does not read: not modelled, kept, with a note;
-    the strings then change nothing (binomial is the only Intel algorithm hnow models)."""
-    assert [c.algorithm for c in ImpiBackend().candidates("bcast")] == ["binomial"]
-    sel = choose_impi(paper_profile(), ["fast", "fast", "slow", "slow"], ops=["bcast", "gather"], sizes=[1024, 65536])
-    assert sel.strings == {} and all(not e for e in sel.entries.values())
-    assert len(sel.notes) == 4 and all("tuning file" in n for n in sel.notes)
-    ex = export(paper_profile(), ["impi-env"], algorithms=AlgorithmRequest(layout=["fast", "slow"], sizes=[4096]))
+def test_the_default_is_chosen_against_where_it_is_modelled_and_kept_elsewhere():
+    """Intel MPI's default (its tuning file's choice) is modelled on 6 ranks at 16-256 KiB: chosen against there
+    (binomial where it is predicted faster, the default kept where not), kept with a note where it is not known."""
+    assert [c.algorithm for c in ImpiBackend().candidates("bcast")] == ["default", "binomial"]
+    prof = paper_profile()
+    lay = ["fast", "slow"] * 3
+    sel = choose_impi(prof, lay, ops=["bcast", "scatter"], sizes=[512, 65536, 262144])
+    by = {(r.op, r.size_bytes): r for r in sel.rows}
+    assert by[("bcast", 512)].default_us is None and len(sel.notes) == 2 and "512" in sel.notes[0]
+    for op in ("bcast", "scatter"):
+        for m in (65536, 262144):
+            r = by[(op, m)]
+            want = ops.native_predict(op, "Intel MPI", prof, lay, [m])[0]
+            assert r.default == "default" and r.default_us == float(want)
+            binom = ops.native_predict(
+                op, "Intel MPI", prof, lay, [m], algorithm=ops.native_for("native:binomial", op, "Intel MPI")
+            )
+            assert r.chosen == ("binomial" if binom[0] < want else "default")
+    # what the strings say is read back: binomial where chosen (exactly 6 ranks), Intel MPI's own choice elsewhere
+    for op, r in ((op, r) for op in ("bcast", "scatter") for r in sel.rows if r.op == op):
+        rules = parse_adjust(sel.strings.get(adjust_variable(op), ""))
+        assert adjust_runs(rules, 6, r.size_bytes) == (1 if r.chosen == "binomial" else None)
+        assert adjust_runs(rules, 5, r.size_bytes) is None
+    # ranks sharing hosts (another branch of Intel MPI's tuning file): the default is not modelled, kept
+    shared = choose_impi(prof, parse_layout("fast/2,slow/2,fast/2", prof.type_names), ops=["bcast"], sizes=[65536])
+    assert shared.rows[0].default_us is None and shared.strings == {} and len(shared.notes) == 1
+    # off the modelled communicator size nothing is known: every range kept, nothing to change
+    ex = export(prof, ["impi-env"], algorithms=AlgorithmRequest(layout=["fast", "slow"], sizes=[4096]))
     assert ex.impi.to_dict()["library"] == "Intel MPI" and ex.impi.strings == {}
     assert "nothing to change" in ex.files["impi-env"] and "Intel MPI" in ex.usage
 

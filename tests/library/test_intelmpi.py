@@ -11,10 +11,11 @@ import ipaddress
 import json
 import os
 
+import numpy as np
 import pytest
 
 import hnowmodel.cluster as hc
-from hnowmodel import ops
+from hnowmodel import ops, paper_profile
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, task_command
 from hnowmodel.jobs.mpienv import (
@@ -24,6 +25,7 @@ from hnowmodel.jobs.mpienv import (
     intelmpi_venv,
     setup_intelmpi,
 )
+from hnowmodel.trees import make_tree
 from tests.helpers import one_error_line
 
 MISSING = intelmpi_missing()
@@ -70,13 +72,39 @@ def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface
 
 
 def test_its_binomial_collectives_are_pinned_by_i_mpi_adjust():
-    """MPICH's binomial code underneath: the same model tree and schedule as MPICH's pinned binomial."""
+    """MPICH's binomial code underneath: the same model tree and schedule as MPICH's pinned binomial, asked for as
+    ``native:binomial`` (what ``native`` is under MPICH)."""
     for op in ops.names():
-        nat = ops.get(op).native["Intel MPI"]
+        nat = ops.native_for("native:binomial", op, "Intel MPI")
         assert nat.env == {f"I_MPI_ADJUST_{op.upper()}": "1"} and nat.adjust == 1 and nat.model_tree == "binomial"
         assert nat.schedule == ops.get(op).native["MPICH"].schedule
-    # every library's native settings at once (what a rank sets before it knows its library) include Intel's
-    assert ops.native_spec_env("native", ["bcast"])["I_MPI_ADJUST_BCAST"] == "1"
+    # every library's settings for native:binomial at once (what a rank sets before it knows its library)
+    env = ops.native_spec_env("native:binomial", ["bcast"])
+    assert env["I_MPI_ADJUST_BCAST"] == "1" and env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "binomial"
+
+
+def test_native_under_intel_mpi_is_its_default_modelled_where_the_wire_showed_it():
+    """``native`` under Intel MPI is the library's own choice (nothing pinned: no I_MPI_ADJUST_*), modelled on 6
+    ranks at 16-256 KiB by the trees read off the wire (docs/intel-mpi.md), not modelled elsewhere (None)."""
+    assert "I_MPI_ADJUST_BCAST" not in ops.native_spec_env("native", ["bcast", "scatter", "gather"])
+    bcast = ops.get("bcast").native["Intel MPI"]
+    assert bcast.env == {} and bcast.adjust == 0
+    sizes = (8192, 20200, 20300, 131072, 138500, 139000, 355000, 360000, 1396108)
+    got = [bcast.tree_at(6, m) for m in sizes]
+    assert got == ["mpich-knomial1:4"] * 2 + ["mpich-knomial1:2"] * 3 + ["kary:2"] * 2 + ["binomial"] * 2
+    for m, n in ((20250, 6), (138750, 6), (357500, 6), (4096, 6), (1 << 21, 6), (65536, 5)):  # not known there
+        assert bcast.tree_at(n, m) is None, (n, m)
+    assert bcast.tree_at(6, 65536, one_per_host=False) is None  # read with one rank per host only
+    for op in ("scatter", "gather"):
+        assert ops.get(op).native["Intel MPI"].tree_at(6, 65536) == "ompi-linear"
+    # predicted per size with the tree that runs there; NaN where none is known
+    prof = paper_profile()
+    lay = ["fast", "slow"] * 3
+    t = ops.native_predict("bcast", "Intel MPI", prof, lay, [4096, 16384, 65536, 262144])
+    assert np.isnan(t[0]) and np.all(np.isfinite(t[1:]))
+    for m, spec in ((16384, "mpich-knomial1:4"), (65536, "mpich-knomial1:2"), (262144, "kary:2")):
+        one = ops.predict("bcast", prof, lay, make_tree(spec, 6), [m])
+        assert float(ops.native_predict("bcast", "Intel MPI", prof, lay, [m])[0]) == float(one[0])
 
 
 # ---- with the environment -------------------------------------------------------------------------------------------
@@ -115,3 +143,18 @@ def test_info_names_intel_mpi_its_fabric_and_tuning_file(hnow):
     assert os.path.basename(doc["tuning_file"]).startswith("tuning_") and os.path.isfile(doc["tuning_file"]), doc
     p = hnow("info", "--np", "2", "--mpi", "intelmpi", timeout=180)
     assert p.returncode == 0 and "Intel(R) MPI Library" in p.stdout and "tuning file : " in p.stdout, p.stderr
+
+
+def test_the_default_and_a_pinned_algorithm_are_measured_in_separate_jobs():
+    """Intel MPI reads I_MPI_ADJUST_* once, in MPI_Init: its default (``native``) needs them unset, ``native:binomial``
+    sets them, so one measurement runs them in two jobs, and a rank asked for both at once refuses before MPI."""
+    from calibrate.collectives import _check_pinned
+    from hnowmodel.jobs.measure_job import job_groups
+
+    names = ops.names()
+    assert ops.native_spec_unset("native", names) == {f"I_MPI_ADJUST_{op.upper()}" for op in names}
+    assert ops.native_spec_unset("native:binomial", names) == set()
+    groups = job_groups({"native": None, "binomial": make_tree("binomial", 4), "native:binomial": None}, names)
+    assert [sorted(g) for g in groups] == [["binomial", "native"], ["native:binomial"]]
+    with pytest.raises(InputError, match="I_MPI_ADJUST_BCAST set, another .* unset"):
+        _check_pinned(["native", "native:binomial"], ["bcast"])

@@ -1,0 +1,385 @@
+"""The Intel MPI Benchmarks as an outside reference: :func:`imb_compare` runs the Intel MPI wheel's ``IMB-MPI1``
+(Bcast, Scatter, Gather and PingPong) with the same algorithm ``hnow`` pins for a native tree spec, on the same
+ranks (one host or a virtual cluster), and puts IMB's ``t_max`` beside hnow's measured and predicted times.
+
+``IMB-MPI1`` is linked against ``libmpi.so.12`` (MPICH's ABI, which Intel MPI keeps): under Intel MPI it loads the
+wheel's library (``LD_LIBRARY_PATH=<env>/lib``), under MPICH the MPICH wheel's (``<prefix>/lib``); Open MPI's
+``libmpi.so.40`` is another ABI, refused. It runs as ``IMB-MPI1 Bcast Scatter Gather PingPong -npmin N -msglen FILE
+-iter K -iter_policy off -time 600 -root_shift off -sync on``: every size ``K`` times, root 0, a barrier between
+calls; each rank times each call alone and averages, ``t_max`` is the slowest rank's average (µs).
+
+How IMB's loop differs from hnow's timing (docs/intel-mpi.md): hnow's ``sync`` starts each repetition at an instant
+announced a few ms ahead and reports the median; IMB runs its repetitions back to back (only a barrier between
+them) and reports the slowest rank's mean. On the virtual cluster every link is a token bucket (``tbf``, burst
+8 KiB) that is full after idling, so ``sync``'s repetitions start with full buckets and IMB's with nearly empty
+ones. hnow's ``fig2`` method runs IMB's loop (``iters`` calls back to back, a barrier after each, the slowest rank's
+mean, less a barrier): it is what IMB is compared with by default. The model's burst term says what the buckets
+are worth: ``predicted_imb_us`` is the prediction with empty buckets (the profile's ``burst_bytes`` 0), beside
+``predicted_us`` (full buckets, as ``sync`` times).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .. import cluster as _cluster
+from .. import ops as _ops
+from ..errors import InputError
+from ..io import check_output
+from ..launchers import find_launcher
+from ..options import check_ops
+from ..outside import PingPongCheck, parse_imb, pingpong_checks
+from ..params import Profile
+from ..sizes import size_tuple
+from ..tables import table_text
+from .checks import Progress, check_count, gather, job_layout, load_profile, placement_hosts
+from .compare_job import CompareSettings, compare
+from .launcher import Launch, run_program
+from .mpienv import intelmpi_missing, intelmpi_venv
+from .specs import TIMING_METHODS
+
+__all__ = ["ImbSettings", "ImbRow", "ImbComparison", "imb_compare", "imb_program", "imb_arguments", "IMB_BENCHMARKS"]
+
+#: IMB's benchmark name of each operation.
+IMB_BENCHMARKS: Mapping[str, str] = {"bcast": "Bcast", "scatter": "Scatter", "gather": "Gather"}
+
+
+@dataclass(frozen=True)
+class ImbSettings:
+    """What to compare (the ``hnow bench imb`` flags): ``ops`` at ``sizes`` bytes per rank with ``tree`` (``native``
+    or ``native:ALGO``: what IMB and hnow both run), IMB's ``iters`` repetitions per size, ``pingpong`` (IMB's
+    PingPong between ranks 0 and 1 beside the profile's one-way time), hnow's ``reps`` and timing ``method``
+    (``fig2``, default: IMB's loop - each repetition ``iters`` calls back to back, a barrier after each, the mean,
+    the slowest rank; ``sync``: hnow's single calls from a common start, full token buckets); ``layout``: the node type
+    of each rank (default the profile's); ``variants``: model variant per operation; ``output``: a folder for
+    ``imb_compare.csv``, ``imb_compare.md`` and ``imb.txt`` (IMB's own output)."""
+
+    ops: Any = ("bcast", "scatter", "gather")
+    sizes: Any = (65536, 131072, 262144)
+    tree: str = "native"
+    iters: int = 20
+    pingpong: bool = True
+    reps: int = 7
+    method: str = "fig2"
+    layout: Any = None
+    variants: Mapping[str, str] | None = None
+    output: str | Path | None = None
+    force: bool = False
+
+
+def _pct(a: float | None, b: float | None) -> float | None:
+    """``100·(a − b)/b`` (%), None when either is missing or ``b`` is 0."""
+    if a is None or b is None or not b or math.isnan(a) or math.isnan(b):
+        return None
+    return 100.0 * (a - b) / b
+
+
+@dataclass(frozen=True)
+class ImbRow:
+    """One operation at one size (bytes per rank) on ``np`` ranks: IMB's times (µs; ``imb_t_max_us`` its headline),
+    hnow's measured time of the same algorithm (by ``method``; ``measured_other_us``: by the other method) and its
+    prediction with full token buckets (``predicted_us``, as ``sync`` times) and with empty ones
+    (``predicted_imb_us``, as IMB's back-to-back loop runs), each error against IMB's ``t_max`` and the
+    prediction's against hnow's measurement, ``100·(x − reference)/reference``."""
+
+    op: str
+    size: int
+    np: int
+    imb_t_max_us: float
+    imb_t_min_us: float | None
+    imb_t_avg_us: float | None
+    imb_repetitions: int | None
+    measured_us: float | None
+    predicted_us: float | None
+    predicted_imb_us: float | None
+    model_tree: str = ""
+    variant: str = ""
+    method: str = ""
+    other_method: str = ""
+    measured_other_us: float | None = None
+
+    @property
+    def measured_vs_imb_pct(self) -> float | None:
+        return _pct(self.measured_us, self.imb_t_max_us)
+
+    @property
+    def predicted_vs_imb_pct(self) -> float | None:
+        return _pct(self.predicted_imb_us, self.imb_t_max_us)
+
+    @property
+    def predicted_vs_measured_pct(self) -> float | None:
+        return _pct(self.predicted_us, self.measured_us)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "op": self.op,
+            "size": self.size,
+            "np": self.np,
+            "imb_t_max_us": self.imb_t_max_us,
+            "imb_t_min_us": self.imb_t_min_us,
+            "imb_t_avg_us": self.imb_t_avg_us,
+            "imb_repetitions": self.imb_repetitions,
+            "measured_us": self.measured_us,
+            "predicted_us": self.predicted_us,
+            "predicted_imb_us": self.predicted_imb_us,
+            "measured_vs_imb_pct": self.measured_vs_imb_pct,
+            "predicted_vs_imb_pct": self.predicted_vs_imb_pct,
+            "predicted_vs_measured_pct": self.predicted_vs_measured_pct,
+            "model_tree": self.model_tree,
+            "variant": self.variant,
+            "method": self.method,
+            "other_method": self.other_method,
+            "measured_other_us": self.measured_other_us,
+        }
+
+
+@dataclass(frozen=True)
+class ImbComparison:
+    """IMB beside hnow: ``rows`` per operation and size, ``pingpong`` (IMB's one-way PingPong times beside the
+    profile's), the IMB command line (``command``), the library, hnow's run description and IMB's own output."""
+
+    rows: tuple[ImbRow, ...]
+    pingpong: tuple[PingPongCheck, ...]
+    command: tuple[str, ...]
+    library: str
+    tree: str
+    run: Mapping[str, Any] = field(default_factory=dict)
+    imb_text: str = ""
+    outputs: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "library": self.library,
+            "tree": self.tree,
+            "command": list(self.command),
+            "rows": [r.to_dict() for r in self.rows],
+            "pingpong": [c.to_dict() for c in self.pingpong],
+            "run": dict(self.run),
+            "outputs": list(self.outputs),
+        }
+
+    def table_rows(self) -> list[dict[str, Any]]:
+        """The rows as a readable table (µs and %, rounded)."""
+
+        def r1(x: float | None) -> float | None:
+            return None if x is None else round(x, 1)
+
+        return [
+            {
+                "op": r.op,
+                "size": r.size,
+                "imb_t_max_us": r1(r.imb_t_max_us),
+                "measured_us": r1(r.measured_us),
+                "meas_vs_imb_%": r1(r.measured_vs_imb_pct),
+                f"{r.other_method or 'other'}_us": r1(r.measured_other_us),
+                "predicted_us": r1(r.predicted_us),
+                "pred_imb_us": r1(r.predicted_imb_us),
+                "pred_vs_imb_%": r1(r.predicted_vs_imb_pct),
+                "pred_vs_meas_%": r1(r.predicted_vs_measured_pct),
+                "model_tree": r.model_tree,
+            }
+            for r in self.rows
+        ]
+
+    def markdown(self) -> str:
+        """The comparison as a markdown table with the IMB command that made it."""
+        rows = self.table_rows()
+        cols = list(rows[0]) if rows else []
+        lines = [f"IMB-MPI1 beside hnow, {self.library}, `{self.tree}`", "", "`" + " ".join(self.command) + "`", ""]
+        lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+        lines += ["| " + " | ".join("" if r[c] is None else str(r[c]) for c in cols) + " |" for r in rows]
+        return "\n".join(lines) + "\n"
+
+
+def imb_program(library: str) -> tuple[Path, Path]:
+    """The ``IMB-MPI1`` to run (the Intel MPI wheel's) and the folder of the ``libmpi.so.12`` it loads under
+    ``library`` (``intelmpi`` or ``mpich``); :class:`InputError` for another library or a missing environment."""
+    if library not in ("intelmpi", "mpich"):
+        raise InputError(
+            f"--mpi {library}: IMB-MPI1 (the Intel MPI wheel's) is linked against libmpi.so.12, MPICH's ABI, which "
+            "Intel MPI and MPICH share; choose --mpi intelmpi or --mpi mpich"
+        )
+    missing = intelmpi_missing()
+    if missing:
+        raise InputError(f"IMB-MPI1 comes with the Intel MPI wheel: {missing}")
+    venv = intelmpi_venv()
+    imb = venv / "bin" / "IMB-MPI1"
+    if not imb.is_file():
+        raise InputError(f"no IMB-MPI1 at {imb} (rebuild the environment: hnow setup-intelmpi --force)")
+    if library == "intelmpi":
+        return imb, venv / "lib"
+    # the MPICH wheel puts libmpi.so.12 under its prefix's lib, beside the bin that holds mpiexec
+    for lib in (Path(find_launcher("mpiexec")).resolve().parent.parent / "lib", Path(sys.prefix) / "lib"):
+        if (lib / "libmpi.so.12").is_file():
+            return imb, lib
+    raise InputError(
+        "--mpi mpich: no MPICH libmpi.so.12 found beside mpiexec or this Python (install hnowmodel[mpich])"
+    )
+
+
+def imb_arguments(ops: Sequence[str], np: int, msglen_file: str, iters: int, pingpong: bool) -> list[str]:
+    """IMB-MPI1's arguments: the benchmarks of ``ops`` (and PingPong), only on ``np`` processes, the sizes of
+    ``msglen_file``, ``iters`` repetitions per size whatever they cost, root 0 every time, a barrier between calls.
+
+    >>> imb_arguments(["bcast"], 4, "sizes.txt", 20, False)[:5]
+    ['Bcast', '-npmin', '4', '-msglen', 'sizes.txt']
+    """
+    names = [IMB_BENCHMARKS[o] for o in ops] + (["PingPong"] if pingpong else [])
+    return [
+        *names,
+        *("-npmin", str(np), "-msglen", msglen_file, "-iter", str(iters), "-iter_policy", "off", "-time", "600"),
+        *("-root_shift", "off", "-sync", "on"),
+    ]
+
+
+def _pins(tree: str, ops: Sequence[str], library: str) -> dict[str, str]:
+    """What makes ``library`` run ``tree``'s algorithm for ``ops`` (nothing for a default); IMB's ranks get them."""
+    env: dict[str, str] = {}
+    for op in ops:
+        nat = _ops.native_for(tree, op, library)
+        if nat is None:
+            raise InputError(f"--tree {tree}: {library} has no such algorithm for {op}")
+        env.update(nat.env)
+    return env
+
+
+def _no_burst(prof: Profile) -> Profile:
+    """``prof`` with empty token buckets (``burst_bytes`` 0): links as IMB's back-to-back loop finds them."""
+    ext = dict(prof.extensions or {})
+    net = dict(ext.get("network") or {})
+    if not net.get("burst_bytes"):
+        return prof
+    net["burst_bytes"] = 0
+    ext["network"] = net
+    return replace(prof, extensions=ext)
+
+
+def imb_compare(
+    profile: Profile | str,
+    launch: Launch | int | None = None,
+    settings: ImbSettings | None = None,
+    *,
+    progress: Progress = None,
+    **keywords: Any,
+) -> ImbComparison:
+    """Run IMB-MPI1 and hnow's measurement of the same algorithm (``settings.tree``) on ``launch.np`` ranks (plain
+    MPI or ``launch.cluster``, kept up for both) and put IMB's ``t_max`` beside hnow's measured and predicted µs.
+    ``profile``: a Profile or a file (the prediction's); ``keywords``: the :class:`ImbSettings` and :class:`Launch`
+    fields by name."""
+    launch, s = gather("imb", launch, ImbSettings, settings, keywords)
+    lib = launch.mpi_env.library
+    name = lib.name if lib is not None else "mpich"
+    imb, libdir = imb_program(name)
+    library = lib.library if lib is not None else "MPICH"
+    ops = tuple(check_ops(s.ops, "--ops"))
+    sizes = size_tuple(s.sizes)
+    _ops.check_native(s.tree, ops)
+    pins = _pins(s.tree, ops, library)
+    check_count(s.iters, "--iters")
+    if launch.np < 2:
+        raise InputError(f"--np {launch.np}: IMB's collectives and PingPong need at least 2 ranks")
+    prof = load_profile(profile)
+    if prof is None:
+        raise InputError("--profile is required: the profile the times are predicted with")
+    if s.output is not None:
+        check_output(s.output, force=s.force, folder=True, flag="--out")
+    up = _cluster.using(launch.cluster) if launch.cluster is not None else contextlib.nullcontext()
+    with up, tempfile.TemporaryDirectory(prefix="hnow-imb-") as tmp:  # one cluster for IMB and hnow
+        msglen = Path(tmp) / "msglen.txt"
+        msglen.write_text("".join(f"{m}\n" for m in sizes))
+        cmd = [str(imb), *imb_arguments(ops, launch.np, str(msglen), s.iters, s.pingpong)]
+        env = {"LD_LIBRARY_PATH": str(libdir), **pins}
+        text = run_program(launch, cmd, env=env)
+        cmp = compare(
+            prof,
+            launch,
+            CompareSettings(
+                ops=ops,
+                trees=(s.tree,),
+                sizes=sizes,
+                reps=s.reps,
+                iters=s.iters,
+                method=s.method,
+                layout=s.layout,
+                variants=s.variants,
+            ),
+            progress=progress,
+        )
+        lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
+    rows, pp = _join(text, cmp, prof, lay, s, library)
+    shown = ["IMB-MPI1", *cmd[1:]]
+    shown[shown.index("-msglen") + 1] = "<sizes: " + ",".join(map(str, sizes)) + ">"
+    out = ImbComparison(tuple(rows), pp, tuple(shown), library, s.tree, dict(cmp.run), text)
+    if s.output is not None:
+        out = replace(out, outputs=_write(out, Path(s.output)))
+    return out
+
+
+def _join(
+    text: str, cmp: Any, prof: Profile, lay: Sequence[str], s: ImbSettings, library: str
+) -> tuple[list[ImbRow], tuple[PingPongCheck, ...]]:
+    """IMB's rows (at the job's process count) joined with hnow's by operation and size."""
+    imb_rows, _ = parse_imb(text)
+    n = len(lay)
+    ours = {(r.op, r.size): r for r in cmp.rows if r.tree == s.tree}
+    empty = _no_burst(prof)
+    rows = []
+    for ir in imb_rows:
+        if ir.op not in IMB_BENCHMARKS or ir.np != n or (ir.op, ir.size) not in ours:
+            continue
+        r = ours[(ir.op, ir.size)]
+        nat = _ops.native_for(s.tree, ir.op, library)
+        pred_imb = None
+        if r.predicted_us is not None and nat is not None:
+            t = _ops.native_predict(ir.op, library, empty, lay, [ir.size], variant=r.variant or None, algorithm=nat)
+            pred_imb = None if t is None or math.isnan(float(t[0])) else float(t[0])
+        t_max = ir.t_max_us if ir.t_max_us is not None else ir.t_us
+        other = next((m for m in TIMING_METHODS if m != r.method), "")
+        o_us = r.extra.get(f"{other}_median_us") if other else None
+        times = {"measured_us": r.measured_us, "predicted_us": r.predicted_us, "predicted_imb_us": pred_imb}
+        rows.append(
+            ImbRow(
+                op=ir.op,
+                size=ir.size,
+                np=n,
+                imb_t_max_us=t_max,
+                imb_t_min_us=ir.t_min_us,
+                imb_t_avg_us=ir.t_avg_us,
+                imb_repetitions=ir.repetitions,
+                **times,
+                model_tree=r.model_tree,
+                variant=r.variant,
+                method=r.method,
+                other_method=other,
+                measured_other_us=None if o_us is None else float(o_us),
+            )
+        )
+    pp = pingpong_checks(imb_rows, prof, list(lay[:2])) if s.pingpong else ()
+    return rows, pp
+
+
+def _write(out: ImbComparison, folder: Path) -> tuple[str, ...]:
+    """``imb_compare.csv`` (one row per operation and size), ``imb_compare.md`` and ``imb.txt`` in ``folder``."""
+    import csv
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [r.to_dict() for r in out.rows]
+    paths = (folder / "imb_compare.csv", folder / "imb_compare.md", folder / "imb.txt")
+    with open(paths[0], "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]) if rows else ["op"])
+        w.writeheader()
+        w.writerows(rows)
+    md = out.markdown()
+    if out.pingpong:
+        md += "\nPingPong (one way) beside the profile:\n\n```\n" + table_text([c.to_dict() for c in out.pingpong])
+        md += "\n```\n"
+    paths[1].write_text(md)
+    paths[2].write_text(out.imb_text)
+    return tuple(str(p) for p in paths)

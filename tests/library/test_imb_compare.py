@@ -1,0 +1,109 @@
+"""The Intel MPI Benchmarks as an outside reference (``hnow bench imb``, ``hm.imb_compare``): the wheel's IMB-MPI1
+runs with the algorithm hnow pins, under Intel MPI and under MPICH (whose libmpi.so.12 it loads: same ABI), and its
+rows stand beside hnow's measured and predicted ones.
+
+The runs are functional (2 ranks, one host, tiny sizes): they assert the structure, never a time. Skipped, with the
+reason, where the Intel MPI environment (``hnow setup-intelmpi``, which brings IMB-MPI1) is missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from hnowmodel import ops, paper_profile
+from hnowmodel.errors import InputError
+from hnowmodel.jobs.imb_job import IMB_BENCHMARKS, _no_burst, imb_arguments, imb_program
+from hnowmodel.jobs.mpienv import intelmpi_missing, intelmpi_venv
+from hnowmodel.trees import make_tree
+from tests.helpers import one_error_line
+
+MISSING = intelmpi_missing()
+needs_impi = pytest.mark.skipif(bool(MISSING), reason=f"no Intel MPI environment here: {MISSING}")
+
+
+def test_imb_runs_each_size_as_often_as_asked_at_root_0_with_a_barrier_between_calls():
+    args = imb_arguments(["bcast", "gather"], 6, "f.txt", 30, True)
+    assert args[:3] == ["Bcast", "Gather", "PingPong"]
+    pairs = dict(zip(args[3::2], args[4::2], strict=True))
+    assert pairs == {
+        "-npmin": "6",
+        "-msglen": "f.txt",
+        "-iter": "30",
+        "-iter_policy": "off",  # no fewer repetitions for large messages
+        "-time": "600",
+        "-root_shift": "off",  # root 0 every time, as hnow's root
+        "-sync": "on",
+    }
+    assert set(IMB_BENCHMARKS) == set(ops.names())
+
+
+def test_open_mpi_and_a_testbed_are_refused_in_one_line(hnow):
+    with pytest.raises(InputError, match="libmpi.so.12, MPICH's ABI"):
+        imb_program("openmpi")
+    p = hnow("bench", "imb", "--np", "2", "--profile", "paper", "--testbed", "paper")
+    assert p.returncode == 2 and one_error_line(p.stderr) and "not on --testbed" in p.stderr, p.stderr
+    p = hnow("bench", "imb", "--np", "2")
+    assert p.returncode == 2 and "--profile is required" in p.stderr, p.stderr
+
+
+def test_empty_buckets_cost_what_the_burst_term_says():
+    """IMB's back-to-back loop finds the token buckets empty: the prediction without the burst is slower by what the
+    burst lets through at once, and a profile without a burst is unchanged."""
+    prof = paper_profile()
+    assert _no_burst(prof) is prof
+    ext = {**dict(prof.extensions or {}), "network": {"burst_bytes": 8192}}
+    bursty = replace(prof, extensions=ext)
+    empty = _no_burst(bursty)
+    assert empty.extensions["network"]["burst_bytes"] == 0 and bursty.extensions["network"]["burst_bytes"] == 8192
+    lay, tree = ["fast", "slow", "slow"], make_tree("binomial", 3)
+    full = ops.predict("bcast", bursty, lay, tree, [65536], variant="flow")
+    none = ops.predict("bcast", empty, lay, tree, [65536], variant="flow")
+    assert float(none[0]) > float(full[0])
+
+
+@needs_impi
+def test_under_mpich_imb_loads_mpichs_libmpi():
+    """IMB-MPI1 carries no run path: the libmpi.so.12 it loads is the one LD_LIBRARY_PATH names - MPICH's under
+    MPICH, the Intel wheel's under Intel MPI (the dynamic loader says so)."""
+    for lib in ("mpich", "intelmpi"):
+        imb, libdir = imb_program(lib)
+        assert imb == intelmpi_venv() / "bin" / "IMB-MPI1" and (libdir / "libmpi.so.12").is_file()
+        out = subprocess.run(
+            ["ldd", str(imb)], capture_output=True, text=True, env={**os.environ, "LD_LIBRARY_PATH": str(libdir)}
+        ).stdout
+        line = next(ln for ln in out.splitlines() if "libmpi.so.12" in ln)
+        assert str(libdir / "libmpi.so.12") in line, out
+    assert imb_program("mpich")[1] != imb_program("intelmpi")[1]
+
+
+@pytest.mark.mpi
+@needs_impi
+@pytest.mark.parametrize("mpi", ["intelmpi", "mpich"])
+def test_hnow_bench_imb_puts_imb_beside_hnow_on_two_ranks(hnow, mpi, tmp_path):
+    out = tmp_path / "imb"
+    p = hnow(
+        *("bench", "imb", "--np", "2", "--mpi", mpi, "--profile", "paper", "--layout", "fast,fast"),
+        *("--sizes", "1K,4K", "--iters", "3", "--reps", "2", "--tree", "native:binomial", "-o", str(out), "--json"),
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["library"] == {"intelmpi": "Intel MPI", "mpich": "MPICH"}[mpi] and doc["tree"] == "native:binomial"
+    got = {(r["op"], r["size"]) for r in doc["rows"]}
+    assert got == {(op, m) for op in ("bcast", "scatter", "gather") for m in (1024, 4096)}
+    for r in doc["rows"]:
+        assert r["np"] == 2 and r["imb_t_max_us"] > 0 and r["predicted_us"] > 0, r
+        assert r["imb_repetitions"] == 3 and r["model_tree"].startswith("binomial"), r
+        # hnow timed IMB's loop (fig2, the default) and its own single calls (sync) beside it
+        assert r["method"] == "fig2" and r["other_method"] == "sync" and r["measured_other_us"] > 0, r
+        want = 100 * (r["measured_us"] - r["imb_t_max_us"]) / r["imb_t_max_us"]
+        assert np.isclose(r["measured_vs_imb_pct"], want), r
+    assert [c["size"] for c in doc["pingpong"]] == [1024, 4096]
+    assert "-npmin" in doc["command"] and doc["command"][0] == "IMB-MPI1"
+    assert sorted(os.listdir(out)) == ["imb.txt", "imb_compare.csv", "imb_compare.md"]
+    assert "Benchmarking Bcast" in (out / "imb.txt").read_text()
