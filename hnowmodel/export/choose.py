@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..errors import InputError
-from ..layout import parse_layout
+from ..layout import Layout, parse_layout
 from ..params import Profile
 from ..sizes import format_size
 from ..tables import table_text
@@ -139,18 +139,18 @@ class Backend(Protocol):
         the default)."""
 
 
-def export_layout(profile: Profile, layout: Sequence[str] | None) -> tuple[tuple[str, ...], list[str] | None]:
-    """``layout`` checked (default: the profile's calibration layout) and, for the profile's own layout, the hosts
-    its ``nodes`` record (None when they do not)."""
+def export_layout(profile: Profile, layout: Sequence[str] | None) -> tuple[Layout, list[str] | None]:
+    """``layout`` checked (default: the profile's calibration layout, with its hosts when the profile tells hosts
+    apart) and, for the profile's own layout, the host of each rank its ``nodes`` record (None when they do not)."""
     hosts = None
     if layout is None:
-        layout = profile.layout
+        layout = profile.host_layout or ()
         if not layout:
             raise InputError("--layout is required (the profile records no calibration layout)")
         nodes = sorted(profile.nodes, key=lambda nd: nd.get("rank", 0))
         if nodes and all("host" in nd for nd in nodes):
             hosts = [str(nd["host"]) for nd in nodes]
-    out = tuple(parse_layout(list(layout), profile.type_names))
+    out = parse_layout(layout, profile.type_names)
     if len(out) < 2:
         raise InputError(f"--layout: an export needs at least 2 ranks, got {len(out)}")
     return out, hosts
@@ -182,15 +182,21 @@ def _sizes(sizes: Any) -> list[int]:
 
 
 def _distinct(
-    op: str, choices: Sequence[_ops.NativeAlgorithm], n: int
+    op: str, choices: Sequence[_ops.NativeAlgorithm], layout: Sequence[str]
 ) -> tuple[list[_ops.NativeAlgorithm], dict[str, str]]:
-    """The algorithms of ``choices`` that run differently on ``n`` ranks (kary:K for every K >= n-1 is one tree,
-    ...: predicted and offered once, the first in registry order), and each algorithm's representative."""
+    """The algorithms of ``choices`` that run differently on ``layout``'s ranks (kary:K for every K >= n-1 is one
+    tree, a node-aware tree on one rank per host is its flat one, ...: predicted and offered once, the first in
+    registry order), and each algorithm's representative."""
+    n = len(layout)
     cands: list[_ops.NativeAlgorithm] = []
     keys: list[Any] = []
     alias: dict[str, str] = {}
     for nat in choices:
-        key = (make_tree(nat.model_tree, n), nat.schedule, nat.by_size)  # the tree(s) and what a predictor is told
+        key = (
+            make_tree(nat.model_tree, n, layout=layout),
+            nat.schedule,
+            nat.by_size,
+        )  # the tree(s) and what a predictor is told
         same = next((c for c, k in zip(cands, keys, strict=True) if k == key), None)
         alias[nat.algorithm] = nat.algorithm if same is None else same.algorithm
         if same is None:
@@ -251,7 +257,7 @@ def choose(
     for op in op_names:
         variant = _ops.default_variant(op, profile)
         choices = backend.candidates(op)
-        cands, alias = _distinct(op, choices, n)
+        cands, alias = _distinct(op, choices, layout)
         times = {
             nat.algorithm: _ops.native_predict(
                 op, backend.library, profile, layout, size_list, variant=variant, algorithm=nat

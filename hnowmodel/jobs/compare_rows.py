@@ -54,7 +54,7 @@ class _Predictions:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
             if nat is not None:  # native: the algorithm's model tree, run by its schedule
                 spec = nat.tree_at(len(self.lay), r.size, one_per_host(self.lay))
-                tree = None if spec is None else make_tree(spec, len(self.lay), root=self.root)
+                tree = None if spec is None else make_tree(spec, len(self.lay), root=self.root, layout=self.lay)
                 schedule = replace(nat.schedule, common_start=schedule.common_start)
             t = (
                 None

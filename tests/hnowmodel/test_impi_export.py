@@ -24,6 +24,7 @@ from hnowmodel.export.impi import (
 from hnowmodel.export.make import AlgorithmRequest
 from hnowmodel.layout import parse_layout
 from hnowmodel.params import paper_profile
+from tests.helpers import paper_shm_profile
 
 
 def _pick(size: int, leaf: int, chosen: str) -> Pick:
@@ -91,7 +92,8 @@ def test_the_default_is_chosen_against_where_it_is_modelled_and_kept_elsewhere()
         assert adjust_runs(rules, 6, r.size_bytes) == (1 if r.chosen == "binomial" else None)
         assert adjust_runs(rules, 5, r.size_bytes) is None
     # ranks sharing hosts (another branch of Intel MPI's tuning file): the default is not modelled, kept
-    shared = choose_impi(prof, parse_layout("fast/2,slow/2,fast/2", prof.type_names), ops=["bcast"], sizes=[65536])
+    shm = paper_shm_profile()  # several ranks on a host: the profile needs shared-memory costs
+    shared = choose_impi(shm, parse_layout("fast/2,slow/2,fast/2", shm.type_names), ops=["bcast"], sizes=[65536])
     assert shared.rows[0].default_us is None and shared.strings == {} and len(shared.notes) == 1
     # off the modelled communicator size nothing is known: every range kept, nothing to change
     ex = export(prof, ["impi-env"], algorithms=AlgorithmRequest(layout=["fast", "slow"], sizes=[4096]))
