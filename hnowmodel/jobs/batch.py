@@ -53,8 +53,9 @@ def slurm_script(
 ) -> str:
     """The text of an ``sbatch`` script that calibrates ``nodes`` nodes with ``ntasks`` ranks (default
     ``ranks_per_node`` on every node: ``--ntasks-per-node``) and writes the profile to ``output`` (an absolute path
-    where the job runs; ``force`` lets it overwrite). ``time_min`` is the job's time limit in minutes; ``extra_args`` are more ``hnow calibrate`` arguments;
-    ``allocation``: ``partition`` and ``account`` (Slurm names, optional)."""
+    where the job runs; ``force`` lets it overwrite). ``time_min`` is the job's time limit in minutes;
+    ``extra_args`` are more ``hnow calibrate`` arguments; ``allocation``: ``partition`` and ``account`` (Slurm
+    names, optional)."""
     bad = [k for k in allocation if k not in ("partition", "account")]
     if bad:
         raise TypeError(f"slurm_script() got an unexpected keyword argument {bad[0]!r} (choose: partition, account)")
