@@ -56,8 +56,9 @@ NIC_SIZE = 262144
 SATURATED = 0.95
 #: The fan-in's fraction: the senders' own rates come from single-flow probes, less exact than the fan-out's.
 SATURATED_IN = 0.9
-#: Time one pairwise probe message may take (µs): 256 KiB fits it down to ~20 Mbit/s, so the two probe sizes
-#: (:func:`calibrate.network.probe_slope`) both go by the same protocol (rendezvous).
+#: Time one pairwise probe message may take (µs): 256 KiB (:data:`NIC_SIZE`, the largest probed) fits it down to
+#: ~20 Mbit/s, so the two probe sizes (:func:`calibrate.network.probe_slope`, 64 and 256 KiB) both go by the same
+#: protocol (rendezvous; a 16 KiB one went eagerly and made a 60 Mbit/s link look like 94).
 PAIR_BUDGET_US = 400_000.0
 
 
@@ -98,7 +99,8 @@ def host_pair_costs(
         for i in range(n):
             for j in range(n):
                 if i != j:
-                    p = probe_slope(pk, first[names[i]], first[names[j]], budget_us=budget, gap_min_us=gap_min_us)
+                    a, b = first[names[i]], first[names[j]]
+                    p = probe_slope(pk, a, b, budget_us=budget, gap_min_us=gap_min_us, max_bytes=NIC_SIZE)
                     cost[i, j] = max(p["k_us_per_byte"], 1e-6)
                     half[i, j] = max(p["ci_high"] - p["k_us_per_byte"], p["k_us_per_byte"] - p["ci_low"], 0.0)
     return {"hosts": names, "cost": cost, "half": half}

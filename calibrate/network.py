@@ -43,21 +43,28 @@ def net_grid(quick: bool) -> list[int]:
 
 
 def probe_slope(
-    pk: PairKernels, a: int, b: int, *, budget_us: float, gap_min_us: float, reps: int = 5
+    pk: PairKernels,
+    a: int,
+    b: int,
+    *,
+    budget_us: float,
+    gap_min_us: float,
+    reps: int = 5,
+    max_bytes: int = NET_MAX_SIZE,
 ) -> dict[str, float]:
     """One-way per-byte cost a → b (µs/byte) from isolated messages at two sizes, on every rank.
 
-    A pilot (two back-to-back 32 KiB messages) bounds the cost; then ``m2`` = the largest 64 KiB·2^j whose message
-    fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times with a refill gap; the slope
-    is the difference of the medians over ``m2 − m1``, with the distribution-free 95 % CI of the per-repetition
-    slopes' median."""
+    A pilot (two back-to-back 32 KiB messages) bounds the cost; then ``m2`` = the largest 64 KiB·2^j up to
+    ``max_bytes`` whose message fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times
+    with a refill gap; the slope is the difference of the medians over ``m2 − m1``, with the distribution-free 95 %
+    CI of the per-repetition slopes' median."""
     from .stats import median_ci
 
     comm = pk.comm
     pilot = pk.call(a, b, "oneway", 32768, 2, gap_us=gap_min_us)
     k0 = comm.bcast(None if pilot is None else float(np.max(pilot)) / 32768.0, root=a)
     m2 = 65536  # at least 64 KiB: the two sizes must differ by much more than the scheduling noise
-    while m2 * 2 <= NET_MAX_SIZE and k0 * m2 * 2 <= budget_us / 2:
+    while m2 * 2 <= max_bytes and k0 * m2 * 2 <= budget_us / 2:
         m2 *= 2
     m1 = m2 // 4
     gap = refill_gap_us(k0, m2, gap_min_us)
