@@ -19,8 +19,10 @@ pair of types), then for every type its send overhead
 On real MPI with the C kernels, ranks on one host are calibrated in interleaved rounds with piecewise regimes
 (:mod:`calibrate.sharedmemory`, fitted by :mod:`calibrate.shmprofile`); ranks on several hosts in the network mode
 (:mod:`calibrate.network`, fitted by :mod:`calibrate.netprofile`: links per pair of host groups in both directions,
-token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``). The steps and
-their modules: docs/architecture.md, "The calibration, by step".
+token-bucket burst, refill gaps), after the hosts (:mod:`calibrate.hosts`: each host's NIC from concurrent flows,
+host groups by NIC with ``--layout auto``, and per node type the shared memory of two ranks of one host: the
+profile's ``hosts``, ``hnowmodel.profile/3``). The steps and their modules: docs/architecture.md, "The calibration,
+by step".
 
 The testbed's parameters are never read: only its layout (which type each rank is) is used, as a user would
 know which nodes are which. ``--layout auto`` finds types by host name and by clustering per-rank overheads.
