@@ -19,8 +19,10 @@ pair of types), then for every type its send overhead
 On real MPI with the C kernels, ranks on one host are calibrated in interleaved rounds with piecewise regimes
 (:mod:`calibrate.sharedmemory`, fitted by :mod:`calibrate.shmprofile`); ranks on several hosts in the network mode
 (:mod:`calibrate.network`, fitted by :mod:`calibrate.netprofile`: links per pair of host groups in both directions,
-token-bucket burst, refill gaps, host groups found from the measured links with ``--layout auto``). The steps and
-their modules: docs/architecture.md, "The calibration, by step".
+token-bucket burst, refill gaps), after the hosts (:mod:`calibrate.hosts`: each host's NIC from concurrent flows,
+host groups by NIC with ``--layout auto``, and per node type the shared memory of two ranks of one host: the
+profile's ``hosts``, ``hnowmodel.profile/3``). The steps and their modules: docs/architecture.md, "The calibration,
+by step".
 
 The testbed's parameters are never read: only its layout (which type each rank is) is used, as a user would
 know which nodes are which. ``--layout auto`` finds types by host name and by clustering per-rank overheads.
@@ -39,13 +41,15 @@ import numpy as np
 from hnowmodel.errors import InputError
 from hnowmodel.layout import parse_layout
 from hnowmodel.options import parse_assignments
+from hnowmodel.params import PROFILE_SCHEMA_V3
 from hnowmodel.sizes import parse_sizes
 
 from .checks import native_rows, net_self_check, reference_rows, self_check
+from .hosts import host_pair_costs, measure_nics, measure_shm, nic_auto_layout, nic_by_type, shm_pairs
 from .info import version_text
 from .microbenchmarks import Sampling, measure
 from .netprofile import fit_network_profile
-from .network import NetworkRun, net_grid, network_auto_layout, plan_network, run_network
+from .network import NetworkRun, net_grid, plan_network, run_network
 from .pairkernels import PairKernels
 from .paperfit import fit_paper_profile
 from .protocol import (
@@ -445,32 +449,60 @@ def _interleaved_natives(doc: dict[str, Any], raw: dict[str, Any], gap: float, r
         }
 
 
-def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], Any, NetworkRun]:
-    """The layout (given, or found from the measured links), what finding it measured, and the network run."""
+def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[str, Any], NetworkRun]:
+    """The layout (given, or grouped by the hosts' measured NICs), what the hosts' calibration measured (pairwise
+    links, NICs: :mod:`calibrate.hosts`), and the network run."""
     budget = NET_BUDGET_QUICK_US if args.quick else NET_BUDGET_US
     gap_min = NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
+    pc = host_pair_costs(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
+    nics = measure_nics(pk, rt, hosts, pc, quick=args.quick, gap_min_us=gap_min)
     layout = prepared["layout"]
     auto_info = None
     if layout is None:
-        layout, auto_info = network_auto_layout(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
+        layout, auto_info = nic_auto_layout(pc, nics, hosts)
+        rt.progress(
+            "auto layout: "
+            + ", ".join(f"{h} {t}" for h, t in dict(zip(hosts, layout, strict=True)).items())
+            + " (grouped by NIC)"
+        )
     layout = tuple(layout)
     pairs, roles = plan_network(layout, hosts)
-    slopes = None
-    if auto_info is not None:  # the links measured for the layout also set each pair's sizes and gaps
-        names = auto_info["hosts"]
-        cost = auto_info["pair_cost_us_per_byte"]
-        slopes = {}
-        for a in range(len(hosts)):
-            for b in range(len(hosts)):
-                if hosts[a] != hosts[b]:
-                    slopes[(a, b)] = cost[names.index(hosts[a])][names.index(hosts[b])]
+    names, cost = pc["hosts"], pc["cost"]
+    slopes = {  # the links measured between the hosts also set each pair's sizes and gaps
+        (a, b): float(cost[names.index(hosts[a])][names.index(hosts[b])])
+        for a in range(len(hosts))
+        for b in range(len(hosts))
+        if hosts[a] != hosts[b]
+    }
     sizes = sorted({0, *(prepared["sizes"] or net_grid(args.quick))})
     rounds = args.rounds or (NET_ROUNDS[0] if args.quick else NET_ROUNDS[1])
     plan = NetworkRun(
         pairs, roles, sizes, rounds, gap_min, args.quick, budget, slopes,
         prepared["native_ops"], prepared["native_sizes"],
     )  # fmt: skip
-    return layout, auto_info, plan
+    return layout, {"auto": auto_info, "nics": nics}, plan
+
+
+def _hosts_terms(args, rt, pk, layout, hosts, measured) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The profile's ``hosts`` section (``shm`` per node type with a host of two ranks or more, ``nic`` per node
+    type) and its provenance, on every rank."""
+    pairs = shm_pairs(layout, hosts)
+    shm = measure_shm(pk, rt, pairs, quick=args.quick, rounds=args.rounds or SHM_ROUNDS[0], gap_us=DEFAULT_GAP_US)
+    section: dict[str, Any] = {}
+    if shm:
+        section["shm"] = {t: v["shm"] for t, v in shm.items()}
+    nic = nic_by_type(measured["nics"], layout, hosts)
+    if nic:
+        section["nic"] = nic
+    prov = {
+        "method": "shm: the shared-memory calibration (calibrate.sharedmemory) of two ranks of one host per node "
+        "type, the other ranks asleep; nic: concurrent flows per host (calibrate.hosts), per type the median "
+        "of its hosts, payload bytes/µs",
+        "shm_ranks": {t: v["ranks"] for t, v in shm.items()},
+        "shm_warnings": {t: v["warnings"] for t, v in shm.items() if v["warnings"]},
+        "nic_per_host": measured["nics"],
+    }
+    return section, prov
 
 
 def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | None:
@@ -479,7 +511,9 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
     buckets' burst is fitted, and the idle gaps let the buckets refill (the fit: :mod:`calibrate.netprofile`)."""
     with rt.step("C kernels"):
         pk = PairKernels(rt.comm)
-    layout, auto_info, plan = _network_plan(args, rt, prepared, pk, hosts)
+    layout, measured, plan = _network_plan(args, rt, prepared, pk, hosts)
+    auto_info = measured["auto"]
+    hosts_section, hosts_prov = _hosts_terms(args, rt, pk, layout, hosts, measured)
     raw = run_network(pk, rt, plan)
     pk.free()
     if rt.rank != 0:
@@ -492,6 +526,10 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
         prov["reference_note"] = "no plain ping-pong reference on the network (it is for shared memory)"
         _describe_run(prov, {"kind": "C", **pk.world.info()}, hosts, "network")
         prov["layout"] = {"given": prepared["layout"] is not None, **({"auto": auto_info} if auto_info else {})}
+        if hosts_section:
+            doc["schema"] = PROFILE_SCHEMA_V3
+            doc["hosts"] = hosts_section
+            prov["hosts"] = hosts_prov
         prov["wall_s"] = round(time.monotonic() - t_start, 2)
         _interleaved_natives(doc, raw, raw["native_lead_us"], plan.rounds, prepared)
     return doc

@@ -203,6 +203,7 @@ def available() -> tuple[bool, str]:
 # the kernels inside an MPI job
 
 _F64 = np.ctypeslib.ndpointer(dtype=np.float64, ndim=1, flags="C_CONTIGUOUS,WRITEABLE")
+_I64 = np.ctypeslib.ndpointer(dtype=np.int64, ndim=1, flags="C_CONTIGUOUS")
 _c = ctypes
 _SIGNATURES: dict[str, list[Any]] = {
     # comm_f, a, b, m, reps, gap_us, aligned, out
@@ -215,6 +216,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "hk_recv": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64],
     # comm_f, op, root, m, reps, lead_us, idle_us, aligned, out_start, out_finish
     "hk_coll": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_double, _c.c_int, _F64, _F64],
+    # comm_f, dir, root, sizes, late_us, reps, lead_us, idle_us, out_start, out_finish
+    "hk_flows": [_c.c_int, _c.c_int, _c.c_int, _I64, _c.c_double, _c.c_int, _c.c_double, _c.c_double, _F64, _F64],
     # m, ring, reps, aligned, out
     "hk_copy": [_c.c_long, _c.c_long, _c.c_int, _c.c_int, _F64],
     # comm_f, a, b, m, reps, delay_us, aligned, out
@@ -337,6 +340,38 @@ class Kernels:
             finish,
         )
         self._check("hk_coll", rc)
+        return start, finish
+
+    def flows(
+        self,
+        direction: str,
+        root: int,
+        sizes: Any,
+        reps: int,
+        lead_us: float = 2000.0,
+        idle_us: float = 0.0,
+        late_us: float = 0.0,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Concurrent flows between ``root`` and every rank ``r`` with ``sizes[r] > 0`` bytes, all in the network at
+        once: ``"out"`` (the root ``MPI_Isend``s to each, then waits for all) or ``"in"`` (each sends to the root,
+        which has posted every receive), timed with a common start as :meth:`coll` (``idle_us``: every rank sleeps
+        that long before each repetition, so that the links' token buckets refill). Returns this rank's
+        ``(start_us, finish_us)`` arrays (absolute clock, µs); a receiver's finish is when its message had fully
+        arrived. ``sizes`` has one entry per rank of the communicator (the root's is ignored). ``late_us``: the last
+        flow in the root's order (root + 1, root + 2, …) starts that long after the others (it then meets them
+        running; the root keeps the others moving meanwhile)."""
+        code = {"out": 0, "in": 1}.get(direction)
+        if code is None:
+            raise ValueError(f"direction must be 'out' or 'in', not {direction!r}")
+        sz = np.ascontiguousarray(np.asarray(sizes, dtype=np.int64))
+        if sz.shape != (self.size,):
+            raise ValueError(f"sizes must have one entry per rank ({self.size}), got {sz.shape}")
+        start = np.zeros(self._reps(reps), dtype=np.float64)
+        finish = np.zeros_like(start)
+        rc = self._lib.hk_flows(
+            self._comm_f, code, int(root), sz, float(late_us), start.size, float(lead_us), float(idle_us), start, finish
+        )
+        self._check("hk_flows", rc)
         return start, finish
 
     def rested_send(self, a: int, b: int, m: int, reps: int, lead_us: float, idle_us: float) -> np.ndarray | None:

@@ -1,7 +1,6 @@
 """The network measurement: ranks on several hosts (TCP between them, possibly through token-bucket shaped links).
 
 * :func:`probe_slope` - one pair's one-way per-byte cost from isolated messages at two sizes;
-* :func:`network_auto_layout` - host groups discovered from the measured links (never from a cluster spec);
 * :func:`plan_network` - which pairs and which (rank, partner) per type are measured;
 * :func:`run_network` - every pair's one-way times and every type's overheads in interleaved rounds, with idle
   gaps that let the token buckets refill (:func:`calibrate.protocol.refill_gap_us`) and the protocol test
@@ -12,7 +11,6 @@ The profile is fitted from :func:`run_network`'s raw medians by :func:`calibrate
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .pairkernels import PairKernels
-from .protocol import FANOUT_SIZES, GROUP_TOLERANCE, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
+from .protocol import FANOUT_SIZES, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
 from .rounds import gather_round
 from .sendmodes import network_protocol
 from .stats import median
@@ -31,7 +29,6 @@ __all__ = [
     "NetworkRun",
     "net_grid",
     "probe_slope",
-    "network_auto_layout",
     "plan_network",
     "run_network",
 ]
@@ -46,21 +43,28 @@ def net_grid(quick: bool) -> list[int]:
 
 
 def probe_slope(
-    pk: PairKernels, a: int, b: int, *, budget_us: float, gap_min_us: float, reps: int = 5
+    pk: PairKernels,
+    a: int,
+    b: int,
+    *,
+    budget_us: float,
+    gap_min_us: float,
+    reps: int = 5,
+    max_bytes: int = NET_MAX_SIZE,
 ) -> dict[str, float]:
     """One-way per-byte cost a → b (µs/byte) from isolated messages at two sizes, on every rank.
 
-    A pilot (two back-to-back 32 KiB messages) bounds the cost; then ``m2`` = the largest 64 KiB·2^j whose message
-    fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times with a refill gap; the slope
-    is the difference of the medians over ``m2 − m1``, with the distribution-free 95 % CI of the per-repetition
-    slopes' median."""
+    A pilot (two back-to-back 32 KiB messages) bounds the cost; then ``m2`` = the largest 64 KiB·2^j up to
+    ``max_bytes`` whose message fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times
+    with a refill gap; the slope is the difference of the medians over ``m2 − m1``, with the distribution-free 95 %
+    CI of the per-repetition slopes' median."""
     from .stats import median_ci
 
     comm = pk.comm
     pilot = pk.call(a, b, "oneway", 32768, 2, gap_us=gap_min_us)
     k0 = comm.bcast(None if pilot is None else float(np.max(pilot)) / 32768.0, root=a)
     m2 = 65536  # at least 64 KiB: the two sizes must differ by much more than the scheduling noise
-    while m2 * 2 <= NET_MAX_SIZE and k0 * m2 * 2 <= budget_us / 2:
+    while m2 * 2 <= max_bytes and k0 * m2 * 2 <= budget_us / 2:
         m2 *= 2
     m1 = m2 // 4
     gap = refill_gap_us(k0, m2, gap_min_us)
@@ -73,127 +77,6 @@ def probe_slope(
         k = (float(np.median(r2)) - float(np.median(r1))) / (m2 - m1)
         out = {"k_us_per_byte": k, "ci_low": min(lo, k), "ci_high": max(hi, k), "sizes": [m1, m2], "pilot": k0}
     return comm.bcast(out, root=a)
-
-
-def network_auto_layout(
-    pk: PairKernels, rt: Any, hosts: Sequence[str], *, budget_us: float, gap_min_us: float
-) -> tuple[tuple[str, ...], dict[str, Any]]:
-    """Host groups discovered by measuring the links (never from a cluster spec).
-
-    For every ordered pair of hosts (their first ranks) the one-way per-byte cost is measured
-    (:func:`probe_slope`). A message i → j is as slow as the slower of i's egress and j's ingress, so host i's
-    own egress cost is the smallest cost of its outgoing pairs and its ingress cost the smallest of its incoming
-    ones (exact whenever another host is at least as fast; a single fastest host is indistinguishable from the
-    next group by any one-flow measurement and joins it). Hosts are sorted by (egress, ingress) cost and a new
-    group starts where either differs from the group's first host by more than their confidence intervals and
-    :data:`GROUP_TOLERANCE`. Ranks take their host's group; names ``node`` (one group), ``fast``/``slow``,
-    ``fast``/``medium``/``slow``, else ``type1``… (fastest first). Returns the layout and what was measured."""
-    first: dict[str, int] = {}
-    for r, h in enumerate(hosts):
-        first.setdefault(h, r)
-    names = list(first)
-    n = len(names)
-    cost = np.full((n, n), np.nan)
-    half = np.full((n, n), np.nan)  # CI half-width
-    rt.progress(f"auto layout: measuring the links between {n} hosts ({n * (n - 1)} directed pairs)")
-    with rt.step("auto layout (links)"):
-        for i in range(n):
-            for j in range(n):
-                if i == j:
-                    continue
-                p = probe_slope(pk, first[names[i]], first[names[j]], budget_us=budget_us, gap_min_us=gap_min_us)
-                cost[i, j] = p["k_us_per_byte"]
-                half[i, j] = max(p["ci_high"] - p["k_us_per_byte"], p["k_us_per_byte"] - p["ci_low"], 0.0)
-    cost = np.where(np.isfinite(cost), np.maximum(cost, 1e-6), np.nan)
-    e_idx, i_idx = _link_model(cost)
-    egress = [float(cost[i, j]) for i, j in enumerate(e_idx)]
-    e_ci = [float(half[i, j]) for i, j in enumerate(e_idx)]
-    ingress = [float(cost[j, i]) for i, j in enumerate(i_idx)]
-    i_ci = [float(half[j, i]) for i, j in enumerate(i_idx)]
-
-    def close(x: float, y: float, cx: float, cy: float) -> bool:
-        return abs(x - y) <= max(cx + cy, GROUP_TOLERANCE * max(abs(x), abs(y)))
-
-    order = sorted(range(n), key=lambda i: (egress[i], ingress[i]))
-    groups: list[list[int]] = []
-    for i in order:
-        if groups:
-            g = groups[-1][0]
-            if close(egress[i], egress[g], e_ci[i], e_ci[g]) and close(ingress[i], ingress[g], i_ci[i], i_ci[g]):
-                groups[-1].append(i)
-                continue
-        groups.append([i])
-    label = (
-        ["node"]
-        if len(groups) == 1
-        else ["fast", "slow"]
-        if len(groups) == 2
-        else ["fast", "medium", "slow"]
-        if len(groups) == 3
-        else [f"type{g + 1}" for g in range(len(groups))]
-    )
-    host_type = {names[i]: label[g] for g, members in enumerate(groups) for i in members}
-    layout = tuple(host_type[h] for h in hosts)
-    mbit = [8.0 / e if e > 0 else math.inf for e in egress]
-    rt.progress(
-        "auto layout: "
-        + ", ".join(f"{names[i]} {host_type[names[i]]} ({mbit[i]:.0f} Mbit/s payload out)" for i in range(n))
-    )
-    info = {
-        "method": "one-way per-byte cost of every ordered host pair (isolated messages at two sizes, refill gap); "
-        "host egress = min over its outgoing pairs, ingress = min over its incoming pairs; grouped within CIs "
-        f"and {100 * GROUP_TOLERANCE:g} %",
-        "hosts": names,
-        "pair_cost_us_per_byte": [[None if i == j else float(cost[i, j]) for j in range(n)] for i in range(n)],
-        "egress_us_per_byte": egress,
-        "ingress_us_per_byte": ingress,
-        "groups": {label[g]: [names[i] for i in members] for g, members in enumerate(groups)},
-    }
-    return layout, info
-
-
-def _link_model(cost: np.ndarray, sweeps: int = 6) -> tuple[list[int], list[int]]:
-    """Per host, which measured pair gives its egress and its ingress cost: the fit of ``cost[i, j] ≈ max(e_i,
-    n_j)`` (µs/byte) minimising the summed relative |error| (robust to a stray measurement), each ``e_i`` chosen
-    among row i's costs and each ``n_j`` among column j's, by coordinate descent from the row / column minima.
-    Returns the column index behind each ``e_i`` and the row index behind each ``n_j``."""
-    n = cost.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    big = np.where(off, cost, np.inf)
-    e_idx = [int(np.argmin(big[i])) for i in range(n)]
-    i_idx = [int(np.argmin(big[:, j])) for j in range(n)]
-    e = np.array([cost[i, e_idx[i]] for i in range(n)])
-    nn = np.array([cost[i_idx[j], j] for j in range(n)])
-
-    def loss(ev: np.ndarray, nv: np.ndarray) -> float:
-        model = np.maximum(ev[:, None], nv[None, :])
-        return float(np.nansum(np.where(off, np.abs(cost - model) / cost, 0.0)))
-
-    best = loss(e, nn)
-
-    def sweep(vec: np.ndarray, idx: list[int], value: Any) -> bool:
-        """Try, for each host k, every other host o as the one setting ``vec[k] = value(k, o)``; keep improvements."""
-        nonlocal best
-        improved = False
-        for k in range(n):
-            for o in range(n):
-                if o == k:
-                    continue
-                old = vec[k]
-                vec[k] = value(k, o)
-                got = loss(e, nn)
-                if got < best - 1e-12:
-                    best, idx[k], improved = got, o, True
-                else:
-                    vec[k] = old
-        return improved
-
-    for _ in range(sweeps):
-        egress = sweep(e, e_idx, lambda i, j: cost[i, j])
-        ingress = sweep(nn, i_idx, lambda j, i: cost[i, j])
-        if not (egress or ingress):
-            break
-    return e_idx, i_idx
 
 
 def plan_network(

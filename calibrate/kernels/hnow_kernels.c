@@ -34,7 +34,7 @@
 #include <time.h>
 
 /* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
-#define HK_VERSION 6
+#define HK_VERSION 7
 
 #define HK_OK 0
 #define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
@@ -456,6 +456,109 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
         for (int r = 0; r < size && rc == HK_OK; r++) rc = hk_verify(rb.p + (size_t)r * (size_t)m, m, r);
     buf_free(&sb);
     buf_free(&rb);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_flows: concurrent flows to or from one rank, timed with a COMMON START on the shared clock (a NIC's         */
+/* capacity: all of a host's flows share it).                                                                 */
+/*                                                                                                            */
+/* sizes[r] = bytes between root and rank r (0: rank r takes part in the start only; sizes[root] is ignored).   */
+/* dir 0 = fan-out: the root posts MPI_Isend of sizes[r] bytes to every rank r with sizes[r] > 0, in rank order */
+/* starting at root + 1, then MPI_Waitall; each such rank MPI_Recvs its message. dir 1 = fan-in: the root posts */
+/* MPI_Irecv from every such rank, then MPI_Waitall; each of them MPI_Sends its sizes[r] bytes to the root.     */
+/* All flows are in the network at once (nothing waits for another message), so a host's NIC carries them      */
+/* together. late_us > 0: the LAST flow in that order (rank root - 1, or the last with sizes > 0) starts late_us */
+/* after the others (the root progresses the others meanwhile, MPI_Testall), so that it meets them running.     */
+/*  Per repetition as hk_coll: sleep idle_us (the buckets refill), MPI_Barrier, the root broadcasts    */
+/* start = now + lead_us, every rank spins until it, runs its part, reads the clock.                           */
+/*   out_start[i], out_finish[i]: this rank's spin end and finish (µs, absolute CLOCK_MONOTONIC). A receiver's  */
+/*   finish is when its message had fully arrived.                                                            */
+/* One untimed repetition first. Every received message is checked (bytes and count).                         */
+int hk_flows(int comm_f, int dir, int root, const long *sizes, double late_us, int reps, double lead_us,
+             double idle_us, double *out_start, double *out_finish) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, size, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (root < 0 || root >= size || reps < 1 || lead_us < 0.0 || (dir != 0 && dir != 1)) return agree(comm, HK_EARGS);
+    for (int r = 0; r < size; r++)
+        if (sizes[r] < 0 || sizes[r] > INT_MAX) return agree(comm, HK_EARGS);
+    hk_buf *bufs = calloc((size_t)size, sizeof(hk_buf));
+    MPI_Request *reqs = calloc((size_t)size, sizeof(MPI_Request));
+    MPI_Status *sts = calloc((size_t)size, sizeof(MPI_Status));
+    if (!bufs || !reqs || !sts) rc = HK_EALLOC;
+    /* root: one buffer per peer (a send buffer seeded with the peer's rank, or a receive buffer); peer: its own */
+    for (int r = 0; r < size && rc == HK_OK; r++) {
+        if (r == root || sizes[r] == 0 || (rank != root && rank != r)) continue;
+        int sends = (dir == 0) == (rank == root);
+        rc = sends ? buf_alloc(&bufs[r], (size_t)sizes[r], 1) : rbuf_alloc(&bufs[r], (size_t)sizes[r], 1);
+        if (rc == HK_OK) {
+            if (sends) fill_pattern(bufs[r].p, sizes[r], r);
+            else memset(bufs[r].p, 0, (size_t)sizes[r]);
+        }
+    }
+    rc = agree(comm, rc);
+    int ready = rc == HK_OK; /* a failed count check below is remembered in rc; the repetitions go on */
+    for (int i = -1; i < reps && ready; i++) {
+        if (idle_us > 0.0 && i >= 0) {
+            long long ns = (long long)(idle_us * 1e3);
+            struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+            nanosleep(&ts, NULL);
+        }
+        MPI_Barrier(comm);
+        int64_t start = 0;
+        if (rank == root) start = now_ns() + (int64_t)(lead_us * 1e3);
+        MPI_Bcast(&start, 1, MPI_INT64_T, root, comm);
+        int64_t t0 = spin_until(start);
+        int last = -1;
+        for (int k = 1; k < size; k++)
+            if (sizes[(root + k) % size] > 0) last = (root + k) % size;
+        if (rank == root) {
+            int n = 0;
+            for (int k = 1; k < size; k++) {
+                int r = (root + k) % size;
+                if (sizes[r] == 0) continue;
+                if (r == last && late_us > 0.0) { /* progress the flows already posted until the late start */
+                    int64_t at = t0 + (int64_t)(late_us * 1e3);
+                    int flag;
+                    while (now_ns() < at) MPI_Testall(n, reqs, &flag, MPI_STATUSES_IGNORE);
+                }
+                if (dir == 0)
+                    MPI_Isend(bufs[r].p, (int)sizes[r], MPI_BYTE, r, TAG_DATA, comm, &reqs[n++]);
+                else
+                    MPI_Irecv(bufs[r].p, (int)sizes[r], MPI_BYTE, r, TAG_DATA, comm, &reqs[n++]);
+            }
+            MPI_Waitall(n, reqs, sts);
+            if (dir == 1)
+                for (int j = 0; j < n; j++)
+                    if (check_count(&sts[j], sizes[sts[j].MPI_SOURCE]) != HK_OK) rc = HK_EPAYLOAD;
+        } else if (sizes[rank] > 0) {
+            if (dir == 0) {
+                MPI_Recv(bufs[rank].p, (int)sizes[rank], MPI_BYTE, root, TAG_DATA, comm, &sts[0]);
+                if (check_count(&sts[0], sizes[rank]) != HK_OK) rc = HK_EPAYLOAD;
+            } else {
+                if (rank == last && late_us > 0.0) spin_until(t0 + (int64_t)(late_us * 1e3));
+                MPI_Send(bufs[rank].p, (int)sizes[rank], MPI_BYTE, root, TAG_DATA, comm);
+            }
+        }
+        int64_t t1 = now_ns();
+        if (i >= 0) {
+            out_start[i] = ns_to_us(t0);
+            out_finish[i] = ns_to_us(t1);
+        }
+    }
+    if (rc == HK_OK) {
+        if (dir == 0 && rank != root && sizes[rank] > 0) rc = hk_verify(bufs[rank].p, sizes[rank], rank);
+        if (dir == 1 && rank == root)
+            for (int r = 0; r < size && rc == HK_OK; r++)
+                if (r != root && sizes[r] > 0) rc = hk_verify(bufs[r].p, sizes[r], r);
+    }
+    if (bufs)
+        for (int r = 0; r < size; r++) buf_free(&bufs[r]);
+    free(bufs);
+    free(reqs);
+    free(sts);
     return agree(comm, rc);
 }
 

@@ -17,7 +17,13 @@ HELP = "write a Slurm batch script that calibrates the nodes it allocates (sbatc
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nodes", "-N", type=int, required=True, help="nodes to allocate and calibrate")
-    p.add_argument("--np", type=int, default=None, help="ranks (default: one per node)")
+    p.add_argument("--np", type=int, default=None, help="ranks in all (default: --ranks-per-node on every node)")
+    p.add_argument(
+        "--ranks-per-node",
+        type=int,
+        default=2,
+        help="ranks on every node (default 2: shared memory and each node's NIC are calibrated too)",
+    )
     p.add_argument("--time", type=int, default=30, help="time limit in minutes (default 30)")
     p.add_argument("--partition", default=None, help="Slurm partition")
     p.add_argument("--account", default=None, help="Slurm account")
@@ -35,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     text = slurm_script(
         nodes=args.nodes,
         ntasks=args.np,
+        ranks_per_node=args.ranks_per_node,
         output=profile,
         time_min=args.time,
         partition=args.partition,

@@ -3,12 +3,17 @@
 The script runs ``hnow calibrate`` with ``--launcher srun`` inside the allocation it asks for, on every node of it
 (``-N $SLURM_JOB_NUM_NODES``, so that a mismatch between what started and what was allocated stops the job with one
 line), with ``--layout auto`` (the node types found from the measured costs, named by Slurm node name in the
-profile's ``nodes``). It calls this very Python (``sys.executable``), so the virtual environment ``hnow`` runs from
-must be on a path the first node of the allocation sees.
+profile's ``nodes``). By default it runs two ranks per node (``--ntasks-per-node=2``, Slurm's block distribution:
+consecutive ranks share a node), so the calibration also measures shared memory between two ranks of one node and
+each node's NIC under its ranks' concurrent flows (``hosts`` in the profile, docs/calibrating-a-cluster.md). It
+calls this very Python (``sys.executable``), so the virtual environment ``hnow`` runs from must be on a path the
+first node of the allocation sees.
 
 >>> text = slurm_script(nodes=4, ntasks=8, output="/data/profile.json", time_min=20)
 >>> [ln for ln in text.splitlines() if ln.startswith("#SBATCH")][:3]
 ['#SBATCH --job-name=hnow-calibrate', '#SBATCH --nodes=4', '#SBATCH --ntasks=8']
+>>> [ln for ln in slurm_script(nodes=3, output="/p.json").splitlines() if "tasks" in ln]
+['#SBATCH --ntasks-per-node=2']
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ def slurm_script(
     *,
     nodes: int,
     ntasks: int | None = None,
+    ranks_per_node: int = 2,
     output: str,
     time_min: int = 30,
     layout: str = "auto",
@@ -45,16 +51,21 @@ def slurm_script(
     force: bool = False,
     **allocation: str | None,
 ) -> str:
-    """The text of an ``sbatch`` script that calibrates ``nodes`` nodes with ``ntasks`` ranks (default one per node)
-    and writes the profile to ``output`` (an absolute path where the job runs; ``force`` lets it overwrite).
-    ``time_min`` is the job's time limit in minutes; ``extra_args`` are more ``hnow calibrate`` arguments;
-    ``allocation``: ``partition`` and ``account`` (Slurm names, optional)."""
+    """The text of an ``sbatch`` script that calibrates ``nodes`` nodes with ``ntasks`` ranks (default
+    ``ranks_per_node`` on every node: ``--ntasks-per-node``) and writes the profile to ``output`` (an absolute path
+    where the job runs; ``force`` lets it overwrite). ``time_min`` is the job's time limit in minutes;
+    ``extra_args`` are more ``hnow calibrate`` arguments; ``allocation``: ``partition`` and ``account`` (Slurm
+    names, optional)."""
     bad = [k for k in allocation if k not in ("partition", "account")]
     if bad:
         raise TypeError(f"slurm_script() got an unexpected keyword argument {bad[0]!r} (choose: partition, account)")
     partition, account = allocation.get("partition"), allocation.get("account")
     nodes = _whole(nodes, "--nodes", 1, 100_000)
-    ntasks = nodes if ntasks is None else _whole(ntasks, "--np", 2, 10_000_000)
+    per_node = _whole(ranks_per_node, "--ranks-per-node", 1, 100_000)
+    tasks_line = f"--ntasks-per-node={per_node}" if ntasks is None else None
+    ntasks = nodes * per_node if ntasks is None else _whole(ntasks, "--np", 2, 10_000_000)
+    if tasks_line is None:
+        tasks_line = f"--ntasks={ntasks}"
     if ntasks < max(nodes, 2):
         raise InputError(f"--np {ntasks}: a calibration needs at least 2 ranks and one rank per node ({nodes} nodes)")
     time_min = _whole(time_min, "--time", 1, 60 * 24 * 365)
@@ -66,7 +77,7 @@ def slurm_script(
     sb = [
         "--job-name=hnow-calibrate",
         f"--nodes={nodes}",
-        f"--ntasks={ntasks}",
+        tasks_line,
         f"--time={time_min // 60:02d}:{time_min % 60:02d}:00",
         "--output=hnow-calibrate-%j.log",
     ]

@@ -407,11 +407,13 @@ def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...],
         )
     env = {**dict(where.env), **_cluster.slurm_env(state), **srun_defaults(launch)[1]}
     order = sorted(set(where.hosts), key=list(where.hosts).index)
-    # one rank per line, in rank order: srun --distribution=arbitrary places rank i on line i's node
+    # one rank per line, in rank order: srun --distribution=arbitrary places rank i on line i's node; its node list
+    # names every rank's node too (a host of several slots repeated: with each node once, Slurm 22.05 refuses the
+    # step, "Unable to create step ... Unspecified error")
     hostfile = tmp / "ranks"
     hostfile.write_text("".join(f"{h}\n" for h in where.hosts))
     env["SLURM_HOSTFILE"] = str(hostfile)
-    placement = ("-N", str(len(order)), "--distribution=arbitrary", f"--nodelist={','.join(order)}")
+    placement = ("-N", str(len(order)), "--distribution=arbitrary", f"--nodelist={','.join(where.hosts)}")
     return placement, env, expect
 
 

@@ -164,6 +164,48 @@ def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, cleanup):
 
 
 @needs_netns
+def test_two_hosts_of_two_slots_get_shared_memory_and_nic_terms(tmp_path, cleanup):
+    """Two ranks per host: the profile says which ranks share a host, fits the type's shared-memory costs from two
+    ranks of one host, and each NIC near the shaped rate (the outside reference: rate / 8 / FRAMING)."""
+    from hnowmodel.params import Profile
+    from hnowmodel.units import FRAMING
+
+    name = f"{_NAME}c"
+    cleanup.append(name)
+    doc = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [{"name": h, "egress_mbit": 40, "ingress_mbit": 40, "slots": 2} for h in ("h1", "h2")],
+    }
+    spec = tmp_path / f"{name}.json"
+    spec.write_text(json.dumps(doc))
+    out = tmp_path / "p22.json"
+    res = hnow(
+        "calibrate", "--np", "4", "--cluster", str(spec), "--layout", "auto", "--quick", "--rounds", "1", "-o", str(out)
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    _assert_nothing_left(name)
+    prof = Profile.load(out)
+    assert [n["host"] for n in prof.nodes] == ["h1", "h1", "h2", "h2"]
+    assert list(prof.host_layout.hosts) == [0, 0, 1, 1]
+    (t,) = set(prof.layout)  # one speed: one type
+    shm = prof.shm_costs(t)
+    assert 0 < shm.one_way_us(0) < shm.one_way_us(1 << 18)
+    # shared memory is far faster than the 40 Mbit/s wire: 256 KiB take ~55 ms on it
+    assert shm.one_way_us(1 << 18) < 0.1 * (1 << 18) / (40 / 8 / FRAMING)
+    line = 40 / 8 / FRAMING
+    nic = prof.nic[t]
+    for got in (nic.egress_bytes_per_us, nic.ingress_bytes_per_us):
+        assert 0.8 * line < got < 1.2 * line, (got, line)
+    # no measured pair of the network mode is two ranks of one host
+    measured = {key for rnd in prof.provenance["raw_rounds"] for key in rnd["T"]}
+    assert measured, prof.provenance["raw_rounds"]
+    for key in measured:
+        a, b = (int(x) for x in key.split("-"))
+        assert prof.host_layout.hosts[a] != prof.host_layout.hosts[b], key
+
+
+@needs_netns
 def test_open_mpi_starts_its_ranks_inside_the_hosts(tmp_path):
     """``--mpi openmpi`` on a cluster: mpirun's daemons start through the exec wrapper, every rank runs on its host
     (in hostfile order), and the cluster brought up for the command is gone after it."""

@@ -131,7 +131,10 @@ def test_hnow_inside_salloc_and_sbatch(slurm4, shared_dir):
     assert json.loads(res.stdout)["hosts"] == ["h1", "h2", "h3", "h4"]
     # sbatch of the script hnow slurm-script writes: the job runs hnow on its first node, srun inside it
     script, prof = shared_dir / "job.sh", shared_dir / "profile.json"
-    res = hnow("slurm-script", "-N", "4", "--profile-out", str(prof), "-o", str(script), "--time", "10")
+    res = hnow(
+        "slurm-script", "-N", "4", "--ranks-per-node", "1", "--profile-out", str(prof), "-o", str(script),
+        "--time", "10",
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr
     text = script.read_text().replace("--layout auto", "--layout auto --quick")  # keep the test short
     script.write_text(text)

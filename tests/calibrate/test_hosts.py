@@ -1,0 +1,173 @@
+"""The calibration of hosts (``calibrate/hosts.py``): one NIC per node type from each host's flows, ``--layout auto``
+grouping hosts by NIC, the shared-memory pair of each type, the ``hosts.shm`` entry a profile reads; and the C
+kernel of concurrent flows (``Kernels.flows``) under a real ``mpiexec -n 3``. Behaviour only, never timing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from calibrate import ckernels
+from calibrate.hosts import nic_auto_layout, nic_by_type, shm_entry, shm_pairs
+from hnowmodel.params import Profile
+from hnowmodel.units import FRAMING
+
+MPIEXEC = ckernels._mpiexec()
+needs_mpi = pytest.mark.skipif(
+    ckernels.compiler() is None or MPIEXEC is None, reason="needs mpicc and mpiexec (install the 'mpich' extra)"
+)
+
+
+def _nic(egress: float, ingress: float, egress_seen: bool = True, ingress_seen: bool = True) -> dict:
+    return {
+        "egress_bytes_per_us": egress,
+        "ingress_bytes_per_us": ingress,
+        "egress_seen": egress_seen,
+        "ingress_seen": ingress_seen,
+    }
+
+
+def _payload(mbit: float) -> float:
+    """A shaped line rate in payload bytes/µs (the outside reference)."""
+    return mbit / 8 / FRAMING
+
+
+def test_a_direction_no_flow_filled_takes_the_other_when_that_one_was_seen():
+    nics = {
+        "f": _nic(_payload(160), 10.4, ingress_seen=False),  # the others together send 85 Mbit/s only
+        "s": _nic(_payload(25), _payload(25)),
+        "x": _nic(3.0, 5.0, egress_seen=False, ingress_seen=False),  # nothing seen: the lower bounds stay
+    }
+    got = nic_by_type(nics, ["fast", "fast", "slow", "other"], ["f", "f", "s", "x"])
+    assert got["fast"] == {"egress_bytes_per_us": _payload(160), "ingress_bytes_per_us": _payload(160)}
+    assert got["slow"]["ingress_bytes_per_us"] == _payload(25)
+    assert got["other"] == {"egress_bytes_per_us": 3.0, "ingress_bytes_per_us": 5.0}
+
+
+def test_a_type_of_several_hosts_gets_their_median_nic():
+    nics = {h: _nic(e, e) for h, e in (("a", 7.0), ("b", 7.4), ("c", 7.2))}
+    got = nic_by_type(nics, ["m"] * 6, ["a", "a", "b", "b", "c", "c"])
+    assert got == {"m": {"egress_bytes_per_us": 7.2, "ingress_bytes_per_us": 7.2}}
+
+
+def test_auto_layout_groups_hosts_by_nic_so_the_fast_host_stands_alone():
+    # the issue's cluster: 160 / 25 / 60 Mbit/s, two ranks each; pairwise the 160 host looks like the 60 one
+    pc = {"hosts": ["f", "s", "m"], "cost": np.full((3, 3), 1 / _payload(60))}
+    nics = {"f": _nic(18.9, 10.4, ingress_seen=False), "s": _nic(3.0, 3.03), "m": _nic(7.19, 7.31)}
+    layout, info = nic_auto_layout(pc, nics, ["f", "f", "s", "s", "m", "m"])
+    assert layout == ("fast", "fast", "slow", "slow", "medium", "medium")
+    assert info["groups"] == {"fast": ["f"], "medium": ["m"], "slow": ["s"]}
+    assert info["nic_bytes_per_us"]["f"]["ingress"] == 18.9  # taken from the egress
+
+
+def test_auto_layout_merges_hosts_within_the_tolerance():
+    pc = {"hosts": ["a", "b", "c"], "cost": np.full((3, 3), 0.1)}
+    nics = {"a": _nic(7.17, 7.2), "b": _nic(7.0, 7.1), "c": _nic(2.99, 3.0)}
+    layout, _ = nic_auto_layout(pc, nics, ["a", "b", "c", "c"])
+    assert layout == ("fast", "fast", "slow", "slow")
+
+
+def test_shm_pairs_take_two_ranks_of_one_host_per_type_and_skip_single_rank_hosts():
+    layout = ["f", "s", "f", "s", "m", "m", "f"]
+    hosts = ["a", "b", "c", "d", "e", "e", "c"]
+    assert shm_pairs(layout, hosts) == {"f": (2, 6), "m": (4, 5)}  # s: each of its hosts has one rank
+
+
+def test_shm_entry_is_what_a_profile_reads_as_hosts_shm():
+    regimes = [(1024, 0.2, 1e-4, 0.9, 3e-5, 0.18, 0.0), (None, 3.7, 7e-5, 0.0, 0.0, 0.0, 1e-6)]
+    fit_doc = {
+        "types": {
+            "fast": {
+                "regimes": [
+                    {
+                        "upto_bytes": u,
+                        "Sc_us": a,
+                        "Sm_us_per_byte": b,
+                        "Rc_us": c,
+                        "Rm_us_per_byte": d,
+                        "Cc_us": 0.1,
+                        "Cm_us_per_byte": 1e-5,
+                    }
+                    for u, a, b, c, d, _, _ in regimes
+                ]  # fmt: skip
+            }
+        },
+        "network": {"regimes": [{"upto_bytes": u, "Xc_us": x, "Xm_us_per_byte": xm} for u, *_, x, xm in regimes]},
+    }
+    doc = {
+        "schema": "hnowmodel.profile/3",
+        "types": {"fast": {"Sc_us": 1.0, "Sm_us_per_byte": 0.0, "Rc_us": 1.0, "Rm_us_per_byte": 0.0}},
+        "network": {"Xc_us": 100.0, "Xm_us_per_byte": 0.05},
+        "nodes": [{"rank": 0, "host": "a", "type": "fast"}, {"rank": 1, "host": "a", "type": "fast"}],
+        "hosts": {"shm": {"fast": shm_entry(fit_doc, "fast")}},
+    }
+    prof = Profile.from_dict(doc)
+    costs = prof.shm_costs("fast")
+    # S + X + R of each regime, as fitted
+    assert costs.one_way_us(512) == pytest.approx(0.2 + 512e-4 + 0.18 + 0.9 + 512 * 3e-5)
+    assert costs.one_way_us(65536) == pytest.approx(3.7 + 65536 * (7e-5 + 1e-6))
+
+
+FLOWS_DRIVER = textwrap.dedent(
+    """
+    import json
+    from mpi4py import MPI
+    from calibrate.ckernels import Kernels, KernelError
+
+    comm = MPI.COMM_WORLD
+    k = Kernels(comm)
+    big = 1 << 20
+    out = {}
+    for direction in ("out", "in"):
+        start, finish = k.flows(direction, 0, [0, 8, big], 5, lead_us=500.0)
+        out[direction] = comm.gather([start.tolist(), finish.tolist()], root=0)
+    start, finish = k.flows("out", 1, [big, 0, 8], 3, lead_us=500.0, late_us=3000.0)  # rank 0 is the late flow
+    out["late"] = comm.gather([start.tolist(), finish.tolist()], root=0)
+    errors = []
+    for call in (lambda: k.flows("sideways", 0, [0, 8, 8], 2), lambda: k.flows("out", 0, [0, 8], 2)):
+        try:
+            call()
+            errors.append(None)
+        except (ValueError, KernelError) as exc:
+            errors.append(str(exc))
+    out["errors"] = errors
+    if comm.Get_rank() == 0:
+        print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_flows_kernel_under_mpiexec(tmp_path):
+    script = tmp_path / "flows.py"
+    script.write_text(FLOWS_DRIVER)
+    proc = subprocess.run(
+        [MPIEXEC, "-n", "3", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr  # the payloads were checked in C (a wrong byte raises)
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    for direction in ("out", "in"):
+        per_rank = res[direction]
+        for start, finish in per_rank:
+            assert len(start) == 5 and all(f >= s for s, f in zip(start, finish, strict=True))
+        root_start = per_rank[0][0]
+        receivers = [1, 2] if direction == "out" else [0]
+        for r in receivers:  # a message cannot have arrived before it was sent
+            assert all(per_rank[r][1][i] > root_start[i] for i in range(5)), (direction, r)
+    late = res["late"]
+    for i in range(3):  # the late flow (to rank 0) cannot arrive before it started, 3000 µs after the common start
+        assert late[0][1][i] - min(r[0][i] for r in late) >= 3000.0
+    assert "direction must be" in res["errors"][0]
+    assert "one entry per rank" in res["errors"][1]
