@@ -72,9 +72,13 @@ DEFAULTS = {("MPICH", "bcast"): "native:composition:alpha"}
 
 
 def _layout(spec_path: Path, prof: Any) -> Any:
-    """The job's layout with its hosts: the profile's types, on the hosts the ranks run on."""
+    """The job's layout with its hosts: each host's type as the profile's calibration found it (by host name; the
+    cluster may run more or fewer ranks per host than the calibration did), on the hosts the ranks run on."""
     n = sum(h.slots for h in hm.cluster.load_spec(str(spec_path)).hosts)
-    return job_layout(None, n, None, prof, hosts=placement_hosts(Launch(np=n, cluster=str(spec_path))))
+    hosts = placement_hosts(Launch(np=n, cluster=str(spec_path)))
+    cal = prof.host_layout
+    type_of = dict(zip(cal.host_names or (), cal.host_types, strict=True))
+    return job_layout([type_of[h] for h in hosts], n, None, prof, hosts=hosts)
 
 
 def _measure_rows(prof: Any, lay: Any, spec_path: Path, sizes: list[int], args: Any, mpi: str) -> list[dict]:
@@ -91,7 +95,8 @@ def _measure_rows(prof: Any, lay: Any, spec_path: Path, sizes: list[int], args: 
             mm = hm.measure(n, op=op, tree={**natives, **built}, sizes=sizes, reps=args.reps, both=False, **launch)
         library = str(mm.run.get("library", "MPICH"))
         sub = Measurement(tuple(r for r in mm.rows if r.op == op), mm.run)
-        for r in rows_as_dicts(compare_rows(prof, lay, sub, built, {}, 0, library)):
+        variants = {op: ops.default_variant(op, prof)}
+        for r in rows_as_dicts(compare_rows(prof, lay, sub, built, variants, 0, library)):
             if r["tree"].startswith("optimal:"):
                 if int(r["tree"].split(":")[2]) != r["size"]:
                     continue  # each size's row comes from the tree chosen at that size
@@ -199,6 +204,7 @@ def _one_library(mpi: str, out: Path, sizes: list[int], args: argparse.Namespace
             )
         grouping, nics, grouped_ok = _nics(prof, mixed)
         rows = _measure_rows(prof, _layout(mixed, prof), mixed, sizes, args, mpi)
+    write_csv(out / f"rows-{mpi}-mixed.csv", rows)  # kept whatever happens to the rest of the run
     two, three = _write_spec(out, TWO), _write_spec(out, THREE)
     with hm.cluster.using(str(two)), mpi_lock(args.lock):
         prof2 = hm.calibrate(
