@@ -130,6 +130,41 @@ def _through_ingress(curve: list[tuple[float, float]], t1: float, b: float, rate
     return max(end, t1 + max(0.0, b - burst) / rate, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve))
 
 
+def _left_right(curve: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray, dict[float, float]]:
+    """A departure curve as interpolation points (at a time listed twice, its later value) and the jumps (bytes
+    that passed at once on a bucket's tokens) by time."""
+    ts = np.array([t for t, _ in curve], dtype=float)
+    ds = np.array([d for _, d in curve], dtype=float)
+    keep = np.r_[ts[1:] != ts[:-1], True]
+    jumps: dict[float, float] = {}
+    for i in np.flatnonzero(~keep):
+        jumps[float(ts[i])] = jumps.get(float(ts[i]), 0.0) + float(ds[i + 1] - ds[i])
+    return ts[keep], ds[keep], jumps
+
+
+def _through_host_ingress(mine: tuple, others: list[tuple], rate: float, burst: float) -> float:
+    """When the last byte of message ``mine`` is through its receiving host's ingress, which all the messages
+    into that host (``others``, ``mine`` among them: ``(curve, first byte time, bytes)`` each) share as one FIFO
+    greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens: the last byte leaves when every byte that
+    reached the ingress by the time it did has passed, ``max(end, τ + (D(end) - D(τ⁻) - burst)/rate)`` over the
+    points ``τ`` of the summed departure curve ``D``. With one message into the host it is :func:`_through_ingress`."""
+    end = mine[0][-1][0]
+    if not math.isfinite(rate):
+        return end
+    parts = [(_left_right(c), t1) for c, t1, _ in others]
+    taus = sorted({float(t1) for _, t1 in parts} | {float(t) for (ts, _, _), _ in parts for t in ts})
+    taus = [t for t in taus if t <= end]
+
+    def total(tau: float, left: bool) -> float:
+        got = 0.0
+        for (ts, ds, jumps), _ in parts:
+            got += float(np.interp(tau, ts, ds, left=0.0)) - (jumps.get(tau, 0.0) if left else 0.0)
+        return got
+
+    x = total(end, left=False)
+    return max(end, *(tau + max(0.0, x - total(tau, left=True) - burst) / rate for tau in taus))
+
+
 def downward_queued(
     cost: MessageCosts,
     tree: Tree,
@@ -164,6 +199,8 @@ def downward_queued(
     records: dict[int, FlowRecord] = {}  # by receiver
     # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
     queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
+    # per receiving host: each message into it (departure curve, first byte time, bytes, its own ingress rate)
+    into: dict[int, dict[int, tuple]] = {}
     heap = [(float(done[tree.root]), tree.root)]
     seq = 0
     while heap:
@@ -191,13 +228,23 @@ def downward_queued(
             q.sort()
             curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued)
             for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
+                if not final[c]:
+                    rate = cost.pair_rate(s, c, b)
+                    nic = cost.profile.nic.get(cost.names[c])
+                    if nic is not None:
+                        rate = min(rate, nic.ingress_bytes_per_us)
+                    into.setdefault(cost.hosts[c], {})[c] = (curve, t1, b, rate)
+            for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
                 if final[c]:
                     continue
-                rate = cost.pair_rate(s, c, b)
-                nic = cost.profile.nic.get(cost.names[c])
-                if nic is not None:
-                    rate = min(rate, nic.ingress_bytes_per_us)
+                rate = into[cost.hosts[c]][c][3]
                 last = _through_ingress(curve, t1, b, rate, burst)
+                mates = into[cost.hosts[c]]
+                if len(mates) > 1:  # the host's ingress drains every message into the host, in the order they came
+                    both = [x[:3] for x in mates.values()]
+                    last = max(
+                        last, _through_host_ingress(mates[c][:3], both, min(x[3] for x in mates.values()), burst)
+                    )
                 delivered = last + cost.latency(s, c, b)
                 records[c] = FlowRecord(s, c, b, curve[0][0], last, delivered, False)
                 done[c] = delivered + cost.recv(c, b, s)
