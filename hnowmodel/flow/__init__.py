@@ -209,7 +209,7 @@ def simulate(
             raise InputError(
                 f"{sharing} sharing models bcast and scatter (one message into each rank); use maxmin for gather"
             )
-        done, records = downward_queued(cost, tree, per_edge, m, sched, egress, how.serve)
+        done, records = downward_queued(cost, tree, per_edge, m, sched, egress, how.serve, ingress)
         done.flags.writeable = False
         return FlowRun(op, m, done, float(np.max(done)), tuple(records))
     sim = Network(egress, ingress, cost.burst, how.weighted, hosts_of(layout))

@@ -173,6 +173,7 @@ def downward_queued(
     schedule: Schedule,
     egress: np.ndarray,
     serve: Callable[..., Curves],
+    ingress: np.ndarray | None = None,
 ) -> tuple[np.ndarray, list[FlowRecord]]:
     """bcast/scatter under a queue discipline: a rank that holds its data queues its messages to other hosts in its
     host's egress (``egress[h]``, bytes/µs; the k-th after the first k send overheads ``S``, and the first's
@@ -184,7 +185,8 @@ def downward_queued(
     shaper: its output by ``t`` is at most ``D(τ) + burst + (t - τ)/Xm`` for every ``τ`` before), so its last byte
     leaves at the latest of the egress's end, the first byte's time + ``(b - burst)·Xm`` and
     ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve (each message is shaped on its
-    own: a host's ingress is not shared here). Times from the root's start (µs); the root's copy of its own block
+    own), and the messages into one host also pass its ingress (``ingress[h]``) together, in the order they come
+    (:func:`_through_host_ingress`). Times from the root's start (µs); the root's copy of its own block
     (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``.
 
     Ranks are taken in the order they come to hold their data: a message queued at ``t`` changes only what its
@@ -240,11 +242,9 @@ def downward_queued(
                 rate = into[cost.hosts[c]][c][3]
                 last = _through_ingress(curve, t1, b, rate, burst)
                 mates = into[cost.hosts[c]]
-                if len(mates) > 1:  # the host's ingress drains every message into the host, in the order they came
+                if len(mates) > 1 and ingress is not None:  # the host's ingress drains every message into it in turn
                     both = [x[:3] for x in mates.values()]
-                    last = max(
-                        last, _through_host_ingress(mates[c][:3], both, min(x[3] for x in mates.values()), burst)
-                    )
+                    last = max(last, _through_host_ingress(mates[c][:3], both, float(ingress[cost.hosts[c]]), burst))
                 delivered = last + cost.latency(s, c, b)
                 records[c] = FlowRecord(s, c, b, curve[0][0], last, delivered, False)
                 done[c] = delivered + cost.recv(c, b, s)

@@ -58,6 +58,23 @@ def test_two_flows_into_one_host_share_its_ingress():
     assert got.tolist() == pytest.approx([2 * M / 100, 2 * M / 100, 0.0, 0.0])
 
 
+def test_messages_into_one_host_share_its_ingress_under_every_sharing():
+    """Root 0 (fast, a host of its own) sends 1 MB each to ranks 1 and 2, two ranks of one slow host (ingress 25
+    bytes/µs): whatever the egress does, 2 MB go through that host's one ingress. rr: both leave the egress
+    together at 50 each, so both finish with the last byte, at 2M/25; fifo: whole messages, M/25 then 2M/25;
+    the fluid sharings: 12.5 each, 2M/25."""
+    prof = _with_shm(_profile({"f": 100.0, "s": 100.0}, {"f": 100.0, "s": 25.0}))
+    lay = Layout(["f", "s", "s"], hosts=[0, 1, 1])
+    seq = T.sequential(3)
+    want = {"rr": [2 * M / 25] * 2, "fifo": [M / 25, 2 * M / 25], "maxmin": [2 * M / 25] * 2}
+    for sharing, times in want.items():
+        got = F.bcast(prof, lay, seq, [M], per_rank=True, sharing=sharing)[0]
+        assert got[1:].tolist() == pytest.approx(times), sharing
+    # on hosts of their own each slow rank has an ingress of its own: the two messages overlap
+    apart = F.bcast(prof, ["f", "s", "s"], seq, [M], per_rank=True, sharing="rr")[0]
+    assert apart[1:].tolist() == pytest.approx([M / 25, M / 25])
+
+
 def test_the_nic_capacity_of_the_profile_is_the_hosts_link():
     nic = {"f": Nic(50.0, 50.0)}
     prof = _with_shm(_profile({"f": 100.0}), nic=nic)
