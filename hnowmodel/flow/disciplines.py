@@ -20,6 +20,10 @@ from .network import FlowRecord
 __all__ = ["Sharing", "LINK_SHARINGS", "fifo", "round_robin", "downward_queued"]
 
 Curves = tuple[list[list[tuple[float, float]]], list[float]]
+#: Up to this many messages into one host share its ingress under ``rr``/``fifo`` (:func:`_through_host_ingress`,
+#: quadratic in them); beyond, each is shaped on its own, as with one rank per host: the search over 64 hosts x 32
+#: ranks took minutes with every binomial candidate's messages into a host summed (to be made linear).
+HOST_INGRESS_MAX = 8
 
 
 class _Bucket:
@@ -242,7 +246,9 @@ def downward_queued(
                 rate = into[cost.hosts[c]][c][3]
                 last = _through_ingress(curve, t1, b, rate, burst)
                 mates = into[cost.hosts[c]]
-                if len(mates) > 1 and ingress is not None:  # the host's ingress drains every message into it in turn
+                if (
+                    1 < len(mates) <= HOST_INGRESS_MAX and ingress is not None
+                ):  # the host's ingress drains every message into it in turn
                     both = [x[:3] for x in mates.values()]
                     last = max(last, _through_host_ingress(mates[c][:3], both, float(ingress[cost.hosts[c]]), burst))
                 delivered = last + cost.latency(s, c, b)
