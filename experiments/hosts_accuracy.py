@@ -34,11 +34,13 @@ from common import claim, command_line, error_summary, md_table, outdir, parser,
 
 import hnowmodel as hm  # noqa: E402
 from hnowmodel import ops  # noqa: E402
+from hnowmodel.errors import TreeError  # noqa: E402
 from hnowmodel.jobs import build_trees, compare_rows, mpi_lock  # noqa: E402
 from hnowmodel.jobs.checks import job_layout, placement_hosts  # noqa: E402
 from hnowmodel.jobs.launcher import Launch  # noqa: E402
 from hnowmodel.jobs.results import Measurement, rows_as_dicts  # noqa: E402
 from hnowmodel.sizes import parse_sizes  # noqa: E402
+from hnowmodel.trees import make_tree  # noqa: E402
 from hnowmodel.units import FRAMING  # noqa: E402
 
 
@@ -89,8 +91,7 @@ def _measure_rows(prof: Any, lay: Any, spec_path: Path, sizes: list[int], args: 
         specs = [*TREES, *[f"optimal:{op}:{m}" for m in sizes]]
         built = build_trees(specs, n, root=0, layout=lay, profile=prof)
         lib = _library(mpi)
-        known = {a.algorithm for a in ops.native_algorithms(op, lib)}
-        natives = {k: None for k in NATIVES.get(lib, ("native",)) if k == "native" or k.split(":", 1)[1] in known}
+        natives = {k: None for k in NATIVES.get(lib, ("native",)) if _applies(k, op, lib, lay, sizes)}
         with mpi_lock(args.lock):
             mm = hm.measure(n, op=op, tree={**natives, **built}, sizes=sizes, reps=args.reps, both=False, **launch)
         library = str(mm.run.get("library", "MPICH"))
@@ -103,6 +104,22 @@ def _measure_rows(prof: Any, lay: Any, spec_path: Path, sizes: list[int], args: 
                 r["tree"] = "optimal"
             rows.append({"mpi": mpi, "kind": "native" if r["tree"].startswith("native") else "tree", **r})
     return rows
+
+
+def _applies(spec: str, op: str, library: str, lay: Any, sizes: list[int]) -> bool:
+    """Whether ``library`` runs ``spec`` for ``op`` on ``lay`` as hnow models it at every size: coll/han hands a
+    job with unequal hosts to the next component (docs/native-algorithms.md), so its model tree is refused there."""
+    nat = ops.native_for(spec, op, library)
+    if nat is None:
+        return spec == "native"
+    try:
+        for m in sizes:
+            tree = nat.tree_at(len(lay), m, lay.one_per_host)
+            if tree is not None:
+                make_tree(tree, len(lay), root=0, layout=lay)
+    except TreeError:
+        return False
+    return True
 
 
 def _library(mpi: str) -> str:
@@ -220,12 +237,22 @@ def _one_library(mpi: str, out: Path, sizes: list[int], args: argparse.Namespace
             progress=True,
             mpi=mpi,
         )
+    lib, lay = _library(mpi), _layout(mixed, prof)
+    even = []
+    if any(
+        ops.native_for(k, op, lib) and not _applies(k, op, lib, lay, sizes) for k in NATIVES[lib] for op in ops.names()
+    ):
+        # a node-aware native that does not run on the mixed hosts (coll/han) is measured where it does: 2 per host
+        with hm.cluster.using(str(two)):
+            even = _measure_rows(prof2, _layout(two, prof2), two, sizes, args, mpi)
+        for r in even:
+            r["kind"] = f"{r['kind']} (2 per host)"
     with hm.cluster.using(str(three)):
         moved = _measure_rows(prof2, _layout(three, prof2), three, sizes, args, mpi)
     for r in moved:
         r["kind"] = f"{r['kind']} (3 per host, profile of 2 per host)"
     return {
-        "rows": rows + moved,
+        "rows": rows + even + moved,
         "grouping": grouping,
         "nics": nics,
         "grouped_ok": grouped_ok,
