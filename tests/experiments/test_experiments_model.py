@@ -122,3 +122,26 @@ def test_perf_predict_small(tmp_path):
     assert math.isfinite(float(rows[0]["per_rank_python_s"]))
     assert math.isnan(float(rows[1]["per_rank_python_s"]))
     assert set(rows[0]) >= {"tree_build_s", "vectorised_first_s", "vectorised_s", "per_rank_python_s", "speedup"}
+
+
+def test_hosts_accuracy_measures_coll_han_only_where_it_runs():
+    """coll/han hands a job with unequal hosts to the next component, so the hosts run measures it only on hosts
+    with equal slots; hnow's pinned native runs everywhere, and an algorithm the library lacks nowhere."""
+    sys.path.insert(0, str(EXPERIMENTS))
+    try:
+        import hosts_accuracy as ha
+    finally:
+        sys.path.remove(str(EXPERIMENTS))
+    from hnowmodel.layout import parse_layout
+
+    sizes = [16384, 262144]
+    mixed, even = (
+        parse_layout("fast/2,slow,slow/3", ["fast", "slow"]),
+        parse_layout("fast/2,slow/2*2", ["fast", "slow"]),
+    )
+    for op in ("bcast", "scatter", "gather"):
+        assert not ha._applies("native:han", op, "Open MPI", mixed, sizes)
+        assert ha._applies("native:han", op, "Open MPI", even, sizes)
+        assert ha._applies("native", op, "Open MPI", mixed, sizes)
+    assert not ha._applies("native:smp", "bcast", "Open MPI", even, sizes)
+    assert ha._applies("native:smp", "bcast", "MPICH", mixed, sizes)
