@@ -20,10 +20,9 @@ from .network import FlowRecord
 __all__ = ["Sharing", "LINK_SHARINGS", "fifo", "round_robin", "downward_queued"]
 
 Curves = tuple[list[list[tuple[float, float]]], list[float]]
-#: Up to this many messages into one host share its ingress under ``rr``/``fifo`` (:func:`_through_host_ingress`,
-#: quadratic in them); beyond, each is shaped on its own, as with one rank per host: the search over 64 hosts x 32
-#: ranks took minutes with every binomial candidate's messages into a host summed (to be made linear).
-HOST_INGRESS_MAX = 8
+#: A departure curve read for summing (:func:`_left_right`): its times, bytes (at a time listed twice, the later
+#: value) and jumps by time.
+Parsed = tuple[np.ndarray, np.ndarray, dict[float, float]]
 
 
 class _Bucket:
@@ -146,27 +145,52 @@ def _left_right(curve: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarra
     return ts[keep], ds[keep], jumps
 
 
-def _through_host_ingress(mine: tuple, others: list[tuple], rate: float, burst: float) -> float:
-    """When the last byte of message ``mine`` is through its receiving host's ingress, which all the messages
-    into that host (``others``, ``mine`` among them: ``(curve, first byte time, bytes)`` each) share as one FIFO
-    greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens: the last byte leaves when every byte that
-    reached the ingress by the time it did has passed, ``max(end, τ + (D(end) - D(τ⁻) - burst)/rate)`` over the
-    points ``τ`` of the summed departure curve ``D``. With one message into the host it is :func:`_through_ingress`."""
-    end = mine[0][-1][0]
+def _summed_departures(parts: Sequence[tuple[Parsed, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The summed departure curve ``D`` of the messages into one host (``parts``: each one's :func:`_left_right`
+    and first byte time, µs): the union ``T`` of their breakpoints and first byte times (µs, sorted), and ``D``'s
+    right and left limits at each (bytes; they differ by the bytes that passed at once on a bucket's tokens).
+
+    >>> _summed_departures([(_left_right([(0.0, 0.0), (0.0, 5.0), (2.0, 9.0)]), 0.0), (_left_right([(1.0, 0.0),
+    ...     (3.0, 4.0)]), 1.0)])
+    (array([0., 1., 2., 3.]), array([ 5.,  7., 11., 13.]), array([ 0.,  7., 11., 13.]))
+    """
+    taus = np.unique(np.concatenate([np.r_[ts, t1] for (ts, _, _), t1 in parts]))
+    right, left = np.zeros(taus.size), np.zeros(taus.size)
+    for (ts, ds, jumps), _ in parts:  # summed part by part, in order, as a plain loop over them would
+        got = np.interp(taus, ts, ds, left=0.0)
+        right += got
+        if jumps:
+            jump = np.zeros(taus.size)
+            jump[np.searchsorted(taus, list(jumps))] = list(jumps.values())
+            got = got - jump
+        left += got
+    return taus, right, left
+
+
+def _through_host_ingress(
+    parts: Sequence[tuple[Parsed, float]], ends: Sequence[float], rate: float, burst: float
+) -> list[float]:
+    """When the last byte of each message into one host is through the host's ingress, which all of them
+    (``parts``: each one's :func:`_left_right` and first byte time) share as one FIFO greedy shaper at ``rate``
+    bytes/µs with ``burst`` bytes of tokens, for the messages whose egress ends (their curves' last times, µs) are
+    ``ends``: a last byte leaves when every byte that reached the ingress by the time it did has passed,
+    ``max(end, τ + (D(end) - D(τ⁻) - burst)/rate)`` over the points ``τ ≤ end`` of the summed departure curve ``D``
+    (:func:`_summed_departures`, built once for them all). With one message into the host it is
+    :func:`_through_ingress`.
+
+    >>> one = _left_right([(0.0, 0.0), (10.0, 100.0)])
+    >>> _through_host_ingress([(one, 0.0), (one, 0.0)], [10.0], 5.0, 0.0)   # 200 bytes at 5 bytes/µs
+    [40.0]
+    """
     if not math.isfinite(rate):
-        return end
-    parts = [(_left_right(c), t1) for c, t1, _ in others]
-    taus = sorted({float(t1) for _, t1 in parts} | {float(t) for (ts, _, _), _ in parts for t in ts})
-    taus = [t for t in taus if t <= end]
-
-    def total(tau: float, left: bool) -> float:
-        got = 0.0
-        for (ts, ds, jumps), _ in parts:
-            got += float(np.interp(tau, ts, ds, left=0.0)) - (jumps.get(tau, 0.0) if left else 0.0)
-        return got
-
-    x = total(end, left=False)
-    return max(end, *(tau + max(0.0, x - total(tau, left=True) - burst) / rate for tau in taus))
+        return [float(e) for e in ends]
+    taus, right, left = _summed_departures(parts)
+    out = []
+    for e in ends:
+        i = int(np.searchsorted(taus, e, side="right"))  # taus[:i]: the points up to the end, the end the last
+        x = right[i - 1]
+        out.append(max(float(e), float(np.max(taus[:i] + np.maximum(0.0, x - left[:i] - burst) / rate))))
+    return out
 
 
 def downward_queued(
@@ -207,6 +231,7 @@ def downward_queued(
     queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
     # per receiving host: each message into it (departure curve, first byte time, bytes, its own ingress rate)
     into: dict[int, dict[int, tuple]] = {}
+    parsed: dict[int, Parsed] = {}  # by receiver: its curve in ``into`` read for summing, once
     heap = [(float(done[tree.root]), tree.root)]
     seq = 0
     while heap:
@@ -233,6 +258,7 @@ def downward_queued(
             q = queues[h]
             q.sort()
             curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued)
+            last: dict[int, float] = {}  # by receiver: its last byte through its own ingress, then its host's
             for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
                 if not final[c]:
                     rate = cost.pair_rate(s, c, b)
@@ -240,19 +266,15 @@ def downward_queued(
                     if nic is not None:
                         rate = min(rate, nic.ingress_bytes_per_us)
                     into.setdefault(cost.hosts[c], {})[c] = (curve, t1, b, rate)
-            for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
+                    parsed.pop(c, None)
+                    last[c] = _through_ingress(curve, t1, b, rate, burst)
+            if ingress is not None:  # each host's ingress drains every message into it in turn
+                _host_ingress(into, parsed, last, cost.hosts, ingress, burst)
+            for (_, _, s, c, b), curve in zip(q, curves, strict=True):
                 if final[c]:
                     continue
-                rate = into[cost.hosts[c]][c][3]
-                last = _through_ingress(curve, t1, b, rate, burst)
-                mates = into[cost.hosts[c]]
-                if (
-                    1 < len(mates) <= HOST_INGRESS_MAX and ingress is not None
-                ):  # the host's ingress drains every message into it in turn
-                    both = [x[:3] for x in mates.values()]
-                    last = max(last, _through_host_ingress(mates[c][:3], both, float(ingress[cost.hosts[c]]), burst))
-                delivered = last + cost.latency(s, c, b)
-                records[c] = FlowRecord(s, c, b, curve[0][0], last, delivered, False)
+                delivered = last[c] + cost.latency(s, c, b)
+                records[c] = FlowRecord(s, c, b, curve[0][0], last[c], delivered, False)
                 done[c] = delivered + cost.recv(c, b, s)
                 heapq.heappush(heap, (float(done[c]), c))
         if p == tree.root and root_copy:
@@ -260,6 +282,34 @@ def downward_queued(
     rank = _bfs_rank(tree)  # ties in the end time: parents' messages before their children's, as they were queued
     out = sorted(records.values(), key=lambda r: (r.end_us, rank[r.dst]))
     return done, out
+
+
+def _host_ingress(
+    into: Mapping[int, Mapping[int, tuple]],
+    parsed: dict[int, Parsed],
+    last: dict[int, float],
+    hosts: np.ndarray,
+    ingress: np.ndarray,
+    burst: float,
+) -> None:
+    """Delay each message of ``last`` (by receiver: when its last byte is through its own ingress, µs) to when it
+    is through its host's ingress too (``ingress[h]``, bytes/µs), shared with every message into that host
+    (``into[h]``: by receiver, (curve, first byte time, bytes, rate)), when there is more than one; the summed
+    curve of a host is built once for all its messages (:func:`_through_host_ingress`)."""
+    by_host: dict[int, list[int]] = {}
+    for c in last:
+        by_host.setdefault(int(hosts[c]), []).append(c)
+    for g, cs in by_host.items():
+        mates = into[g]
+        if len(mates) < 2:
+            continue
+        for c, x in mates.items():
+            if c not in parsed:
+                parsed[c] = _left_right(x[0])
+        parts = [(parsed[c], x[1]) for c, x in mates.items()]
+        ends = _through_host_ingress(parts, [mates[c][0][-1][0] for c in cs], float(ingress[g]), burst)
+        for c, e in zip(cs, ends, strict=True):
+            last[c] = max(last[c], e)
 
 
 def _bfs_rank(tree: Tree) -> dict[int, int]:
