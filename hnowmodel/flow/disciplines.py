@@ -19,7 +19,7 @@ from .network import FlowRecord
 
 __all__ = ["Sharing", "LINK_SHARINGS", "fifo", "round_robin", "downward_queued"]
 
-Curves = tuple[list[list[tuple[float, float]]], list[float]]
+Curves = tuple[list[list[tuple[float, float]]] | list[np.ndarray], list[float]]
 #: A departure curve read for summing (:func:`_left_right`): its times, bytes (at a time listed twice, the later
 #: value) and jumps by time.
 Parsed = tuple[np.ndarray, np.ndarray, dict[float, float]]
@@ -50,11 +50,14 @@ class _Bucket:
         return start, end
 
 
-def fifo(arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0) -> Curves:
+def fifo(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0, *, arrays: bool = False
+) -> Curves:
     """One egress link as a FIFO (``tbf``): message k is queued whole at ``arrive[k]`` and leaves after the ones
     before it, its bucket's tokens at once, the rest at ``c`` bytes/µs. The same result as :func:`round_robin`:
     each message's departure curve and when its first byte leaves (``queued`` is not read: a message waits for
-    the whole of the ones before it).
+    the whole of the ones before it; nor ``arrays``: its curves are lists of two or three points, which the engine
+    reads as they are).
 
     >>> fifo([0, 0], [100, 300], 10.0, 0)
     ([[(0.0, 0.0), (10.0, 100.0)], [(10.0, 0.0), (40.0, 300.0)]], [0.0, 10.0])
@@ -70,80 +73,108 @@ def fifo(arrive: Sequence[float], size: Sequence[float], c: float, burst: float,
     return curves, first
 
 
-def round_robin(arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0) -> Curves:
+def round_robin(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0, *, arrays: bool = False
+) -> Curves:
     """One egress link served round-robin (processor sharing): message k of ``size[k]`` bytes is queued at
     ``arrive[k]`` (µs, non-decreasing); every queued message leaves at an equal share of ``c`` bytes/µs. A full
     token bucket of ``burst`` bytes passes at once to the messages that find tokens (refilled at ``c`` while the
-    link is idle). Returns each message's departure curve, ``(time, bytes left so far)`` points, linear between,
-    and when its first byte leaves: a link serves whole packets in turn, and a message queued behind others
-    waits for one round of them, the ``queued`` bytes each connection keeps in the link's queue (TCP's small
-    queues; the fluid share alone would have it start at once).
+    link is idle). Returns each message's departure curve, ``(time, bytes left so far)`` points, linear between
+    (with ``arrays``: each an array of shape (points, 2), the form the engine reads), and when its first byte
+    leaves: a link serves whole packets in turn, and a message queued behind others waits for one round of them,
+    the ``queued`` bytes each connection keeps in the link's queue (TCP's small queues; the fluid share alone would
+    have it start at once).
 
     >>> round_robin([0, 0], [100, 300], 10.0, 0)
     ([[(0.0, 0.0), (20.0, 100.0)], [(0.0, 0.0), (20.0, 100.0), (40.0, 300.0)]], [0.0, 0.0])
     >>> round_robin([0, 0], [100, 300], 10.0, 0, queued=50)[1]   # the second waits for the first's 50 bytes
     [0.0, 5.0]
     """
+    curves, first = _round_robin(arrive, size, c, burst, queued)
+    if arrays:
+        return curves, first
+    return [[(t, d) for t, d in cv.tolist()] for cv in curves], first
+
+
+def _round_robin(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float
+) -> tuple[list[np.ndarray], list[float]]:
+    """:func:`round_robin` over numpy arrays of the queued messages (each step is one operation over all of them:
+    a root's queue can hold thousands), each curve an array of (time, bytes) rows."""
     n = len(size)
-    curves: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    if n == 0:
+        return [], []
+    arr = [float(x) for x in arrive]
+    sizes = [float(x) for x in size]
+    whole = np.array(sizes, dtype=float)
     first = [0.0] * n
-    sent = [0.0] * n
-    active: list[int] = []
+    sent = np.zeros(n)
+    active = np.zeros(0, dtype=np.int64)  # in arrival order, as the messages joined
+    # the points, as chunks of (time, messages, bytes so far): first each message's when it is queued, then steps
+    start_t: list[float] = []
+    start_i: list[int] = []
+    start_d: list[float] = []
+    steps: list[tuple[float, np.ndarray, np.ndarray]] = []
     tokens, t, k = float(burst), 0.0, 0
     finite = math.isfinite(c)
-    while k < n or active:
-        if not active:  # idle until the next message: the bucket refills
-            gap = max(0.0, float(arrive[k]) - t)
+    while k < n or active.size:
+        if not active.size:  # idle until the next message: the bucket refills
+            gap = max(0.0, arr[k] - t)
             tokens = min(float(burst), tokens + gap * c) if finite else float(burst)
-            t = max(t, float(arrive[k]))
-        while k < n and arrive[k] <= t:
-            ahead = sum(min(queued, float(size[i]) - sent[i]) for i in active)
+            t = max(t, arr[k])
+        while k < n and arr[k] <= t:
+            # bytes the messages ahead keep queued, summed one after another as a plain loop would
+            ahead = float(np.cumsum(np.minimum(queued, whole[active] - sent[active]))[-1]) if active.size else 0
             first[k] = t + ahead / c if finite else t
-            sent[k] = got = min(tokens, float(size[k]))
+            sent[k] = got = min(tokens, sizes[k])
             tokens -= got
-            curves[k].append((t, 0.0))
+            start_t.append(t), start_i.append(k), start_d.append(0.0)
             if got:
-                curves[k].append((t, got))
-            if got < size[k]:
-                active.append(k)
+                start_t.append(t), start_i.append(k), start_d.append(got)
+            if got < sizes[k]:
+                active = np.append(active, k)
             k += 1
-        if not active:
+        if not active.size:
             continue
         if not finite:
-            for i in active:
-                sent[i] = float(size[i])
-                curves[i].append((t, sent[i]))
-            active = []
+            sent[active] = whole[active]
+            steps.append((t, active, whole[active]))
+            active = active[:0]
             continue
-        share = c / len(active)
-        step = min(float(size[i]) - sent[i] for i in active) / share
+        share = c / active.size
+        step = float(np.min(whole[active] - sent[active])) / share
         if k < n:
-            step = min(step, float(arrive[k]) - t)
+            step = min(step, arr[k] - t)
         t += step
-        for i in active:
-            sent[i] = min(float(size[i]), sent[i] + share * step)
-            curves[i].append((t, sent[i]))
-        active = [i for i in active if sent[i] < float(size[i]) * (1 - 1e-12)]
-    return curves, first
+        now = np.minimum(whole[active], sent[active] + share * step)
+        sent[active] = now
+        steps.append((t, active, now))
+        active = active[now < whole[active] * (1 - 1e-12)]
+    times = np.concatenate([np.array(start_t)] + [np.full(i.size, tt) for tt, i, _ in steps])
+    who = np.concatenate([np.array(start_i, dtype=np.int64)] + [i for _, i, _ in steps])
+    got = np.concatenate([np.array(start_d)] + [d for _, _, d in steps])
+    order = np.argsort(who, kind="stable")  # each message's points in the order they came
+    pts = np.column_stack([times[order], got[order]])
+    return np.split(pts, np.cumsum(np.bincount(who, minlength=n))[:-1]), first
 
 
 def _through_ingress(curve: list[tuple[float, float]], t1: float, b: float, rate: float, burst: float) -> float:
     """When the last byte of a message leaving its egress along ``curve`` (first byte at ``t1``) is through its
     receiver's ingress, a greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens (µs)."""
-    end = curve[-1][0]
+    end = float(curve[-1][0])
     if not math.isfinite(rate):
         return end
     head = max(end, t1 + max(0.0, b - burst) / rate)
-    if len(curve) < _NUMPY_FROM:
+    if not isinstance(curve, np.ndarray) and len(curve) < _NUMPY_FROM:
         return max(head, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve))
-    pts = np.array(curve, dtype=float)
+    pts = np.asarray(curve, dtype=float)
     return max(head, float(np.max(pts[:, 0] + np.maximum(0.0, b - pts[:, 1] - burst) / rate)))
 
 
 def _left_right(curve: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray, dict[float, float]]:
     """A departure curve as interpolation points (at a time listed twice, its later value) and the jumps (bytes
     that passed at once on a bucket's tokens) by time."""
-    pts = np.array(curve, dtype=float)
+    pts = np.asarray(curve, dtype=float)
     ts, ds = pts[:, 0], pts[:, 1]
     keep = np.ones(ts.size, dtype=bool)
     keep[:-1] = ts[1:] != ts[:-1]
@@ -265,7 +296,7 @@ def downward_queued(
         if joined:
             q = queues[h]
             q.sort()
-            curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued)
+            curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued, arrays=True)
             last: dict[int, float] = {}  # by receiver: its last byte through its own ingress, then its host's
             for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
                 if not final[c]:
@@ -282,7 +313,7 @@ def downward_queued(
                 if final[c]:
                     continue
                 delivered = last[c] + cost.latency(s, c, b)
-                records[c] = FlowRecord(s, c, b, curve[0][0], last[c], delivered, False)
+                records[c] = FlowRecord(s, c, b, float(curve[0][0]), last[c], delivered, False)
                 done[c] = delivered + cost.recv(c, b, s)
                 heapq.heappush(heap, (float(done[c]), c))
         if p == tree.root and root_copy:
@@ -315,7 +346,7 @@ def _host_ingress(
             if c not in parsed:
                 parsed[c] = _left_right(x[0])
         parts = [(parsed[c], x[1]) for c, x in mates.items()]
-        ends = _through_host_ingress(parts, [mates[c][0][-1][0] for c in cs], float(ingress[g]), burst)
+        ends = _through_host_ingress(parts, [float(mates[c][0][-1][0]) for c in cs], float(ingress[g]), burst)
         for c, e in zip(cs, ends, strict=True):
             last[c] = max(last[c], e)
 
