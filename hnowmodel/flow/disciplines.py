@@ -223,13 +223,17 @@ def _through_host_ingress(
     """
     if not math.isfinite(rate):
         return [float(e) for e in ends]
-    taus, right, left = _summed_departures(parts)
-    out = []
-    for e in ends:
-        i = int(np.searchsorted(taus, e, side="right"))  # taus[:i]: the points up to the end, the end the last
-        x = right[i - 1]
-        out.append(max(float(e), float(np.max(taus[:i] + np.maximum(0.0, x - left[:i] - burst) / rate))))
-    return out
+    summed = _summed_departures(parts)
+    return [_read_end(summed, e, rate, burst) for e in ends]
+
+
+def _read_end(summed: tuple[np.ndarray, np.ndarray, np.ndarray], end: float, rate: float, burst: float) -> float:
+    """:func:`_through_host_ingress` of one message whose egress end is ``end`` (µs, a point of ``summed``, the
+    host's :func:`_summed_departures`)."""
+    taus, right, left = summed
+    i = int(np.searchsorted(taus, end, side="right"))  # taus[:i]: the points up to the end, the end the last
+    x = right[i - 1]
+    return max(float(end), float(np.max(taus[:i] + np.maximum(0.0, x - left[:i] - burst) / rate)))
 
 
 def downward_queued(
@@ -268,9 +272,7 @@ def downward_queued(
     records: dict[int, FlowRecord] = {}  # by receiver
     # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
     queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
-    # per receiving host: each message into it (departure curve, first byte time, bytes, its own ingress rate)
-    into: dict[int, dict[int, tuple]] = {}
-    parsed: dict[int, Parsed] = {}  # by receiver: its curve in ``into`` read for summing, once
+    shared = None if ingress is None else _HostIngress(cost.hosts, ingress, burst)  # the messages into each host
     heap = [(float(done[tree.root]), tree.root)]
     seq = 0
     while heap:
@@ -304,11 +306,11 @@ def downward_queued(
                     nic = cost.profile.nic.get(cost.names[c])
                     if nic is not None:
                         rate = min(rate, nic.ingress_bytes_per_us)
-                    into.setdefault(cost.hosts[c], {})[c] = (curve, t1, b, rate)
-                    parsed.pop(c, None)
                     last[c] = _through_ingress(curve, t1, b, rate, burst)
-            if ingress is not None:  # each host's ingress drains every message into it in turn
-                _host_ingress(into, parsed, last, cost.hosts, ingress, burst)
+                    if shared is not None:
+                        shared.put(c, curve, t1)
+            if shared is not None:  # each host's ingress drains every message into it in turn
+                last = {c: max(x, shared.through(c)) for c, x in last.items()}
             for (_, _, s, c, b), curve in zip(q, curves, strict=True):
                 if final[c]:
                     continue
@@ -323,32 +325,40 @@ def downward_queued(
     return done, out
 
 
-def _host_ingress(
-    into: Mapping[int, Mapping[int, tuple]],
-    parsed: dict[int, Parsed],
-    last: dict[int, float],
-    hosts: np.ndarray,
-    ingress: np.ndarray,
-    burst: float,
-) -> None:
-    """Delay each message of ``last`` (by receiver: when its last byte is through its own ingress, µs) to when it
-    is through its host's ingress too (``ingress[h]``, bytes/µs), shared with every message into that host
-    (``into[h]``: by receiver, (curve, first byte time, bytes, rate)), when there is more than one; the summed
-    curve of a host is built once for all its messages (:func:`_through_host_ingress`)."""
-    by_host: dict[int, list[int]] = {}
-    for c in last:
-        by_host.setdefault(int(hosts[c]), []).append(c)
-    for g, cs in by_host.items():
-        mates = into[g]
-        if len(mates) < 2:
-            continue
-        for c, x in mates.items():
-            if c not in parsed:
-                parsed[c] = _left_right(x[0])
-        parts = [(parsed[c], x[1]) for c, x in mates.items()]
-        ends = _through_host_ingress(parts, [float(mates[c][0][-1][0]) for c in cs], float(ingress[g]), burst)
-        for c, e in zip(cs, ends, strict=True):
-            last[c] = max(last[c], e)
+class _HostIngress:
+    """The messages into each receiving host (:func:`downward_queued`'s state) and what the host's shared ingress
+    (``ingress[h]``, bytes/µs, a greedy shaper with ``burst`` bytes of tokens) makes of them: a host's summed
+    departure curve is built once for all its messages (:func:`_summed_departures`), again only after one of them
+    changed, and each message's end is read off it (:func:`_through_host_ingress`)."""
+
+    def __init__(self, hosts: np.ndarray, ingress: np.ndarray, burst: float) -> None:
+        self.hosts, self.ingress, self.burst = hosts, ingress, burst
+        self.into: dict[int, dict[int, tuple]] = {}  # by host, by receiver: (departure curve, first byte time)
+        self.parsed: dict[int, Parsed] = {}  # by receiver: its curve read for summing (:func:`_left_right`)
+        self.summed: dict[int, tuple] = {}  # by host: its summed departure curve, while its messages stay
+
+    def put(self, c: int, curve: Sequence, t1: float) -> None:
+        """The message into rank ``c`` leaves its egress along ``curve`` from ``t1`` (µs)."""
+        g = int(self.hosts[c])
+        self.into.setdefault(g, {})[c] = (curve, t1)
+        self.parsed.pop(c, None)
+        self.summed.pop(g, None)
+
+    def through(self, c: int) -> float:
+        """When the last byte of the message into ``c`` is through its host's ingress (µs; its egress end when it
+        is the only message into the host)."""
+        g = int(self.hosts[c])
+        mates = self.into[g]
+        end = float(mates[c][0][-1][0])
+        rate = float(self.ingress[g])
+        if len(mates) < 2 or not math.isfinite(rate):
+            return end
+        if g not in self.summed:
+            for r, (curve, _) in mates.items():
+                if r not in self.parsed:
+                    self.parsed[r] = _left_right(curve)
+            self.summed[g] = _summed_departures([(self.parsed[r], t1) for r, (_, t1) in mates.items()])
+        return _read_end(self.summed[g], end, rate, self.burst)
 
 
 def _bfs_rank(tree: Tree) -> dict[int, int]:
