@@ -106,10 +106,9 @@ def _round_robin(
         return [], []
     arr = [float(x) for x in arrive]
     sizes = [float(x) for x in size]
-    whole = np.array(sizes, dtype=float)
     first = [0.0] * n
-    sent = np.zeros(n)
-    active = np.zeros(0, dtype=np.int64)  # in arrival order, as the messages joined
+    # the queued messages in the order they joined: which, their bytes, the bytes each has left so far
+    active, whole, sent = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
     # the points, as chunks of (time, messages, bytes so far): first each message's when it is queued, then steps
     start_t: list[float] = []
     start_i: list[int] = []
@@ -124,33 +123,35 @@ def _round_robin(
             t = max(t, arr[k])
         while k < n and arr[k] <= t:
             # bytes the messages ahead keep queued, summed one after another as a plain loop would
-            ahead = float(np.cumsum(np.minimum(queued, whole[active] - sent[active]))[-1]) if active.size else 0
+            ahead = float(np.cumsum(np.minimum(queued, whole - sent))[-1]) if active.size else 0
             first[k] = t + ahead / c if finite else t
-            sent[k] = got = min(tokens, sizes[k])
+            got = min(tokens, sizes[k])
             tokens -= got
             start_t.append(t), start_i.append(k), start_d.append(0.0)
             if got:
                 start_t.append(t), start_i.append(k), start_d.append(got)
             if got < sizes[k]:
-                active = np.append(active, k)
+                active, whole, sent = np.append(active, k), np.append(whole, sizes[k]), np.append(sent, got)
             k += 1
         if not active.size:
             continue
         if not finite:
-            sent[active] = whole[active]
-            steps.append((t, active, whole[active]))
-            active = active[:0]
+            steps.append((t, active, whole))
+            active, whole, sent = active[:0], whole[:0], sent[:0]
             continue
         share = c / active.size
-        step = float(np.min(whole[active] - sent[active])) / share
+        step = float(np.min(whole - sent)) / share
         if k < n:
             step = min(step, arr[k] - t)
         t += step
-        now = np.minimum(whole[active], sent[active] + share * step)
-        sent[active] = now
-        steps.append((t, active, now))
-        active = active[now < whole[active] * (1 - 1e-12)]
-    times = np.concatenate([np.array(start_t)] + [np.full(i.size, tt) for tt, i, _ in steps])
+        sent = np.minimum(whole, sent + share * step)
+        steps.append((t, active, sent))
+        left = sent < whole * (1 - 1e-12)
+        if not left.all():
+            active, whole, sent = active[left], whole[left], sent[left]
+    times = np.repeat(
+        np.array(start_t + [tt for tt, _, _ in steps]), [1] * len(start_t) + [i.size for _, i, _ in steps]
+    )
     who = np.concatenate([np.array(start_i, dtype=np.int64)] + [i for _, i, _ in steps])
     got = np.concatenate([np.array(start_d)] + [d for _, _, d in steps])
     order = np.argsort(who, kind="stable")  # each message's points in the order they came
