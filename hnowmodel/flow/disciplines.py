@@ -23,8 +23,8 @@ Curves = tuple[list[list[tuple[float, float]]] | list[np.ndarray], list[float]]
 #: A departure curve read for summing (:func:`_left_right`): its times, bytes (at a time listed twice, the later
 #: value) and jumps by time.
 Parsed = tuple[np.ndarray, np.ndarray, dict[float, float]]
-#: Curves of this many points or more are read with numpy (the same arithmetic, element by element); shorter ones
-#: in a plain loop, which is faster for them.
+#: Curves given as lists (``fifo``'s) of this many points or more are read with numpy (the same arithmetic, element
+#: by element); shorter ones in a plain loop, which is faster for them. Arrays (``rr``'s) always with numpy.
 _NUMPY_FROM = 24
 
 
@@ -159,9 +159,10 @@ def _round_robin(
     return np.split(pts, np.cumsum(np.bincount(who, minlength=n))[:-1]), first
 
 
-def _through_ingress(curve: list[tuple[float, float]], t1: float, b: float, rate: float, burst: float) -> float:
+def _through_ingress(curve: Sequence | np.ndarray, t1: float, b: float, rate: float, burst: float) -> float:
     """When the last byte of a message leaving its egress along ``curve`` (first byte at ``t1``) is through its
-    receiver's ingress, a greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens (µs)."""
+    receiver's ingress, a greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens (µs). ``curve``: a list
+    of (time, bytes) points or an array of such rows."""
     end = float(curve[-1][0])
     if not math.isfinite(rate):
         return end
@@ -172,7 +173,7 @@ def _through_ingress(curve: list[tuple[float, float]], t1: float, b: float, rate
     return max(head, float(np.max(pts[:, 0] + np.maximum(0.0, b - pts[:, 1] - burst) / rate)))
 
 
-def _left_right(curve: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray, dict[float, float]]:
+def _left_right(curve: Sequence | np.ndarray) -> Parsed:
     """A departure curve as interpolation points (at a time listed twice, its later value) and the jumps (bytes
     that passed at once on a bucket's tokens) by time."""
     pts = np.asarray(curve, dtype=float)
