@@ -19,11 +19,13 @@ from .network import FlowRecord
 
 __all__ = ["Sharing", "LINK_SHARINGS", "fifo", "round_robin", "downward_queued"]
 
-Curves = tuple[list[list[tuple[float, float]]], list[float]]
-#: Up to this many messages into one host share its ingress under ``rr``/``fifo`` (:func:`_through_host_ingress`,
-#: quadratic in them); beyond, each is shaped on its own, as with one rank per host: the search over 64 hosts x 32
-#: ranks took minutes with every binomial candidate's messages into a host summed (to be made linear).
-HOST_INGRESS_MAX = 8
+Curves = tuple[list[list[tuple[float, float]]] | list[np.ndarray], list[float]]
+#: A departure curve read for summing (:func:`_left_right`): its times, bytes (at a time listed twice, the later
+#: value) and jumps by time.
+Parsed = tuple[np.ndarray, np.ndarray, dict[float, float]]
+#: Curves given as lists (``fifo``'s) of this many points or more are read with numpy (the same arithmetic, element
+#: by element); shorter ones in a plain loop, which is faster for them. Arrays (``rr``'s) always with numpy.
+_NUMPY_FROM = 24
 
 
 class _Bucket:
@@ -48,11 +50,14 @@ class _Bucket:
         return start, end
 
 
-def fifo(arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0) -> Curves:
+def fifo(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0, *, arrays: bool = False
+) -> Curves:
     """One egress link as a FIFO (``tbf``): message k is queued whole at ``arrive[k]`` and leaves after the ones
     before it, its bucket's tokens at once, the rest at ``c`` bytes/µs. The same result as :func:`round_robin`:
     each message's departure curve and when its first byte leaves (``queued`` is not read: a message waits for
-    the whole of the ones before it).
+    the whole of the ones before it; nor ``arrays``: its curves are lists of two or three points, which the engine
+    reads as they are).
 
     >>> fifo([0, 0], [100, 300], 10.0, 0)
     ([[(0.0, 0.0), (10.0, 100.0)], [(10.0, 0.0), (40.0, 300.0)]], [0.0, 10.0])
@@ -68,105 +73,169 @@ def fifo(arrive: Sequence[float], size: Sequence[float], c: float, burst: float,
     return curves, first
 
 
-def round_robin(arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0) -> Curves:
+def round_robin(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float = 0.0, *, arrays: bool = False
+) -> Curves:
     """One egress link served round-robin (processor sharing): message k of ``size[k]`` bytes is queued at
     ``arrive[k]`` (µs, non-decreasing); every queued message leaves at an equal share of ``c`` bytes/µs. A full
     token bucket of ``burst`` bytes passes at once to the messages that find tokens (refilled at ``c`` while the
-    link is idle). Returns each message's departure curve, ``(time, bytes left so far)`` points, linear between,
-    and when its first byte leaves: a link serves whole packets in turn, and a message queued behind others
-    waits for one round of them, the ``queued`` bytes each connection keeps in the link's queue (TCP's small
-    queues; the fluid share alone would have it start at once).
+    link is idle). Returns each message's departure curve, ``(time, bytes left so far)`` points, linear between
+    (with ``arrays``: each an array of shape (points, 2), the form the engine reads), and when its first byte
+    leaves: a link serves whole packets in turn, and a message queued behind others waits for one round of them,
+    the ``queued`` bytes each connection keeps in the link's queue (TCP's small queues; the fluid share alone would
+    have it start at once).
 
     >>> round_robin([0, 0], [100, 300], 10.0, 0)
     ([[(0.0, 0.0), (20.0, 100.0)], [(0.0, 0.0), (20.0, 100.0), (40.0, 300.0)]], [0.0, 0.0])
     >>> round_robin([0, 0], [100, 300], 10.0, 0, queued=50)[1]   # the second waits for the first's 50 bytes
     [0.0, 5.0]
     """
+    curves, first = _round_robin(arrive, size, c, burst, queued)
+    if arrays:
+        return curves, first
+    return [[(t, d) for t, d in cv.tolist()] for cv in curves], first
+
+
+def _round_robin(
+    arrive: Sequence[float], size: Sequence[float], c: float, burst: float, queued: float
+) -> tuple[list[np.ndarray], list[float]]:
+    """:func:`round_robin` over numpy arrays of the queued messages (each step is one operation over all of them:
+    a root's queue can hold thousands), each curve an array of (time, bytes) rows."""
     n = len(size)
-    curves: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+    if n == 0:
+        return [], []
+    arr = [float(x) for x in arrive]
+    sizes = [float(x) for x in size]
     first = [0.0] * n
-    sent = [0.0] * n
-    active: list[int] = []
+    # the queued messages in the order they joined: which, their bytes, the bytes each has left so far
+    active, whole, sent = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+    # the points, as chunks of (time, messages, bytes so far): first each message's when it is queued, then steps
+    start_t: list[float] = []
+    start_i: list[int] = []
+    start_d: list[float] = []
+    steps: list[tuple[float, np.ndarray, np.ndarray]] = []
     tokens, t, k = float(burst), 0.0, 0
     finite = math.isfinite(c)
-    while k < n or active:
-        if not active:  # idle until the next message: the bucket refills
-            gap = max(0.0, float(arrive[k]) - t)
+    while k < n or active.size:
+        if not active.size:  # idle until the next message: the bucket refills
+            gap = max(0.0, arr[k] - t)
             tokens = min(float(burst), tokens + gap * c) if finite else float(burst)
-            t = max(t, float(arrive[k]))
-        while k < n and arrive[k] <= t:
-            ahead = sum(min(queued, float(size[i]) - sent[i]) for i in active)
+            t = max(t, arr[k])
+        while k < n and arr[k] <= t:
+            # bytes the messages ahead keep queued, summed one after another as a plain loop would
+            ahead = float(np.cumsum(np.minimum(queued, whole - sent))[-1]) if active.size else 0
             first[k] = t + ahead / c if finite else t
-            sent[k] = got = min(tokens, float(size[k]))
+            got = min(tokens, sizes[k])
             tokens -= got
-            curves[k].append((t, 0.0))
+            start_t.append(t), start_i.append(k), start_d.append(0.0)
             if got:
-                curves[k].append((t, got))
-            if got < size[k]:
-                active.append(k)
+                start_t.append(t), start_i.append(k), start_d.append(got)
+            if got < sizes[k]:
+                active, whole, sent = np.append(active, k), np.append(whole, sizes[k]), np.append(sent, got)
             k += 1
-        if not active:
+        if not active.size:
             continue
         if not finite:
-            for i in active:
-                sent[i] = float(size[i])
-                curves[i].append((t, sent[i]))
-            active = []
+            steps.append((t, active, whole))
+            active, whole, sent = active[:0], whole[:0], sent[:0]
             continue
-        share = c / len(active)
-        step = min(float(size[i]) - sent[i] for i in active) / share
+        share = c / active.size
+        step = float(np.min(whole - sent)) / share
         if k < n:
-            step = min(step, float(arrive[k]) - t)
+            step = min(step, arr[k] - t)
         t += step
-        for i in active:
-            sent[i] = min(float(size[i]), sent[i] + share * step)
-            curves[i].append((t, sent[i]))
-        active = [i for i in active if sent[i] < float(size[i]) * (1 - 1e-12)]
-    return curves, first
+        sent = np.minimum(whole, sent + share * step)
+        steps.append((t, active, sent))
+        left = sent < whole * (1 - 1e-12)
+        if not left.all():
+            active, whole, sent = active[left], whole[left], sent[left]
+    times = np.repeat(
+        np.array(start_t + [tt for tt, _, _ in steps]), [1] * len(start_t) + [i.size for _, i, _ in steps]
+    )
+    who = np.concatenate([np.array(start_i, dtype=np.int64)] + [i for _, i, _ in steps])
+    got = np.concatenate([np.array(start_d)] + [d for _, _, d in steps])
+    order = np.argsort(who, kind="stable")  # each message's points in the order they came
+    pts = np.column_stack([times[order], got[order]])
+    return np.split(pts, np.cumsum(np.bincount(who, minlength=n))[:-1]), first
 
 
-def _through_ingress(curve: list[tuple[float, float]], t1: float, b: float, rate: float, burst: float) -> float:
+def _through_ingress(curve: Sequence | np.ndarray, t1: float, b: float, rate: float, burst: float) -> float:
     """When the last byte of a message leaving its egress along ``curve`` (first byte at ``t1``) is through its
-    receiver's ingress, a greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens (µs)."""
-    end = curve[-1][0]
+    receiver's ingress, a greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens (µs). ``curve``: a list
+    of (time, bytes) points or an array of such rows."""
+    end = float(curve[-1][0])
     if not math.isfinite(rate):
         return end
-    return max(end, t1 + max(0.0, b - burst) / rate, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve))
+    head = max(end, t1 + max(0.0, b - burst) / rate)
+    if not isinstance(curve, np.ndarray) and len(curve) < _NUMPY_FROM:
+        return max(head, *(tau + max(0.0, b - d - burst) / rate for tau, d in curve))
+    pts = np.asarray(curve, dtype=float)
+    return max(head, float(np.max(pts[:, 0] + np.maximum(0.0, b - pts[:, 1] - burst) / rate)))
 
 
-def _left_right(curve: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray, dict[float, float]]:
+def _left_right(curve: Sequence | np.ndarray) -> Parsed:
     """A departure curve as interpolation points (at a time listed twice, its later value) and the jumps (bytes
     that passed at once on a bucket's tokens) by time."""
-    ts = np.array([t for t, _ in curve], dtype=float)
-    ds = np.array([d for _, d in curve], dtype=float)
-    keep = np.r_[ts[1:] != ts[:-1], True]
+    pts = np.asarray(curve, dtype=float)
+    ts, ds = pts[:, 0], pts[:, 1]
+    keep = np.ones(ts.size, dtype=bool)
+    keep[:-1] = ts[1:] != ts[:-1]
     jumps: dict[float, float] = {}
     for i in np.flatnonzero(~keep):
         jumps[float(ts[i])] = jumps.get(float(ts[i]), 0.0) + float(ds[i + 1] - ds[i])
     return ts[keep], ds[keep], jumps
 
 
-def _through_host_ingress(mine: tuple, others: list[tuple], rate: float, burst: float) -> float:
-    """When the last byte of message ``mine`` is through its receiving host's ingress, which all the messages
-    into that host (``others``, ``mine`` among them: ``(curve, first byte time, bytes)`` each) share as one FIFO
-    greedy shaper at ``rate`` bytes/µs with ``burst`` bytes of tokens: the last byte leaves when every byte that
-    reached the ingress by the time it did has passed, ``max(end, τ + (D(end) - D(τ⁻) - burst)/rate)`` over the
-    points ``τ`` of the summed departure curve ``D``. With one message into the host it is :func:`_through_ingress`."""
-    end = mine[0][-1][0]
+def _summed_departures(parts: Sequence[tuple[Parsed, float]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The summed departure curve ``D`` of the messages into one host (``parts``: each one's :func:`_left_right`
+    and first byte time, µs): the union ``T`` of their breakpoints and first byte times (µs, sorted), and ``D``'s
+    right and left limits at each (bytes; they differ by the bytes that passed at once on a bucket's tokens).
+
+    >>> _summed_departures([(_left_right([(0.0, 0.0), (0.0, 5.0), (2.0, 9.0)]), 0.0), (_left_right([(1.0, 0.0),
+    ...     (3.0, 4.0)]), 1.0)])
+    (array([0., 1., 2., 3.]), array([ 5.,  7., 11., 13.]), array([ 0.,  7., 11., 13.]))
+    """
+    taus = np.unique(np.concatenate([ts for (ts, _, _), _ in parts] + [np.array([t1 for _, t1 in parts])]))
+    right, left = np.zeros(taus.size), np.zeros(taus.size)
+    for (ts, ds, jumps), _ in parts:  # summed part by part, in order, as a plain loop over them would
+        got = np.interp(taus, ts, ds, left=0.0)
+        right += got
+        if jumps:
+            jump = np.zeros(taus.size)
+            jump[np.searchsorted(taus, list(jumps))] = list(jumps.values())
+            got = got - jump
+        left += got
+    return taus, right, left
+
+
+def _through_host_ingress(
+    parts: Sequence[tuple[Parsed, float]], ends: Sequence[float], rate: float, burst: float
+) -> list[float]:
+    """When the last byte of each message into one host is through the host's ingress, which all of them
+    (``parts``: each one's :func:`_left_right` and first byte time) share as one FIFO greedy shaper at ``rate``
+    bytes/µs with ``burst`` bytes of tokens, for the messages whose egress ends (their curves' last times, µs) are
+    ``ends``: a last byte leaves when every byte that reached the ingress by the time it did has passed,
+    ``max(end, τ + (D(end) - D(τ⁻) - burst)/rate)`` over the points ``τ ≤ end`` of the summed departure curve ``D``
+    (:func:`_summed_departures`, built once for them all). With one message into the host it is
+    :func:`_through_ingress`.
+
+    >>> one = _left_right([(0.0, 0.0), (10.0, 100.0)])
+    >>> _through_host_ingress([(one, 0.0), (one, 0.0)], [10.0], 5.0, 0.0)   # 200 bytes at 5 bytes/µs
+    [40.0]
+    """
     if not math.isfinite(rate):
-        return end
-    parts = [(_left_right(c), t1) for c, t1, _ in others]
-    taus = sorted({float(t1) for _, t1 in parts} | {float(t) for (ts, _, _), _ in parts for t in ts})
-    taus = [t for t in taus if t <= end]
+        return [float(e) for e in ends]
+    summed = _summed_departures(parts)
+    return [_read_end(summed, e, rate, burst) for e in ends]
 
-    def total(tau: float, left: bool) -> float:
-        got = 0.0
-        for (ts, ds, jumps), _ in parts:
-            got += float(np.interp(tau, ts, ds, left=0.0)) - (jumps.get(tau, 0.0) if left else 0.0)
-        return got
 
-    x = total(end, left=False)
-    return max(end, *(tau + max(0.0, x - total(tau, left=True) - burst) / rate for tau in taus))
+def _read_end(summed: tuple[np.ndarray, np.ndarray, np.ndarray], end: float, rate: float, burst: float) -> float:
+    """:func:`_through_host_ingress` of one message whose egress end is ``end`` (µs, a point of ``summed``, the
+    host's :func:`_summed_departures`)."""
+    taus, right, left = summed
+    i = int(np.searchsorted(taus, end, side="right"))  # taus[:i]: the points up to the end, the end the last
+    x = right[i - 1]
+    return max(float(end), float(np.max(taus[:i] + np.maximum(0.0, x - left[:i] - burst) / rate)))
 
 
 def downward_queued(
@@ -205,8 +274,7 @@ def downward_queued(
     records: dict[int, FlowRecord] = {}  # by receiver
     # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
     queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
-    # per receiving host: each message into it (departure curve, first byte time, bytes, its own ingress rate)
-    into: dict[int, dict[int, tuple]] = {}
+    shared = None if ingress is None else _HostIngress(cost.hosts, ingress, burst)  # the messages into each host
     heap = [(float(done[tree.root]), tree.root)]
     seq = 0
     while heap:
@@ -232,27 +300,24 @@ def downward_queued(
         if joined:
             q = queues[h]
             q.sort()
-            curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued)
+            curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued, arrays=True)
+            last: dict[int, float] = {}  # by receiver: its last byte through its own ingress, then its host's
             for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
                 if not final[c]:
                     rate = cost.pair_rate(s, c, b)
                     nic = cost.profile.nic.get(cost.names[c])
                     if nic is not None:
                         rate = min(rate, nic.ingress_bytes_per_us)
-                    into.setdefault(cost.hosts[c], {})[c] = (curve, t1, b, rate)
-            for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
+                    last[c] = _through_ingress(curve, t1, b, rate, burst)
+                    if shared is not None:
+                        shared.put(c, curve, t1)
+            if shared is not None:  # each host's ingress drains every message into it in turn
+                last = {c: max(x, shared.through(c)) for c, x in last.items()}
+            for (_, _, s, c, b), curve in zip(q, curves, strict=True):
                 if final[c]:
                     continue
-                rate = into[cost.hosts[c]][c][3]
-                last = _through_ingress(curve, t1, b, rate, burst)
-                mates = into[cost.hosts[c]]
-                if (
-                    1 < len(mates) <= HOST_INGRESS_MAX and ingress is not None
-                ):  # the host's ingress drains every message into it in turn
-                    both = [x[:3] for x in mates.values()]
-                    last = max(last, _through_host_ingress(mates[c][:3], both, float(ingress[cost.hosts[c]]), burst))
-                delivered = last + cost.latency(s, c, b)
-                records[c] = FlowRecord(s, c, b, curve[0][0], last, delivered, False)
+                delivered = last[c] + cost.latency(s, c, b)
+                records[c] = FlowRecord(s, c, b, float(curve[0][0]), last[c], delivered, False)
                 done[c] = delivered + cost.recv(c, b, s)
                 heapq.heappush(heap, (float(done[c]), c))
         if p == tree.root and root_copy:
@@ -260,6 +325,42 @@ def downward_queued(
     rank = _bfs_rank(tree)  # ties in the end time: parents' messages before their children's, as they were queued
     out = sorted(records.values(), key=lambda r: (r.end_us, rank[r.dst]))
     return done, out
+
+
+class _HostIngress:
+    """The messages into each receiving host (:func:`downward_queued`'s state) and what the host's shared ingress
+    (``ingress[h]``, bytes/µs, a greedy shaper with ``burst`` bytes of tokens) makes of them: a host's summed
+    departure curve is built once for all its messages (:func:`_summed_departures`), again only after one of them
+    changed, and each message's end is read off it (:func:`_through_host_ingress`)."""
+
+    def __init__(self, hosts: np.ndarray, ingress: np.ndarray, burst: float) -> None:
+        self.hosts, self.ingress, self.burst = hosts, ingress, burst
+        self.into: dict[int, dict[int, tuple]] = {}  # by host, by receiver: (departure curve, first byte time)
+        self.parsed: dict[int, Parsed] = {}  # by receiver: its curve read for summing (:func:`_left_right`)
+        self.summed: dict[int, tuple] = {}  # by host: its summed departure curve, while its messages stay
+
+    def put(self, c: int, curve: Sequence, t1: float) -> None:
+        """The message into rank ``c`` leaves its egress along ``curve`` from ``t1`` (µs)."""
+        g = int(self.hosts[c])
+        self.into.setdefault(g, {})[c] = (curve, t1)
+        self.parsed.pop(c, None)
+        self.summed.pop(g, None)
+
+    def through(self, c: int) -> float:
+        """When the last byte of the message into ``c`` is through its host's ingress (µs; its egress end when it
+        is the only message into the host)."""
+        g = int(self.hosts[c])
+        mates = self.into[g]
+        end = float(mates[c][0][-1][0])
+        rate = float(self.ingress[g])
+        if len(mates) < 2 or not math.isfinite(rate):
+            return end
+        if g not in self.summed:
+            for r, (curve, _) in mates.items():
+                if r not in self.parsed:
+                    self.parsed[r] = _left_right(curve)
+            self.summed[g] = _summed_departures([(self.parsed[r], t1) for r, (_, t1) in mates.items()])
+        return _read_end(self.summed[g], end, rate, self.burst)
 
 
 def _bfs_rank(tree: Tree) -> dict[int, int]:

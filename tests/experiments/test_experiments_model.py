@@ -108,6 +108,14 @@ def test_perf_flow_small(tmp_path):
     assert [(int(r["ranks"]), int(r["hosts"])) for r in rows] == [(16, 16), (16, 2), (64, 64), (64, 8)]
     assert all(float(r["flow_s_per_size"]) > 0 and float(r["flow_over_paper"]) > 0 for r in rows)
     assert (tmp_path / "perf_flow.md").read_text().startswith("# Flow engine speed")
+    # the host-aware search over the largest layout (8 hosts x 8 ranks), each op under its default variant
+    found = _csv(tmp_path / "perf_flow_search.csv")
+    assert [(r["op"], r["variant"], int(r["hosts"])) for r in found] == [
+        ("bcast", "flow-rr", 8),
+        ("scatter", "flow-rr", 8),
+        ("gather", "flow", 8),
+    ]
+    assert all(float(r["search_s"]) > 0 and float(r["time_us"]) > 0 for r in found)
 
 
 def test_perf_predict_small(tmp_path):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hnowmodel import flow as F
 from hnowmodel import trees as T
 from hnowmodel.errors import ProfileError
+from hnowmodel.flow import disciplines as D
 from hnowmodel.layout import Layout
 from hnowmodel.params import Link, Nic, NodeType, Profile, ShmCosts
 from tests.helpers import any_tree as _any_tree
@@ -73,6 +74,20 @@ def test_messages_into_one_host_share_its_ingress_under_every_sharing():
     # on hosts of their own each slow rank has an ingress of its own: the two messages overlap
     apart = F.bcast(prof, ["f", "s", "s"], seq, [M], per_rank=True, sharing="rr")[0]
     assert apart[1:].tolist() == pytest.approx([M / 25, M / 25])
+
+
+def test_many_messages_into_one_host_share_its_ingress_under_every_sharing():
+    """As above with 12 slow ranks on one host (more than the 8 messages an earlier cap summed): rr leaves the
+    egress together at 100/12 each and 12 MB pass the one ingress at 25, all finishing at 12M/25; fifo: the k-th
+    at kM/25 (the ingress, slower than the egress, sets the pace); the fluid sharings: 12M/25."""
+    k = 12
+    prof = _with_shm(_profile({"f": 100.0, "s": 100.0}, {"f": 100.0, "s": 25.0}))
+    lay = Layout(["f"] + ["s"] * k, hosts=[0] + [1] * k)
+    seq = T.sequential(k + 1)
+    want = {"rr": [k * M / 25] * k, "fifo": [j * M / 25 for j in range(1, k + 1)], "maxmin": [k * M / 25] * k}
+    for sharing, times in want.items():
+        got = F.bcast(prof, lay, seq, [M], per_rank=True, sharing=sharing)[0]
+        assert got[1:].tolist() == pytest.approx(times), sharing
 
 
 def test_the_nic_capacity_of_the_profile_is_the_hosts_link():
@@ -240,3 +255,63 @@ def test_a_binomial_bcast_on_shared_hosts_can_be_slower_than_apart():
     together = F.bcast(prof, Layout(["f"] * 5, hosts=[0, 1, 1, 2, 3]), tree, [M])[0]
     assert together == pytest.approx(4 * M / 100)
     assert F.bcast(prof, ["f"] * 5, tree, [M])[0] == pytest.approx(3 * M / 100)
+
+
+# ---- a host's ingress against a plain per-message reference -------------------------------------------------
+def _at(curve: list[tuple[float, float]], tau: float, left: bool) -> float:
+    """Bytes a departure curve has passed by ``tau`` (µs): 0 before its first point, linear between points; at a
+    time listed twice its later value, or with ``left`` its value just before."""
+    if tau < curve[0][0] or (left and tau == curve[0][0]):
+        return 0.0
+    if tau >= curve[-1][0]:
+        return curve[-1][1] if not left or tau > curve[-1][0] else _before(curve, tau)
+    return _before(curve, tau) if left else _after(curve, tau)
+
+
+def _after(curve, tau):
+    j = max(i for i, (t, _) in enumerate(curve) if t <= tau)
+    (t0, d0), (t1, d1) = curve[j], curve[j + 1]
+    return d0 if tau == t0 else d0 + (d1 - d0) * (tau - t0) / (t1 - t0)
+
+
+def _before(curve, tau):
+    j = min(i for i, (t, _) in enumerate(curve) if t >= tau)
+    (t0, d0), (t1, d1) = curve[j - 1], curve[j]
+    return d1 if tau == t1 else d0 + (d1 - d0) * (tau - t0) / (t1 - t0)
+
+
+def _plain_host_ingress(msgs: list[tuple], mine: int, rate: float, burst: float) -> float:
+    """The host's FIFO greedy shaper, message by message: ``max(end, τ + (D(end) - D(τ⁻) - burst)/rate)`` over
+    every breakpoint and first byte time ``τ ≤ end`` of the summed curve ``D`` (docs/model.md, "Hosts")."""
+    end = msgs[mine][0][-1][0]
+    taus = {t for c, t1 in msgs for t in [t1] + [p[0] for p in c] if t <= end}
+    x = sum(_at(c, end, left=False) for c, _ in msgs)
+    return max(
+        [end] + [tau + max(0.0, x - sum(_at(c, tau, left=True) for c, _ in msgs) - burst) / rate for tau in taus]
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(9, 16),
+    st.sampled_from(["rr", "fifo"]),
+    st.floats(0.0, 5e4),
+    st.floats(5.0, 200.0),
+    st.integers(0, 2**31),
+)
+def test_the_host_ingress_equals_the_plain_formula_for_each_message(k, sharing, burst, rate, seed):
+    """More than 8 messages into one host from two egresses (their departure curves as the disciplines draw
+    them, token-bucket jumps included): every message's last byte through the shared ingress is what the plain
+    per-message formula gives."""
+    rnd = np.random.default_rng(seed)
+    serve = D.LINK_SHARINGS[sharing].serve
+    msgs = []
+    for n in (k // 2, k - k // 2):
+        arrive = np.sort(rnd.uniform(0.0, 1e4, n))
+        curves, first = serve(arrive, rnd.uniform(1e3, 1e6, n), float(rnd.uniform(20.0, 400.0)), burst, 1500.0)
+        msgs += list(zip(curves, first, strict=True))
+    parts = [(D._left_right(c), t1) for c, t1 in msgs]
+    got = D._through_host_ingress(parts, [c[-1][0] for c, _ in msgs], rate, burst)
+    want = [_plain_host_ingress(msgs, i, rate, burst) for i in range(k)]
+    assert got == pytest.approx(want, rel=1e-12)
+    assert all(g >= c[-1][0] for g, (c, _) in zip(got, msgs, strict=True))
