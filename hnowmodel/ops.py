@@ -439,7 +439,13 @@ def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule =
 # 360000 B (each switch found within 100, 500 and 5000 bytes; inside those gaps, not modelled); MPICH's control
 # variables that hnow sets for MPICH do not change it. Scatter and gather run linear over the hosts (the root
 # exchanges with every rank directly, all at once) from 1 KiB to 1 MiB. Only these communicator sizes and sizes are
-# modelled; elsewhere not (None).
+# modelled; elsewhere not (None). The bcast trees are pipelined: measured on the 6-host accuracy cluster (2026-11-26,
+# experiments/intel_accuracy.py) a relay's children got the message as soon as the relay's own egress allowed, not
+# after it held the whole message (knomial_1 radix 2 at 64 KiB: 52.6 ms, store-and-forward predicts 84.0 ms, a
+# pipeline 54.3 ms), as MPICH's pipelined_tree bcast runs them, in chunks of MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE
+# (8192 B by default in MPICH's src/mpi/coll/cvars.txt; Intel's own value is not documented, taken as MPICH's).
+# Whether the binomial from 360000 B is pipelined too was not measured (the checks end at 256 KiB).
+_IMPI_BCAST_CHUNK_BYTES = 8192
 _IMPI_DEFAULT_BCAST = (
     (6, 8192, 20200, "mpich-knomial1:4"),
     (6, 20300, 138500, "mpich-knomial1:2"),
@@ -605,7 +611,9 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
-                "Intel MPI": _impi_default("bcast", _IMPI_DEFAULT_BCAST),
+                "Intel MPI": _impi_default(
+                    "bcast", _IMPI_DEFAULT_BCAST, Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES)
+                ),
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
             alternatives={

@@ -50,7 +50,12 @@ class Schedule:
     one struct datatype, which waits for the parent's posted receive from the profile's struct rendezvous size
     (MPICH's binomial gather). ``sync``: every gather message waits for its parent's posted receive (Open MPI's
     linear_sync). ``common_start``: the times are measured from a common start, which adds the profile's measured
-    ``extensions.common_start`` extra (:func:`common_start_us`) to the completion.
+    ``extensions.common_start`` extra (:func:`common_start_us`) to the completion. ``segment_bytes``: a relay
+    passes its message on in segments of this many bytes as they arrive (a pipelined tree: MPICH's
+    ``pipelined_tree`` bcast, 8192-byte chunks by default, which Intel MPI's default bcast runs), so it starts
+    forwarding once its first segment is in and each child's last segment leaves after the relay holds it; 0 (the
+    default): a relay forwards only once it holds the whole message. The queue disciplines of the flow engine
+    (``flow-rr``, ``flow-fifo``) model it; the other variants take every relay as store-and-forward.
     """
 
     root_copy: bool = False
@@ -59,11 +64,15 @@ class Schedule:
     relay_waits: bool = False
     sync: bool = False
     common_start: bool = False
+    segment_bytes: int = 0
 
     def __post_init__(self) -> None:
+        seg = self.segment_bytes
+        if isinstance(seg, (bool, np.bool_)) or not isinstance(seg, (int, np.integer)) or seg < 0:
+            raise InputError(f"schedule segment_bytes: must be a whole number of bytes >= 0, got {seg!r}")
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if f.name != "recv_order" and not isinstance(v, (bool, np.bool_)):
+            if f.name not in ("recv_order", "segment_bytes") and not isinstance(v, (bool, np.bool_)):
                 raise InputError(f"schedule {f.name}: must be true or false, got {v!r}")
         if self.recv_order not in RECV_ORDERS:
             raise InputError(

@@ -260,26 +260,46 @@ def downward_queued(
     ``τ + (b - D(τ) - burst)·Xm`` over the points ``(τ, D)`` of the departure curve (each message is shaped on its
     own), and the messages into one host also pass its ingress (``ingress[h]``) together, in the order they come
     (:func:`_through_host_ingress`). Times from the root's start (µs); the root's copy of its own block
-    (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``.
+    (``schedule.root_copy``) comes after its sends, or before them with ``copy_first``. With
+    ``schedule.segment_bytes`` (a pipelined tree) a relay queues its messages once its first segment is in (its
+    share of the incoming transfer, then ``R`` of a segment), and a child's message ends no earlier than a
+    segment's transfer after the relay holds the whole message.
 
-    Ranks are taken in the order they come to hold their data: a message queued at ``t`` changes only what its
-    egress does after ``t``, so a rank's time is final once no rank that still has to queue holds its data
-    earlier."""
+    Ranks are taken in the order they come to hold their data (pipelined: to start passing it on): a message
+    queued at ``t`` changes only what its egress does after ``t``, so a rank's time is final once no rank that
+    still has to queue holds its data earlier."""
     root_copy, copy_first = schedule.root_copy, schedule.copy_first
     burst, queued = cost.burst, cost.terms.queued
+    seg = float(schedule.segment_bytes)
     n = tree.n
     done = np.full(n, np.nan)
     done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
+    post = done.copy()  # when a rank starts passing its data on: once it holds it, or (segments) its first segment
     final = np.zeros(n, dtype=bool)
     records: dict[int, FlowRecord] = {}  # by receiver
     # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
     queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
     shared = None if ingress is None else _HostIngress(cost.hosts, ingress, burst)  # the messages into each host
-    heap = [(float(done[tree.root]), tree.root)]
+    heap = [(float(post[tree.root]), tree.root)]
     seq = 0
+
+    def received(c: int, s: int, b: float, start: float, end: float, delivered: float, shm: bool) -> float:
+        # c holds its message at done[c]; pipelined, its first segment is in (and c starts passing it on) after the
+        # segment's share of the transfer, and its last segment cannot leave before its sender held it
+        if seg > 0 and b > seg:
+            hold = float(done[s]) + (cost.shm_transfer(s, seg) if shm else seg / cost.pair_rate(s, c, seg))
+            delivered = max(delivered, hold + (0.0 if shm else cost.latency(s, c, seg)))
+        done[c] = delivered + cost.recv(c, b, s)
+        post[c] = done[c]
+        if seg > 0 and b > seg and len(tree.children[c]):
+            first = start + (end - start) * seg / b + (0.0 if shm else cost.latency(s, c, seg))
+            post[c] = min(post[c], first + cost.recv(c, seg, s))
+        heapq.heappush(heap, (float(post[c]), c))
+        return delivered
+
     while heap:
         t, p = heapq.heappop(heap)
-        if final[p] or t != done[p]:
+        if final[p] or t != post[p]:
             continue
         final[p] = True
         kids = [int(c) for c in tree.children[p]]
@@ -290,9 +310,8 @@ def downward_queued(
         for c, b, a in zip(kids, sizes, arrive, strict=True):
             if cost.same_host(p, c):
                 end = a + cost.shm_transfer(p, b)
+                end = received(c, p, b, a, end, end, True)
                 records[c] = FlowRecord(p, c, b, a, end, end, False)
-                done[c] = end + cost.recv(c, b, p)
-                heapq.heappush(heap, (float(done[c]), c))
             else:
                 queues.setdefault(h, []).append((a, seq, p, c, b))
                 seq += 1
@@ -316,10 +335,10 @@ def downward_queued(
             for (_, _, s, c, b), curve in zip(q, curves, strict=True):
                 if final[c]:
                     continue
-                delivered = last[c] + cost.latency(s, c, b)
-                records[c] = FlowRecord(s, c, b, float(curve[0][0]), last[c], delivered, False)
-                done[c] = delivered + cost.recv(c, b, s)
-                heapq.heappush(heap, (float(done[c]), c))
+                start, lat = float(curve[0][0]), cost.latency(s, c, b)
+                delivered = received(c, s, b, start, last[c], last[c] + lat, False)
+                end = last[c] if delivered == last[c] + lat else delivered - lat
+                records[c] = FlowRecord(s, c, b, start, end, delivered, False)
         if p == tree.root and root_copy:
             done[p] = acc if copy_first else acc + cost.copy(p, m)
     rank = _bfs_rank(tree)  # ties in the end time: parents' messages before their children's, as they were queued

@@ -542,3 +542,31 @@ def test_the_schedule_and_its_keywords_are_one_call():
     # which sharings are queue disciplines of the egress is the registry's, not a list of names
     assert [name for name, s in F.LINK_SHARINGS.items() if s.queued] == ["fifo", "rr"]
     assert F.SHARINGS == tuple(F.LINK_SHARINGS)
+
+
+@pytest.mark.parametrize("sharing", ["rr", "fifo"])
+def test_a_pipelined_relay_forwards_each_segment_as_it_arrives(sharing):
+    """A chain 0 -> 1 -> 2 at 100 B/µs with Xc = 5 µs, 4000 B in segments of 1000 B: rank 1 holds the message at
+    40 + 5 = 45 µs; its first segment is in at 10 + 5 = 15 µs, so it forwards from then at the link's rate, and its
+    last segment leaves after it holds it: 45 + 10 + 5 = 60 µs for rank 2 (store-and-forward: 90 µs). A message of
+    one segment or less, and a tree without relays, are unchanged."""
+    from hnowmodel.params import Link, NodeType, Profile
+    from hnowmodel.schedule import Schedule
+
+    prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
+
+    def times(tree, n, seg):
+        sched = Schedule(segment_bytes=seg)
+        return F.bcast(prof, ["f"] * n, tree, [4000], schedule=sched, sharing=sharing, per_rank=True)[0].tolist()
+
+    assert times("chain", 3, 1000) == pytest.approx([0.0, 45.0, 60.0])
+    assert times("chain", 3, 0) == times("chain", 3, 4000) == pytest.approx([0.0, 45.0, 90.0])
+    assert times("sequential", 4, 1000) == times("sequential", 4, 0)
+
+
+def test_a_segment_size_is_a_whole_number_of_bytes():
+    from hnowmodel.schedule import Schedule
+
+    for bad in (-1, 1.5, True):
+        with pytest.raises(InputError, match="segment_bytes"):
+            Schedule(segment_bytes=bad)
