@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace, out: Path, spec: Path, sizes: list[int]) -> d
     t0 = time.monotonic()
     n = sum(h.slots for h in hm.cluster.load_spec(str(spec)).hosts)
     with hm.cluster.using(str(spec)):
-        prof = _calibrate(spec, n, "intelmpi", out, args.lock)
+        prof = hm.Profile.load(args.profile) if args.profile else _calibrate(spec, n, "intelmpi", out, args.lock)
         with mpi_lock(args.lock):
             cmp = hm.compare(
                 prof,
@@ -109,7 +109,9 @@ def _run(args: argparse.Namespace, out: Path, spec: Path, sizes: list[int]) -> d
         write_csv(out / "intel_accuracy.csv", rows)  # kept whatever happens to the rest of the run
         imb = [r for tree in NATIVES for r in _imb_rows(prof, spec, n, "intelmpi", tree, args)]
         write_csv(out / "imb.csv", imb)
-        prof_m = _calibrate(spec, n, "mpich", out, args.lock)
+        prof_m = (
+            hm.Profile.load(args.mpich_profile) if args.mpich_profile else _calibrate(spec, n, "mpich", out, args.lock)
+        )
         imb += _imb_rows(prof_m, spec, n, "mpich", "native:binomial", args)
     return {"rows": rows, "imb": imb, "library": cmp.run.get("library"), "seconds": time.monotonic() - t0}
 
@@ -164,6 +166,8 @@ def main() -> None:
     p.add_argument("--sizes", default=None, help="sizes (default 16K,32K,64K,128K,256K)")
     p.add_argument("--iters", type=int, default=20, help="IMB's calls per size (default 20)")
     p.add_argument("--imb-reps", type=int, default=7, help="hnow's rounds of IMB's loop per size (default 7)")
+    p.add_argument("--profile", default=None, help="an Intel MPI profile of this cluster (default: calibrate)")
+    p.add_argument("--mpich-profile", default=None, help="an MPICH profile of this cluster (default: calibrate)")
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
     args = p.parse_args()
     out = outdir(args.out)
