@@ -13,16 +13,18 @@
 
 :func:`run_demo` with ``where="auto"`` (what ``hnow demo`` does) runs on a **virtual cluster** instead when the
 machine allows it (root, network namespaces, ``tc tbf``: :func:`hnowmodel.cluster.netns.require`), and says
-which: the built-in ``demo`` spec (6 hosts f1 m1 s1 f2 m2 s2 at 160/60/25 Mbit/s), real MPI over TCP through the
-shaped links. There:
+which: the built-in ``demoslots`` spec (6 hosts f1 f2 m1 s1 m2 s2 at 160/60/25 Mbit/s, f2 running 2 ranks: 7
+ranks), real MPI over TCP through the shaped links. There:
 
-1. calibrate 6 ranks with ``layout="auto"`` (the host groups are found by measuring the links, never read from
-   the spec; the quick grid);
-2. predict and measure bcast/scatter/gather over the binomial and sequential trees, each operation's optimal tree
-   (chosen at the measured size under the operation's default model variant) and the library's native
-   (pinned binomial) collective, at 16 and 64 KiB;
-3. measure the gain of the chosen tree over binomial (predicted vs measured), and the gain of the rank order the
-   search picks for MPICH's binomial broadcast (``measure(..., reorder=True)``);
+1. calibrate the 7 ranks with ``layout="auto"`` (the host groups are found by measuring the links, never read from
+   the spec; the quick grid); as two ranks share a host, the profile also gets that node type's shared-memory costs
+   and each host's NIC (``hosts`` of ``hnowmodel.profile/3``);
+2. predict and measure bcast/scatter/gather over the binomial and sequential trees, the node-aware two-level tree
+   :data:`CLUSTER_NODE_AWARE` (only when ranks share a host), each operation's optimal tree (chosen at the measured
+   size under the operation's default model variant; host-aware on shared hosts) and the library's native (pinned
+   binomial) collective, at 16 and 64 KiB;
+3. measure the gains over binomial of the node-aware tree and of the chosen tree (predicted vs measured), and the
+   gain of the rank order the search picks for MPICH's binomial broadcast (``measure(..., reorder=True)``);
 4. write the report folder: ``profile.json``, ``comparison.csv``, ``gains.csv``, ``compare-cluster.png``,
    ``summary.md``.
 """
@@ -41,6 +43,7 @@ from .errors import HnowError, InputError
 from .io import atomic_write, check_output
 from .jobs import Progress, calibrate, compare, measure, progress_printer
 from .jobs.results import rows_as_dicts, summarize
+from .layout import layout_string, one_per_host
 from .params import Profile
 from .report import group_stats, markdown_summary, plot_comparison, write_csv
 from .sizes import format_size, size_tuple
@@ -53,7 +56,10 @@ __all__ = [
     "CALIBRATION_LAYOUT",
     "CLUSTER_SPEC",
     "CLUSTER_SIZES",
+    "CLUSTER_NODE_AWARE",
     "cluster_possible",
+    "cluster_trees",
+    "CLUSTER_GAINS",
 ]
 
 #: name -> layout: the paper's Figures 3-5 (4 ranks) and Figure 7's 8-rank system.
@@ -61,9 +67,13 @@ CONFIGS = {"A": "FFFF", "B": "FFSS", "C": "SFSF", "D": "FSFS", "8": "FFFFSSSS"}
 CALIBRATION_LAYOUT = "FFFFSSSS"
 TREES = ("binomial", "sequential", "hierarchical")
 #: The virtual cluster of the demo (built-in spec) and its message sizes (bytes; per rank for scatter/gather).
-CLUSTER_SPEC = "demo"
+CLUSTER_SPEC = "demoslots"
 CLUSTER_SIZES = (16384, 65536)
 CLUSTER_TREES = ("binomial", "sequential")
+#: The node-aware tree the cluster demo compares where ranks share a host: a binomial tree over the hosts (one
+#: leader each, the lowest rank), then a binomial tree inside each host (MPICH's ch4 default bcast on such a job,
+#: ``native:composition:alpha``, runs this tree on fewer than 8 ranks).
+CLUSTER_NODE_AWARE = "hosts:binomial/binomial"
 
 
 def cluster_possible() -> tuple[bool, str]:
@@ -345,7 +355,7 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
         out.mkdir(parents=True, exist_ok=True)
         prof.save(out / "profile.json", overwrite=True)
         lay = prof.host_layout  # with its hosts when the calibration told hosts apart
-        note(f"layout found: {','.join(lay)}")
+        note(f"layout found: {layout_string(lay)} ('.' between hosts when a host runs several ranks)")
         rows, run = _cluster_rows(prof, lay, np_, grid, s.reps, launch, note)
         note("measuring the rank order the search picks for the native binomial broadcast")
         ro = measure(
@@ -368,17 +378,30 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
         "what": "calibrate -> predict -> measure -> compare on a virtual heterogeneous cluster",
         "where": where,
         "MPI": run.get("library_version"),
-        "profile": f"{source} (profile.json); layout {','.join(lay)}; never the spec's rates",
-        "trees": ", ".join(CLUSTER_TREES) + ", optimal (each operation's best tree at the measured size, under its "
-        "default model variant for this profile), native (the library's pinned binomial)",
+        "profile": f"{source} (profile.json); layout {layout_string(lay)}; never the spec's rates",
+        "trees": ", ".join(cluster_trees(lay)) + ", optimal (each operation's best tree at the measured size, under "
+        "its default model variant for this profile), native (the library's pinned binomial)",
         "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
         "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {s.reps} repetitions (spread = min-max)",
         "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()),
         "calibration": f"{t_cal:.0f} s",
         "wall time": f"{elapsed:.0f} s",
     }
-    _write_cluster_report(out, rows, best, gains, context, f"virtual cluster {spec.name} ({','.join(lay)})")
+    _write_cluster_report(out, rows, best, gains, context, f"virtual cluster {spec.name} ({layout_string(lay)})")
     return DemoResult(tuple(rows), tuple(best), summarize(rows), str(out), elapsed, {**context, "gains": gains})
+
+
+def cluster_trees(layout: Sequence[str]) -> tuple[str, ...]:
+    """The fixed trees the cluster demo compares on ``layout``: :data:`CLUSTER_TREES`, and the node-aware
+    :data:`CLUSTER_NODE_AWARE` when ranks share a host (with one rank per host it is the binomial tree).
+
+    >>> from hnowmodel.layout import Layout
+    >>> cluster_trees(["fast", "slow"])
+    ('binomial', 'sequential')
+    >>> cluster_trees(Layout(["fast", "fast", "slow"], hosts=[0, 0, 1]))
+    ('binomial', 'sequential', 'hosts:binomial/binomial')
+    """
+    return CLUSTER_TREES if one_per_host(layout) else (*CLUSTER_TREES, CLUSTER_NODE_AWARE)
 
 
 def _cluster_rows(
@@ -387,15 +410,16 @@ def _cluster_rows(
     """Compare every operation over the cluster trees, each operation's optimal tree and native, size by size."""
     rows: list[dict[str, Any]] = []
     run: dict[str, Any] = {}
+    trees = cluster_trees(lay)
     for m in grid:
         chosen = [f"optimal:{op}:{m}" for op in ops.names()]
-        note(f"{format_size(m)}: measuring {', '.join(ops.names())} over {', '.join(CLUSTER_TREES)}, optimal, native")
+        note(f"{format_size(m)}: measuring {', '.join(ops.names())} over {', '.join(trees)}, optimal, native")
         cmp = compare(
             prof,
             np=np_,
             layout=",".join(lay),
             ops=ops.names(),
-            trees=[*CLUSTER_TREES, *chosen, "native"],
+            trees=[*trees, *chosen, "native"],
             sizes=[m],
             reps=reps,
             iters=2,
@@ -413,23 +437,33 @@ def _cluster_rows(
     return rows, run
 
 
+#: The gains the cluster demo reports, measured and predicted: (what, tree, base tree); a pair whose trees were not
+#: compared (the node-aware tree with one rank per host) is left out.
+CLUSTER_GAINS = (
+    ("node-aware tree vs binomial", CLUSTER_NODE_AWARE, "binomial"),
+    ("optimal tree vs binomial", "optimal", "binomial"),
+)
+
+
 def _gains(rows: Sequence[dict[str, Any]], grid: Sequence[int], ro: Any) -> list[dict[str, Any]]:
-    """The optimal tree's gain over binomial per operation and size, and the rank order's for native binomial."""
+    """Per operation and size the gains of :data:`CLUSTER_GAINS` (the node-aware tree's and the optimal tree's over
+    binomial), then the rank order's for native binomial."""
     gains: list[dict[str, Any]] = []
-    for op in ops.names():
-        for m in grid:
-            by = {r["tree"]: r for r in rows if r["op"] == op and r["size"] == m}
-            b, o = by.get("binomial"), by.get("optimal")
-            if b and o:
-                gains.append(
-                    {
-                        "what": "optimal tree vs binomial",
-                        "op": op,
-                        "size": m,
-                        "predicted_gain_pct": _gain_pct(b["predicted_us"], o["predicted_us"]),
-                        "measured_gain_pct": _gain_pct(b["measured_us"], o["measured_us"]),
-                    }
-                )
+    for what, tree, base in CLUSTER_GAINS:
+        for op in ops.names():
+            for m in grid:
+                by = {r["tree"]: r for r in rows if r["op"] == op and r["size"] == m}
+                b, o = by.get(base), by.get(tree)
+                if b and o:
+                    gains.append(
+                        {
+                            "what": what,
+                            "op": op,
+                            "size": m,
+                            "predicted_gain_pct": _gain_pct(b["predicted_us"], o["predicted_us"]),
+                            "measured_gain_pct": _gain_pct(b["measured_us"], o["measured_us"]),
+                        }
+                    )
     for r in ro.rows:
         gains.append(
             {

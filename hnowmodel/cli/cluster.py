@@ -22,8 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         nargs="?",
         default=None,
         metavar="SPEC|NAME",
-        help="up: a hnowmodel.cluster/1 JSON file or a built-in spec ('demo'); status/down: a cluster name or spec "
-        "(default: every cluster / the only one that is up)",
+        help="up: a hnowmodel.cluster/1 JSON file or a built-in spec ('demo', 'demoslots'); status/down: a cluster "
+        "name or spec (default: every cluster / the only one that is up)",
     )
     p.add_argument(
         "--slurm",
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"cluster {action}: --slurm goes with 'cluster up' only")
     if action == "up":
         if args.target is None:
-            raise InputError("cluster up: SPEC is required (a hnowmodel.cluster/1 JSON file or 'demo')")
+            raise InputError("cluster up: SPEC is required (a hnowmodel.cluster/1 JSON file, 'demo' or 'demoslots')")
         st = cluster.up(args.target, slurm=bool(getattr(args, "slurm", False)))
         if args.json:
             emit_json({"cluster": st.public_dict()})

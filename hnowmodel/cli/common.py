@@ -69,7 +69,7 @@ def add_mpi_arguments(p: argparse.ArgumentParser, np_required: bool = True, test
     p.add_argument(
         "--cluster",
         default=None,
-        help="run on a virtual cluster (hnowmodel.cluster/1 file or 'demo'); brought up for the command "
+        help="run on a virtual cluster (hnowmodel.cluster/1 file, 'demo' or 'demoslots'); brought up for the command "
         "unless it is up",
     )
     p.add_argument("--timeout", type=float, default=None, help="seconds before a hung MPI run is killed")

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     testbed_only = any(v is not None for v in (args.configs, args.method, args.stat)) or (
         args.launcher != "mpiexec" or bool(args.launcher_args)
     )  # options only the emulated demo has (a cluster is started by the chosen library's own mpiexec)
-    # a virtual cluster where the machine allows one (about 90 s here), else the emulated testbed: "auto" says which
+    # a virtual cluster where the machine allows one (about 170 s here), else the emulated testbed: "auto" says which
     if args.testbed or testbed_only:
         where = "testbed"
     else:

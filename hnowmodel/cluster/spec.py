@@ -207,13 +207,29 @@ def _demo() -> ClusterSpec:
     return ClusterSpec("demo", tuple(HostSpec(n, rates[n[0]], rates[n[0]], 1) for n in names))
 
 
+def _demoslots() -> ClusterSpec:
+    # hnow demo's cluster: the demo's three speeds on 6 hosts, one fast host running 2 ranks (7 ranks), so the
+    # calibration measures shared memory and each host's NIC, and a node-aware tree has something to win. f2 holds
+    # ranks 1-2: a plain binomial tree over the ranks sends to f2 twice and makes the slow s1 (rank 4) the root's
+    # first child and an inner node; the two-level tree reaches f2 once and leaves the slow hosts as leaves.
+    rates = {"f": 160.0, "m": 60.0, "s": 25.0}
+    slots = {"f2": 2}
+    names = ("f1", "f2", "m1", "s1", "m2", "s2")
+    return ClusterSpec("demoslots", tuple(HostSpec(n, rates[n[0]], rates[n[0]], slots.get(n, 1)) for n in names))
+
+
 def builtin_specs() -> dict[str, ClusterSpec]:
-    """The built-in specs usable by name: ``demo`` (6 hosts at 160/60/25 Mbit/s, speeds mixed in host order)."""
-    return {"demo": _demo()}
+    """The built-in specs usable by name: ``demo`` (6 hosts at 160/60/25 Mbit/s, speeds mixed in host order) and
+    ``demoslots`` (``hnow demo``'s cluster: the same speeds on 6 hosts, the second fast host with 2 ranks: 7 ranks).
+
+    >>> [(h.name, h.slots) for h in builtin_specs()["demoslots"].hosts if h.slots > 1]
+    [('f2', 2)]
+    """
+    return {"demo": _demo(), "demoslots": _demoslots()}
 
 
 def load_spec(spec: str | os.PathLike | Mapping | ClusterSpec) -> ClusterSpec:
-    """A spec from a built-in name (``demo``), a JSON file, a dict or a :class:`ClusterSpec`."""
+    """A spec from a built-in name (``demo``, ``demoslots``), a JSON file, a dict or a :class:`ClusterSpec`."""
     if isinstance(spec, ClusterSpec):
         return spec
     if isinstance(spec, Mapping):

@@ -99,6 +99,40 @@ def test_spec_round_trip_and_builtin_demo():
     assert rates != sorted(rates) and rates != sorted(rates, reverse=True)  # speeds mixed in host order
 
 
+def test_builtin_demoslots_has_one_two_rank_host():
+    # hnow demo's cluster: the demo's three speeds, one fast host with 2 ranks (its node-aware tree differs from
+    # binomial), within the interface-name limit
+    spec = hc.load_spec("demoslots")
+    assert hc.from_dict(hc.to_dict(spec)) == spec
+    assert [(h.name, h.slots) for h in spec.hosts if h.slots > 1] == [("f2", 2)]
+    assert spec.total_slots == 7 and len(spec.hosts) == 6
+    assert sorted({h.egress_mbit for h in spec.hosts}) == [25.0, 60.0, 160.0]
+
+
+def test_demoslots_node_aware_tree_predicted_faster_than_binomial():
+    # why hnow demo runs on demoslots: its node-aware tree differs from binomial over the ranks and the model
+    # predicts it faster for every operation (three speeds with shared memory, each op's default variant)
+    import hnowmodel as hm
+    from hnowmodel.demo import CLUSTER_NODE_AWARE, CLUSTER_SPEC
+    from hnowmodel.layout import Layout
+    from tests.helpers import network_profile, paper_shm_profile
+
+    prof = paper_shm_profile(network_profile())
+    spec = hc.load_spec(CLUSTER_SPEC)
+    kind = {"f": "fast", "m": "mid", "s": "slow"}
+    lay = Layout(
+        [kind[h.name[0]] for h in spec.hosts for _ in range(h.slots)],
+        [i for i, h in enumerate(spec.hosts) for _ in range(h.slots)],
+    )
+    assert not lay.one_per_host
+    aware = hm.trees.make_tree(CLUSTER_NODE_AWARE, len(lay), layout=lay, profile=prof)
+    plain = hm.trees.make_tree("binomial", len(lay))
+    assert list(aware.parent) != list(plain.parent)
+    for op in hm.ops.names():
+        t_aware, t_plain = (float(hm.ops.predict(op, prof, lay, t, [16384])[0]) for t in (aware, plain))
+        assert t_aware < 0.9 * t_plain, (op, t_aware, t_plain)
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [

@@ -1,0 +1,61 @@
+"""``hnow demo`` on a virtual cluster whose hosts have several slots (the built-in ``demoslots`` spec under a name of
+this run's own): the calibration gets the shared-memory and NIC terms, the node-aware tree is compared beside the
+others, and the gains table has its predicted and measured gain. Behaviour only, never timing.
+
+Skipped, with the reason, where there is no root or no network namespaces (or no MPI launcher: marker ``mpi``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+
+import pytest
+
+import hnowmodel.cluster as hc
+from hnowmodel import ops
+from hnowmodel.demo import CLUSTER_NODE_AWARE, CLUSTER_SPEC
+from hnowmodel.params import Profile
+from tests.helpers import check_compared_row, run_hnow
+
+from . import needs_netns
+
+pytestmark = [pytest.mark.mpi, pytest.mark.slow]
+
+
+@needs_netns
+def test_cluster_demo_with_a_two_rank_host_reports_the_node_aware_gain(tmp_path, cleanup):
+    name = f"d{os.getpid() % 100000}"  # never touches anyone else's cluster (the built-in's name may be in use)
+    doc = {**hc.to_dict(hc.load_spec(CLUSTER_SPEC)), "name": name}
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(doc))
+    cleanup.append(name)
+    out = tmp_path / "rep"
+    proc = run_hnow(
+        *("demo", "--cluster", str(spec), "-o", str(out), "--sizes", "16K", "--reps", "1", "--json"), timeout=900
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads(proc.stdout)
+    # the calibration told the hosts apart: f2's two ranks share a host, with its type's shared memory and every NIC
+    prof = Profile.load(out / "profile.json")
+    lay = prof.host_layout
+    assert sorted(lay.slots.tolist()) == [1, 1, 1, 1, 1, 2]
+    shared = lay.host_types[int(lay.slots.argmax())]
+    assert set(prof.shm) == {shared}
+    assert set(prof.nic) == set(lay)
+    # every operation over the node-aware tree, beside binomial and the chosen tree, predicted and measured
+    got = {(r["op"], r["tree"]) for r in res["rows"]}
+    for op in ops.names():
+        assert {(op, "binomial"), (op, CLUSTER_NODE_AWARE), (op, "optimal")} <= got
+    for r in res["rows"]:
+        check_compared_row(r)
+    # its gain over binomial, predicted and measured, for every operation
+    node_aware = [g for g in res["gains"] if g["what"] == "node-aware tree vs binomial"]
+    assert sorted(g["op"] for g in node_aware) == sorted(ops.names())
+    for g in node_aware:
+        assert g["size"] == 16384
+        assert math.isfinite(g["predicted_gain_pct"]) and math.isfinite(g["measured_gain_pct"]), g
+    assert "| node-aware tree vs binomial |" in (out / "summary.md").read_text()
+    links = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"hnow-{name}-" not in links  # the demo took its cluster down
