@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -204,6 +205,7 @@ def available() -> tuple[bool, str]:
 
 _F64 = np.ctypeslib.ndpointer(dtype=np.float64, ndim=1, flags="C_CONTIGUOUS,WRITEABLE")
 _I64 = np.ctypeslib.ndpointer(dtype=np.int64, ndim=1, flags="C_CONTIGUOUS")
+_I32 = np.ctypeslib.ndpointer(dtype=np.int32, ndim=1, flags="C_CONTIGUOUS")
 _c = ctypes
 _SIGNATURES: dict[str, list[Any]] = {
     # comm_f, a, b, m, reps, gap_us, aligned, out
@@ -218,6 +220,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "hk_coll": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_double, _c.c_int, _F64, _F64],
     # comm_f, dir, root, sizes, late_us, reps, lead_us, idle_us, out_start, out_finish
     "hk_flows": [_c.c_int, _c.c_int, _c.c_int, _I64, _c.c_double, _c.c_int, _c.c_double, _c.c_double, _F64, _F64],
+    # comm_f, nflows, src, dst, bytes, reps, lead_us, idle_us, out_start, out_finish
+    "hk_flowlist": [_c.c_int, _c.c_int, _I32, _I32, _I64, _c.c_int, _c.c_double, _c.c_double, _F64, _F64],
     # m, ring, reps, aligned, out
     "hk_copy": [_c.c_long, _c.c_long, _c.c_int, _c.c_int, _F64],
     # comm_f, a, b, m, reps, delay_us, aligned, out
@@ -372,6 +376,31 @@ class Kernels:
             self._comm_f, code, int(root), sz, float(late_us), start.size, float(lead_us), float(idle_us), start, finish
         )
         self._check("hk_flows", rc)
+        return start, finish
+
+    def flow_list(
+        self, flows: Sequence[tuple[int, int, int]], reps: int, lead_us: float = 2000.0, idle_us: float = 0.0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Concurrent flows ``(src, dst, bytes)`` (ranks of this communicator), all in the network at once from one
+        common start: every rank posts its receives, then its sends, in the list's order (a flow later in the list
+        is posted later by its sender), and waits for all of them; timed as :meth:`flows` (``idle_us``: every rank
+        sleeps that long before each repetition). Several senders of one host fill its NIC together, each
+        ``(src, dst)`` pair being a connection of its own. Returns this rank's ``(start_us, finish_us)`` arrays
+        (absolute clock, µs): the finish is the end of the rank's last own flow (a receiver's: its messages had
+        fully arrived). Collective: every rank passes the same list; a list with a rank out of range, ``src ==
+        dst`` or negative bytes raises :class:`KernelError` on every rank."""
+        if len(flows) == 0:
+            raise ValueError("flow_list needs at least one flow")
+        arr = np.asarray(flows, dtype=np.int64).reshape(len(flows), 3)
+        src = np.ascontiguousarray(arr[:, 0], dtype=np.int32)
+        dst = np.ascontiguousarray(arr[:, 1], dtype=np.int32)
+        nbytes = np.ascontiguousarray(arr[:, 2], dtype=np.int64)
+        start = np.zeros(self._reps(reps), dtype=np.float64)
+        finish = np.zeros_like(start)
+        rc = self._lib.hk_flowlist(
+            self._comm_f, len(arr), src, dst, nbytes, start.size, float(lead_us), float(idle_us), start, finish
+        )
+        self._check("hk_flowlist", rc)
         return start, finish
 
     def rested_send(self, a: int, b: int, m: int, reps: int, lead_us: float, idle_us: float) -> np.ndarray | None:

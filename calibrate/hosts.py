@@ -3,14 +3,18 @@ cost, on several hosts with the C kernels.
 
 * :func:`host_pair_costs` - the one-way per-byte cost of every ordered pair of hosts (their first ranks;
   :func:`calibrate.network.probe_slope`);
-* :func:`measure_nics` - each host's NIC capacity from concurrent flows (:meth:`calibrate.ckernels.Kernels.flows`):
-  **egress**, a fan-out from the host's first rank: one flow to every rank of every other host but one, then
-  (posted last) one flow to a *probe* rank on the host it reaches fastest, all at once; the flows share the
-  sender's NIC, so the probe's message arrives after ``k·m / egress`` when its share ``egress / k`` is below its
-  own receiving rate (a fast NIC is seen even when every other host is slower: one receiver alone cannot fill it,
-  several flows can). **ingress**, a fan-in to the host's first rank from the first rank of every other host, each
-  sending bytes in proportion to its own rate into the host, so that all would finish together if the host's NIC
-  did not hold them back: the last arrival is then ``Σ m / ingress``. A measurement that did not hold the flows
+* :func:`measure_nics` - each host's NIC capacity from concurrent flows:
+  **egress**, a fan-out from EVERY rank of the host (:func:`egress_plan`, :meth:`calibrate.ckernels.Kernels.
+  flow_list`): one flow from each of its ranks to each rank of every other host but one (each pair a connection of
+  its own), then (posted last) one flow from its first rank to a *probe* rank on the host it reaches fastest, all
+  with one common start; the flows share the host's NIC per connection, so the probe's message arrives after
+  ``k·m / egress`` when its share ``egress / k`` is below its own receiving rate (a fast NIC is seen even when every
+  other host is slower: one receiver alone cannot fill it, several flows can, their bytes queueing before the slow
+  links; with several ranks on the host, k grows with its ranks times the receivers). **ingress**
+  (:meth:`calibrate.ckernels.Kernels.flows`), a fan-in to the host's first rank from the first rank of every other
+  host, each sending bytes in proportion to its own rate into the host, so that all would finish together if the
+  host's NIC did not hold them back: the last arrival is then ``Σ m / ingress`` (more ranks of a sending host add
+  nothing: its own NIC limits them). A measurement that did not hold the flows
   back is a lower bound (``seen`` false); the pairwise rates are lower bounds too;
 * :func:`nic_auto_layout` - ``--layout auto`` on several hosts: hosts grouped by their NICs;
 * :func:`nic_by_type` - one NIC per node type (the median of its hosts'; a direction no flow could fill is taken
@@ -35,8 +39,10 @@ from .protocol import GROUP_TOLERANCE, PAIR_BYSTANDER_SLEEP_S, refill_gap_us
 from .transport import sleep_wait
 
 __all__ = [
+    "NIC_FLOWS_PER_HOST",
     "NIC_SIZE",
     "SATURATED",
+    "egress_plan",
     "group_call",
     "host_pair_costs",
     "measure_nics",
@@ -54,6 +60,9 @@ NIC_SIZE = 262144
 #: alone was held back by the NIC (the estimate is the NIC's capacity); otherwise the estimate is only a lower
 #: bound. Likewise a fan-in whose bytes arrived at less than this fraction of the senders' summed rates.
 SATURATED = 0.95
+#: At most this many flows of an egress fan-out go into one receiving host: their bytes queue before its link (the
+#: virtual cluster's tbf holds 4 MB; four 256 KiB flows are 1 MiB of it).
+NIC_FLOWS_PER_HOST = 4
 #: The fan-in's fraction: the senders' own rates come from single-flow probes, less exact than the fan-out's.
 SATURATED_IN = 0.9
 #: Time one pairwise probe message may take (µs): 256 KiB (:data:`NIC_SIZE`, the largest probed) fits it down to
@@ -129,30 +138,79 @@ def _rate(nbytes: float, times_us: Sequence[float]) -> float:
     return float(np.percentile(nbytes / np.asarray(times_us, dtype=float), 75))
 
 
+def egress_plan(hosts: Sequence[str], h: str, probe_host: str, per_host: int | None = None) -> list[tuple[int, int]]:
+    """The flows ``(src, dst)`` (world ranks) of host ``h``'s egress fan-out, in the order they are posted: from
+    EVERY rank of ``h`` to the ranks of every other host but ``probe_host`` (hosts in order of first appearance; at
+    most ``per_host`` flows into one host, default :data:`NIC_FLOWS_PER_HOST`, taken so that the first ones have
+    distinct senders and receivers), then the probe flow, ``h``'s first rank to ``probe_host``'s first rank, last.
+    Each ``(src, dst)`` pair is a connection of its own and a NIC shares its bytes per connection, so the flows grow
+    with ``h``'s ranks times the receivers': a fast host whose partners are all slower is filled.
+
+    >>> egress_plan(["f1", "f1", "s1", "m1", "m1", "m1"], "f1", "m1")
+    [(0, 2), (1, 2), (0, 3)]
+    >>> egress_plan(["f", "f", "s", "s", "m", "m"], "f", "m")
+    [(0, 2), (1, 3), (0, 3), (1, 2), (0, 4)]
+    >>> egress_plan(["a", "b", "c", "d"], "a", "c")  # one rank per host: one flow to each other host
+    [(0, 1), (0, 3), (0, 2)]
+    """
+    cap = NIC_FLOWS_PER_HOST if per_host is None else per_host
+    ranks: dict[str, list[int]] = {}
+    for r, x in enumerate(hosts):
+        ranks.setdefault(x, []).append(r)
+    senders = ranks[h]
+    plan: list[tuple[int, int]] = []
+    for x, receivers in ranks.items():
+        if x in (h, probe_host):
+            continue
+        pairs = [(i, j) for i in range(len(senders)) for j in range(len(receivers))]
+        # diagonals first: (0, 0), (1, 1), ... then (0, 1), (1, 2), ...: distinct senders and receivers come first
+        pairs.sort(key=lambda ij: ((ij[1] - ij[0]) % len(receivers), ij[0]))
+        plan += [(senders[i], receivers[j]) for i, j in pairs[:cap]]
+    return [*plan, (senders[0], ranks[probe_host][0])]
+
+
+def _flow_arrivals(
+    sub: Any, flows: Sequence[tuple[int, int, int]], reps: int, idle_us: float
+) -> list[list[float]] | None:
+    """:meth:`calibrate.ckernels.Kernels.flow_list` on ``sub``: every rank's finish in every repetition after that
+    repetition's common start (µs), on ``sub``'s rank 0."""
+    from .ckernels import Kernels
+
+    start, finish = Kernels(sub).flow_list(flows, reps, lead_us=3000.0, idle_us=idle_us)
+    starts, finishes = sub.gather(start, root=0), sub.gather(finish, root=0)
+    if sub.Get_rank() != 0:
+        return None
+    s0 = np.min(np.array(starts), axis=0)
+    return [(np.asarray(f) - s0).tolist() for f in finishes]
+
+
 def _egress(pk: PairKernels, hosts: Sequence[str], pc: dict[str, Any], h: str, reps: int, gap: float) -> dict:
-    """Host ``h``'s egress from one fan-out (see the module docstring)."""
+    """Host ``h``'s egress from one fan-out of every rank of ``h`` (:func:`egress_plan`; the module docstring)."""
     names, cost = pc["hosts"], pc["cost"]
     i = names.index(h)
-    ranks = {x: [r for r, y in enumerate(hosts) if y == x] for x in names}
     probe_host = names[int(np.nanargmin(np.where(np.arange(len(names)) == i, np.nan, cost[i])))]
-    others = [r for x in names if x not in (h, probe_host) for r in ranks[x]]
     # the probe's flow posted last: posted first, it starts before the others and takes more than its share (measured
     # on the virtual cluster, 160 Mbit/s host: +4 % posted first, +0.2..0.5 % posted last, docs/virtual-cluster.md)
-    members = [ranks[h][0], *others, ranks[probe_host][0]]
-    k = len(members) - 1
+    plan = egress_plan(hosts, h, probe_host)
+    members = list(dict.fromkeys(r for pair in plan for r in pair))  # h's first rank first: it starts the flows
+    k = len(plan)
     m = NIC_SIZE
     idle = refill_gap_us(float(np.nanmax(cost)), m * k, gap)
-    arr = group_call(pk, members, lambda sub: _arrivals(sub, "out", [0] + [m] * k, reps, idle))
+    flows = [(members.index(a), members.index(b), m) for a, b in plan]
+    arr = group_call(pk, members, lambda sub: _flow_arrivals(sub, flows, reps, idle))
     alone = m * float(cost[i, names.index(probe_host)])  # the probe's message by itself (µs)
-    est = _rate(k * m, arr[-1])
+    probe_arrival = arr[members.index(plan[-1][1])]
+    est = _rate(k * m, probe_arrival)
     seen = k > 1 and est / k < SATURATED * m / alone
     return {
         "estimate_bytes_per_us": est,
         "seen": bool(seen),
         "probe": probe_host,
         "flows": k,
+        "senders": len({a for a, _ in plan}),
+        "plan": [list(pair) for pair in plan],
         "size_bytes": m,
-        "probe_arrival_us": float(np.median(arr[-1])),
+        "probe_arrival_us": float(np.median(probe_arrival)),
         "probe_alone_us": alone,
     }
 
@@ -300,9 +358,10 @@ def nic_auto_layout(
     n = len(names)
     cost = pc["cost"]
     info = {
-        "method": "each host's NIC from concurrent flows (fan-out of its first rank to a probe on the host it "
-        "reaches fastest plus every rank of the other hosts; fan-in from every other host, sizes in proportion to "
-        f"their rates); hosts grouped by (egress, ingress) within {100 * GROUP_TOLERANCE:g} %",
+        "method": "each host's NIC from concurrent flows (fan-out of every rank of it to every rank of the other "
+        "hosts plus, posted last, its first rank to a probe on the host it reaches fastest; fan-in from every other "
+        "host, sizes in proportion to their rates); hosts grouped by (egress, ingress) within "
+        f"{100 * GROUP_TOLERANCE:g} %",
         "hosts": names,
         "pair_cost_us_per_byte": [[None if i == j else float(cost[i][j]) for j in range(n)] for i in range(n)],
         "nic_bytes_per_us": {h: {"egress": cap[h][0], "ingress": cap[h][1]} for h in names},

@@ -34,7 +34,7 @@
 #include <time.h>
 
 /* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
-#define HK_VERSION 7
+#define HK_VERSION 8
 
 #define HK_OK 0
 #define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
@@ -559,6 +559,88 @@ int hk_flows(int comm_f, int dir, int root, const long *sizes, double late_us, i
     free(bufs);
     free(reqs);
     free(sts);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_flowlist: an explicit list of concurrent flows, flow f = bytes[f] from rank src[f] to rank dst[f], all with */
+/* ONE common start (several senders on one host fill its NIC together: each (src, dst) pair is a connection of  */
+/* its own, and a NIC shares its bytes per connection).                                                        */
+/*   Per repetition as hk_flows: sleep idle_us, MPI_Barrier, rank 0 broadcasts start = now + lead_us, every rank  */
+/* spins until it, then posts MPI_Irecv for every flow it receives, then MPI_Isend for every flow it sends, both  */
+/* in list order (a flow later in the list is posted later by its sender), and MPI_Waitall.                    */
+/*   out_start[i], out_finish[i]: this rank's spin end and the end of its last own flow (µs, absolute            */
+/* CLOCK_MONOTONIC); a rank that only receives finishes when its messages had fully arrived; a rank in no flow   */
+/* takes part in the start only.                                                                              */
+/*   Refused (HK_EARGS, on every rank): nflows < 1, a rank out of range, src == dst, bytes < 0 or > INT_MAX,     */
+/* reps < 1, lead_us < 0. Flow f's bytes are seeded with f; every received message is checked (bytes, count).   */
+/* One untimed repetition first.                                                                              */
+int hk_flowlist(int comm_f, int nflows, const int *src, const int *dst, const long *bytes, int reps, double lead_us,
+                double idle_us, double *out_start, double *out_finish) {
+    MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
+    int rank, size, rc = HK_OK;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (nflows < 1 || reps < 1 || lead_us < 0.0) return agree(comm, HK_EARGS);
+    for (int f = 0; f < nflows; f++)
+        if (src[f] < 0 || src[f] >= size || dst[f] < 0 || dst[f] >= size || src[f] == dst[f] || bytes[f] < 0 ||
+            bytes[f] > INT_MAX)
+            return agree(comm, HK_EARGS);
+    hk_buf *bufs = calloc((size_t)nflows, sizeof(hk_buf));
+    MPI_Request *reqs = calloc((size_t)nflows, sizeof(MPI_Request));
+    MPI_Status *sts = calloc((size_t)nflows, sizeof(MPI_Status));
+    int *mine = calloc((size_t)nflows, sizeof(int)); /* this rank's flows: receives first, then sends */
+    if (!bufs || !reqs || !sts || !mine) rc = HK_EALLOC;
+    int n = 0, nrecv = 0;
+    for (int pass = 0; pass < 2 && rc == HK_OK; pass++)
+        for (int f = 0; f < nflows && rc == HK_OK; f++) {
+            if ((pass == 0 ? dst[f] : src[f]) != rank) continue;
+            mine[n++] = f;
+            if (pass == 0) {
+                nrecv++;
+                rc = rbuf_alloc(&bufs[f], (size_t)bytes[f], 1);
+                if (rc == HK_OK) memset(bufs[f].p, 0, (size_t)(bytes[f] ? bytes[f] : 1));
+            } else {
+                rc = buf_alloc(&bufs[f], (size_t)bytes[f], 1);
+                if (rc == HK_OK) fill_pattern(bufs[f].p, bytes[f], f);
+            }
+        }
+    rc = agree(comm, rc);
+    int ready = rc == HK_OK; /* a failed count check below is remembered in rc; the repetitions go on */
+    for (int i = -1; i < reps && ready; i++) {
+        if (idle_us > 0.0 && i >= 0) { /* sleep, not spin: the links' token buckets refill while the ranks idle */
+            long long ns = (long long)(idle_us * 1e3);
+            struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+            nanosleep(&ts, NULL);
+        }
+        MPI_Barrier(comm);
+        int64_t start = 0;
+        if (rank == 0) start = now_ns() + (int64_t)(lead_us * 1e3);
+        MPI_Bcast(&start, 1, MPI_INT64_T, 0, comm);
+        int64_t t0 = spin_until(start);
+        for (int j = 0; j < n; j++) {
+            int f = mine[j];
+            if (j < nrecv)
+                MPI_Irecv(bufs[f].p, (int)bytes[f], MPI_BYTE, src[f], TAG_DATA, comm, &reqs[j]);
+            else
+                MPI_Isend(bufs[f].p, (int)bytes[f], MPI_BYTE, dst[f], TAG_DATA, comm, &reqs[j]);
+        }
+        MPI_Waitall(n, reqs, sts);
+        int64_t t1 = now_ns();
+        for (int j = 0; j < nrecv; j++)
+            if (check_count(&sts[j], bytes[mine[j]]) != HK_OK) rc = HK_EPAYLOAD;
+        if (i >= 0) {
+            out_start[i] = ns_to_us(t0);
+            out_finish[i] = ns_to_us(t1);
+        }
+    }
+    for (int j = 0; j < nrecv && rc == HK_OK && ready; j++) rc = hk_verify(bufs[mine[j]].p, bytes[mine[j]], mine[j]);
+    if (bufs)
+        for (int f = 0; f < nflows; f++) buf_free(&bufs[f]);
+    free(bufs);
+    free(reqs);
+    free(sts);
+    free(mine);
     return agree(comm, rc);
 }
 

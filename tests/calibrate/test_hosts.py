@@ -1,6 +1,7 @@
 """The calibration of hosts (``calibrate/hosts.py``): one NIC per node type from each host's flows, ``--layout auto``
 grouping hosts by NIC, the shared-memory pair of each type, the ``hosts.shm`` entry a profile reads; and the C
-kernel of concurrent flows (``Kernels.flows``) under a real ``mpiexec -n 3``. Behaviour only, never timing."""
+kernels of concurrent flows (``Kernels.flows``, ``Kernels.flow_list``) under a real ``mpiexec``; the egress
+fan-out's plan (which ranks send to whom). Behaviour only, never timing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from calibrate import ckernels
-from calibrate.hosts import nic_auto_layout, nic_by_type, shm_entry, shm_pairs
+from calibrate.hosts import NIC_FLOWS_PER_HOST, egress_plan, nic_auto_layout, nic_by_type, shm_entry, shm_pairs
 from hnowmodel.params import Profile
 from hnowmodel.units import FRAMING
 
@@ -171,3 +172,102 @@ def test_flows_kernel_under_mpiexec(tmp_path):
         assert late[0][1][i] - min(r[0][i] for r in late) >= 3000.0
     assert "direction must be" in res["errors"][0]
     assert "one entry per rank" in res["errors"][1]
+
+
+MIXED_HOSTS = ["f1", "f1", "s1", "m1", "m1", "m1"]  # experiments/hosts_accuracy.py's MIXED: 160, 25, 60 Mbit/s
+
+
+@pytest.mark.parametrize(
+    "hosts",
+    [MIXED_HOSTS, ["f", "f", "s", "s", "m", "m"], ["a", "b", "c", "d", "e", "f"], ["a", "a", "a", "b", "c", "c", "c"]],
+)
+def test_egress_plan_uses_every_rank_of_the_host_and_keeps_the_probe_alone_and_last(hosts):
+    names = list(dict.fromkeys(hosts))
+    for h in names:
+        for probe in names:
+            if probe == h:
+                continue
+            plan = egress_plan(hosts, h, probe)
+            *rest, last = plan
+            mine = [r for r, x in enumerate(hosts) if x == h]
+            assert last == (mine[0], hosts.index(probe))  # the probe flow: first rank to first rank, posted last
+            assert all(hosts[a] == h for a, _ in plan)  # only the host's ranks send
+            assert all(hosts[b] not in (h, probe) for _, b in rest)  # nothing else into the probe's host (its ingress)
+            assert len(set(plan)) == len(plan)  # distinct (src, dst) pairs: a connection each
+            for x in names:
+                if x in (h, probe):
+                    continue
+                theirs = [r for r, y in enumerate(hosts) if y == x]
+                into = [(a, b) for a, b in rest if hosts[b] == x]
+                # every pair of ranks up to the cap per receiving host; the first ones spread over senders/receivers
+                assert len(into) == min(NIC_FLOWS_PER_HOST, len(mine) * len(theirs))
+                first = into[: min(len(mine), len(theirs))]
+                assert len({a for a, _ in first}) == len(first) == len({b for _, b in first})
+            if len(mine) > 1 and len(names) > 2:
+                assert len({a for a, _ in plan}) > 1  # several senders
+
+
+def test_egress_plan_fills_the_fast_host_of_the_mixed_cluster():
+    """The issue's case: f1 (160 Mbit/s, 2 ranks) whose partners are slower (s1 25, m1 60). Its probe (to m1, the
+    fastest partner) is seen when its share of f1's NIC is below 95 % of m1's rate: the shaped rates decide it."""
+    plan = egress_plan(MIXED_HOSTS, "f1", "m1")
+    assert _payload(160) / len(plan) < 0.95 * _payload(60)
+    # from f1's first rank alone (the old fan-out) there were 2 flows: 80 Mbit/s each, more than m1 takes
+    assert _payload(160) / 2 > 0.95 * _payload(60)
+    assert egress_plan(MIXED_HOSTS, "f1", "m1", per_host=1) == [(0, 2), (0, 3)]
+
+
+FLOWLIST_DRIVER = textwrap.dedent(
+    """
+    import json
+    from mpi4py import MPI
+    from calibrate.ckernels import Kernels, KernelError
+
+    comm = MPI.COMM_WORLD
+    k = Kernels(comm)
+    big = 1 << 20
+    # two senders into rank 2, rank 1 both receiving and sending, rank 3 in a flow of 0 bytes, a repeated pair
+    flows = [(0, 2, big), (1, 2, big), (0, 1, 4096), (1, 0, 100), (3, 0, 0), (0, 2, 8)]
+    start, finish = k.flow_list(flows, 4, lead_us=500.0)
+    out = {"run": comm.gather([start.tolist(), finish.tolist()], root=0)}
+    start, finish = k.flow_list([(0, 1, big)], 2, lead_us=500.0)  # ranks 2 and 3 in no flow: start only
+    out["idle"] = comm.gather([start.tolist(), finish.tolist()], root=0)
+    errors = []
+    for bad in ([(0, 0, 8)], [(0, 4, 8)], [(-1, 1, 8)], [(0, 1, -8)], [(0, 1, 1 << 31)], []):
+        try:
+            k.flow_list(bad, 2)
+            errors.append(None)
+        except (ValueError, KernelError) as exc:
+            errors.append(str(exc))
+    out["errors"] = errors
+    start, finish = k.flow_list([(2, 3, 64)], 1)  # still usable after a refused list
+    out["after"] = len(start)
+    if comm.Get_rank() == 0:
+        print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.mpi
+@needs_mpi
+def test_flow_list_kernel_under_mpiexec(tmp_path):
+    script = tmp_path / "flowlist.py"
+    script.write_text(FLOWLIST_DRIVER)
+    proc = subprocess.run(
+        [MPIEXEC, "-n", "4", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr  # every received message was checked in C (a wrong byte raises)
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    run = res["run"]
+    for start, finish in run:
+        assert len(start) == len(finish) == 4 and all(f >= s for s, f in zip(start, finish, strict=True))
+    for i in range(4):  # rank 2's two MiB had to arrive after its senders started
+        assert run[2][1][i] > max(run[0][0][i], run[1][0][i])
+    assert len(res["idle"]) == 4 and res["after"] == 1
+    assert all("bad arguments" in e for e in res["errors"][:5]), res["errors"]
+    assert "at least one flow" in res["errors"][5]
