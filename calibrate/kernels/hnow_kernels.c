@@ -74,6 +74,22 @@ static inline void spin_us(double us) {
     if (us > 0.0) spin_until(now_ns() + (int64_t)(us * 1e3));
 }
 
+/* One repetition's common start (collective on comm): after the warm-up (rep -1), sleep idle_us first - sleep, not
+ * spin: the links' token buckets refill while the ranks idle - then a barrier, and root announces an instant lead_us
+ * ahead on the shared CLOCK_MONOTONIC; every rank spins until it and returns the clock value that ended the spin. */
+static int64_t rep_start(MPI_Comm comm, int root, int rank, int rep, double lead_us, double idle_us) {
+    if (idle_us > 0.0 && rep >= 0) {
+        long long ns = (long long)(idle_us * 1e3);
+        struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+        nanosleep(&ts, NULL);
+    }
+    MPI_Barrier(comm);
+    int64_t start = 0;
+    if (rank == root) start = now_ns() + (int64_t)(lead_us * 1e3);
+    MPI_Bcast(&start, 1, MPI_INT64_T, root, comm);
+    return spin_until(start);
+}
+
 /* ---------------------------------------------------------------------------------------------------------- */
 /* buffers                                                                                                    */
 
@@ -418,16 +434,7 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
         return rc;
     }
     for (int i = -1; i < reps; i++) {
-        if (idle_us > 0.0 && i >= 0) { /* sleep, not spin: the links' token buckets refill while the ranks idle */
-            long long ns = (long long)(idle_us * 1e3);
-            struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
-            nanosleep(&ts, NULL);
-        }
-        MPI_Barrier(comm);
-        int64_t start = 0;
-        if (rank == root) start = now_ns() + (int64_t)(lead_us * 1e3);
-        MPI_Bcast(&start, 1, MPI_INT64_T, root, comm);
-        int64_t t0 = spin_until(start);
+        int64_t t0 = rep_start(comm, root, rank, i, lead_us, idle_us);
         if (op == 0)
             MPI_Bcast(sb.p, (int)m, MPI_BYTE, root, comm);
         else if (op == 3) {
@@ -501,16 +508,7 @@ int hk_flows(int comm_f, int dir, int root, const long *sizes, double late_us, i
     rc = agree(comm, rc);
     int ready = rc == HK_OK; /* a failed count check below is remembered in rc; the repetitions go on */
     for (int i = -1; i < reps && ready; i++) {
-        if (idle_us > 0.0 && i >= 0) {
-            long long ns = (long long)(idle_us * 1e3);
-            struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
-            nanosleep(&ts, NULL);
-        }
-        MPI_Barrier(comm);
-        int64_t start = 0;
-        if (rank == root) start = now_ns() + (int64_t)(lead_us * 1e3);
-        MPI_Bcast(&start, 1, MPI_INT64_T, root, comm);
-        int64_t t0 = spin_until(start);
+        int64_t t0 = rep_start(comm, root, rank, i, lead_us, idle_us);
         int last = -1;
         for (int k = 1; k < size; k++)
             if (sizes[(root + k) % size] > 0) last = (root + k) % size;
@@ -608,16 +606,7 @@ int hk_flowlist(int comm_f, int nflows, const int *src, const int *dst, const lo
     rc = agree(comm, rc);
     int ready = rc == HK_OK; /* a failed count check below is remembered in rc; the repetitions go on */
     for (int i = -1; i < reps && ready; i++) {
-        if (idle_us > 0.0 && i >= 0) { /* sleep, not spin: the links' token buckets refill while the ranks idle */
-            long long ns = (long long)(idle_us * 1e3);
-            struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
-            nanosleep(&ts, NULL);
-        }
-        MPI_Barrier(comm);
-        int64_t start = 0;
-        if (rank == 0) start = now_ns() + (int64_t)(lead_us * 1e3);
-        MPI_Bcast(&start, 1, MPI_INT64_T, 0, comm);
-        int64_t t0 = spin_until(start);
+        int64_t t0 = rep_start(comm, 0, rank, i, lead_us, idle_us);
         for (int j = 0; j < n; j++) {
             int f = mine[j];
             if (j < nrecv)
