@@ -19,6 +19,7 @@ from typing import Any
 from .. import ompi_rules
 from .. import ops as _ops
 from ..errors import InputError
+from ..layout import Layout
 from ..params import Profile
 from ..sizes import format_size
 from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
@@ -178,7 +179,28 @@ def choose_ompi(
     layout, _ = export_layout(profile, layout)
     backend = OmpiBackend()
     chosen, notes = choose(backend, profile, layout, ops, sizes)
-    return backend.render(layout, chosen, notes)
+    return backend.render(layout, chosen, _han_notes(layout) + notes)
+
+
+def _han_notes(layout: Layout) -> list[str]:
+    """What coll/han does on ``layout`` (Open MPI 5.0.x, ``coll_han_bcast.c`` and its siblings: a communicator whose
+    nodes hold different numbers of ranks, or one rank each, is handed to the next component, coll/tuned).
+
+    >>> _han_notes(Layout(["f", "f", "s"], [0, 0, 1]))[0][:40]
+    'coll/han does not run on these ranks (th'
+    """
+    if layout.one_per_host or layout.n_hosts < 2:
+        return []
+    if len(set(layout.slots.tolist())) > 1:
+        return [
+            "coll/han does not run on these ranks (their hosts hold different numbers of ranks: it hands every call "
+            "to coll/tuned), so coll/tuned's fixed rules are Open MPI's default here"
+        ]
+    return [
+        "Open MPI's default on these ranks (the same number on every host) is coll/han, which the settings exclude "
+        "(coll ^han) so that the rules file applies: the defaults compared are coll/tuned's fixed rules, not han's "
+        "(native:han, pinned, is modelled; a han choice is not exported)"
+    ]
 
 
 def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
