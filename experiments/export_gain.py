@@ -308,7 +308,7 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
     job = Job(lib, spec_doc, spec_path, n, hosts, reps, lock, out, say)
     t0 = time.monotonic()
     with hm.cluster.using(str(spec_path)):
-        say(f"{lib.name}: calibrating on {n} hosts ({', '.join(hosts)}), layout auto")
+        say(f"{lib.name}: calibrating {n} ranks on hosts {', '.join(hosts)}, layout auto")
         with mpi_lock(lock):
             prof = hm.calibrate(
                 n,
