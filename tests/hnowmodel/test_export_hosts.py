@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 
 from hnowmodel import mpich, ops
-from hnowmodel.export import AlgorithmRequest, choose_mpich, choose_ompi, export, export_order, mpich_env_text
+from hnowmodel.export import (
+    AlgorithmRequest,
+    choose_mpich,
+    choose_ompi,
+    export,
+    export_order,
+    mpich_env_text,
+    ompi_env_text,
+)
+from hnowmodel.export.ompi import han_runs
 from hnowmodel.layout import Layout, parse_layout
 from hnowmodel.params import Profile
 from hnowmodel.search import host_block_order
@@ -164,14 +173,21 @@ def test_mpich_kept_ch4_composition_it_does_not_model_is_named():
 
 
 @pytest.mark.parametrize(
-    ("spec", "says"),
-    [("FF.S.MMM", "does not run"), ("FF.SS.MM", "is coll/han"), ("F.S.M", None)],
+    ("spec", "says", "han"),
+    [("FF.S.MMM", "does not run", False), ("FF.SS.MM", "is coll/han", True), ("F.S.M", None, False)],
 )
-def test_ompi_notes_what_coll_han_does_on_the_ranks(spec, says):
+def test_ompi_on_shared_hosts_says_what_coll_han_does_and_keeps_it_where_it_is_the_default(spec, says, han):
     prof = paper_shm_profile()
     types = {"F": "fast", "S": "slow", "M": "fast"}
     hosts = [i for i, part in enumerate(spec.split(".")) for _ in part]
     lay = Layout([types[c] for c in spec.replace(".", "")], hosts)
-    sel = choose_ompi(prof, lay, ops=["bcast"], sizes=[16384])
-    han = [x for x in sel.notes if "coll/han" in x]
-    assert (han[0] if han else None) is None if says is None else says in han[0]
+    assert han_runs(lay) is han
+    sel = choose_ompi(prof, lay, ops=["bcast", "gather"], sizes=[16384, 262144])
+    notes = [x for x in sel.notes if "coll/han" in x]
+    assert (notes[0] if notes else None) is None if says is None else says in notes[0]
+    env = ompi_env_text(sel, "/x/ompi-rules.conf")
+    if han:  # han's own settings are not modelled: nothing chosen against it, han left on
+        assert {(r.default, r.chosen, r.default_us) for r in sel.rows} == {("han", "han", None)}
+        assert not any(sel.entries.values()) and "OMPI_MCA_coll=" not in env
+    else:
+        assert all(r.default != "han" for r in sel.rows) and "export OMPI_MCA_coll=^han" in env
