@@ -90,7 +90,8 @@ class Library:
         """The tree of the algorithm the library runs by default for ``op`` at ``m`` bytes (the rank order is
         chosen for it); binomial where that algorithm is not modelled."""
         (row,) = self.choose(prof, ops=[op], sizes=[m]).rows
-        nat = next((a for a in ops.native_choices(op, self.name) if a.algorithm == row.default), None)
+        # native_algorithms: a default only the environment pins (MPICH's ch4 composition alpha on shared hosts)
+        nat = next((a for a in ops.native_algorithms(op, self.name) if a.algorithm == row.default), None)
         # a default that runs other trees at other sizes (Intel MPI's tuning file): the one at m bytes
         return (nat.tree_at(len(prof.layout), m) or nat.model_tree) if nat is not None else "binomial"
 
@@ -127,9 +128,15 @@ def _gain(base: float | None, new: float | None) -> float | None:
 
 
 def _spec_in_order(spec: Mapping[str, Any], name: str, hosts: list[str]) -> dict[str, Any]:
-    """The spec with its hosts in the order ``hosts`` (hydra fills hosts in spec order: the exported hostfile)."""
+    """The spec with its hosts in the order of ``hosts`` (each rank's host, in rank order: hydra fills each host's
+    slots in spec order, as the exported hostfile's ``host:SLOTS`` lines say). The exported orders keep each host's
+    ranks together (``hm.search.host_block_order``); an order that splits a host cannot be a spec."""
     by_name = {h["name"]: h for h in spec["hosts"]}
-    return {**spec, "name": name, "hosts": [by_name[h] for h in hosts]}
+    order = list(dict.fromkeys(hosts))
+    runs = [h for i, h in enumerate(hosts) if i == 0 or hosts[i - 1] != h]
+    if runs != order or any(hosts.count(h) != by_name[h].get("slots", 1) for h in order):
+        raise SystemExit(f"export_gain: the exported order {' '.join(hosts)} does not keep each host's ranks together")
+    return {**spec, "name": name, "hosts": [by_name[h] for h in order]}
 
 
 @dataclass(frozen=True)
@@ -301,7 +308,7 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
     job = Job(lib, spec_doc, spec_path, n, hosts, reps, lock, out, say)
     t0 = time.monotonic()
     with hm.cluster.using(str(spec_path)):
-        say(f"{lib.name}: calibrating on {n} hosts ({', '.join(hosts)}), layout auto")
+        say(f"{lib.name}: calibrating {n} ranks on hosts {', '.join(hosts)}, layout auto")
         with mpi_lock(lock):
             prof = hm.calibrate(
                 n,
@@ -312,7 +319,7 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
                 **job.launch,
             )
         t_cal = time.monotonic() - t0
-        lay = list(prof.layout)
+        lay = prof.host_layout  # the ranks' types and hosts (several ranks per host: the model takes the hosts)
         say(f"{lib.name}: calibrated in {t_cal:.0f} s; layout {','.join(lay)}")
         # --- exports: per operation and size, the rank order and in it the library's algorithm
         exports = {(op, m): _export_one(job, prof, lay, op, m) for op in ops.names() for m in sizes}
@@ -565,8 +572,12 @@ def main() -> None:
 
     body = [
         f"Reproduce with: `{command_line()}` (as root). Whole run {t_all:.0f} s. Cluster: "
-        + ", ".join(f"{h['name']} {h['egress_mbit']:g} Mbit/s" for h in spec_doc["hosts"])
-        + " (egress = ingress), one rank per host, rank 0 the root, in this host order unless said otherwise.",
+        + ", ".join(
+            f"{h['name']} {h['egress_mbit']:g} Mbit/s × {h.get('slots', 1)} rank{'s' if h.get('slots', 1) > 1 else ''}"
+            for h in spec_doc["hosts"]
+        )
+        + " (egress = ingress), rank 0 the root, the ranks filling each host's slots in this host order unless said "
+        "otherwise.",
         "",
     ]
     for name, res in results.items():

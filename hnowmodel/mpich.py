@@ -39,7 +39,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -83,12 +83,15 @@ _LEAF_PREFIXES = ("algorithm=", "composition=")
 @dataclass(frozen=True)
 class DefaultTable:
     """The main selection table of the MPICH library at ``path`` (``version`` from its build paths, '' if not
-    found); ``algorithms`` are the ``algorithm=…`` keys the library's parser knows."""
+    found); ``algorithms`` are the ``algorithm=…`` keys the library's parser knows; ``ch4`` is the ch4 device's
+    table (leaves ``composition=MPIDI_*``: which composition runs while the device's collectives are on, MPICH's
+    default; empty if the library has none)."""
 
     path: str
     version: str
     table: Mapping[str, Any]
     algorithms: frozenset[str]
+    ch4: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _is_elf(path: Path) -> bool:
@@ -179,14 +182,14 @@ def _leaves(node: Any) -> list[str]:
 @lru_cache(maxsize=4)
 def _read(path: str, mtime_ns: int, size: int) -> DefaultTable:
     data = Path(path).read_bytes()
-    mains = [
-        t for t in embedded_tables(data) if (lv := _leaves(t)) and all(k.startswith("algorithm=MPIR_") for k in lv)
-    ]
+    tables = embedded_tables(data)
+    mains = [t for t in tables if (lv := _leaves(t)) and all(k.startswith("algorithm=MPIR_") for k in lv)]
+    ch4 = next((t for t in tables if any(k.startswith("composition=") for k in _leaves(t))), {})
     if not mains:
         raise InputError(f"{path}: not an MPICH library with a collective selection table (MPICH 4.1 or later)")
     algorithms = frozenset(m.decode() for m in re.findall(rb"algorithm=MPIR_[A-Za-z0-9_]+(?=\0)", data))
     version = re.search(rb"/mpich-(\d+\.\d+(?:\.\d+)?[a-z0-9]*)/src/", data)
-    return DefaultTable(path, version.group(1).decode() if version else "", mains[0], algorithms)
+    return DefaultTable(path, version.group(1).decode() if version else "", mains[0], algorithms, ch4)
 
 
 def default_table(libmpi: str | os.PathLike | None = None) -> DefaultTable:

@@ -7,7 +7,8 @@ number; which node gets which rank decides its time. From a profile that records
 rank, host, type), it finds the rank order under which ``op`` over the native tree is predicted fastest
 (:func:`hnowmodel.search.rank_order`), in each launcher's terms:
 
-* ``hostfile`` — MPICH's hydra (``mpiexec -f hostfile``): one ``host:1`` line per rank, in the new rank order;
+* ``hostfile`` — MPICH's hydra (``mpiexec -f hostfile``): one ``host:1`` line per rank, in the new rank order
+  (one ``host:SLOTS`` line per host when ranks share hosts: the order then moves whole hosts);
 * ``rankfile`` — Open MPI (``mpirun --map-by rankfile:file=rankfile``): ``rank N=host slot=S``;
 * ``keys`` — JSON ``{"keys": [...]}``: ``MPI_Comm_split(comm, 0, keys[rank])`` reorders an already running job.
 

@@ -121,7 +121,11 @@ def export(
     layout, hosts = req.layout, None
     if ex is not None:
         types = [nd["type"] for nd in sorted(profile.nodes, key=lambda nd: nd.get("rank", 0))]
-        layout = [types[r] for r in ex.order.perm]
+        own = profile.host_layout
+        # the ranks in the exported order, keeping their hosts where the profile tells hosts apart
+        layout = (
+            own.take(ex.order.perm) if own is not None and not own.one_per_host else [types[r] for r in ex.order.perm]
+        )
         hosts = [ex.hosts[r] for r in ex.order.perm]
     op_list = ("bcast", "scatter", "gather") if req.ops is None else req.ops
     size_list = [size] if req.sizes is None else req.sizes

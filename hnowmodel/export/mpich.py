@@ -62,6 +62,13 @@ class MpichSelection:
         """The rows as a readable table: per op and size range, default and chosen algorithm, µs, gain %."""
         return table_rows(self.rows, {op for op, e in self.entries.items() if e})
 
+    @property
+    def device_collectives_off(self) -> bool:
+        """Whether the settings switch MPICH's device collectives off (``MPIR_CVAR_DEVICE_COLLECTIVES=none``, which
+        the file needs to apply): always on one rank per node (as before), and on a ``parent`` communicator only
+        when the file changes something (else the device's own default, composition alpha, keeps running)."""
+        return self.hierarchy != "parent" or any(self.entries.values())
+
 
 def _hierarchy(hosts: Sequence[str]) -> str:
     """What MPICH's ``comm_hierarchy`` sees for ranks on ``hosts``: ``flat`` (one rank per host), ``node`` (one
@@ -70,10 +77,26 @@ def _hierarchy(hosts: Sequence[str]) -> str:
     return "flat" if distinct == len(hosts) else "node" if distinct == 1 else "parent"
 
 
+#: The ch4 device's leaf of MPICH's default bcast on a node-aware communicator (its table, on a ``parent``
+#: communicator of fewer than 8 ranks, and below 12288 B beyond): composition alpha, modelled as ``composition:alpha``.
+_ALPHA_LEAF = {"composition=MPIDI_Bcast_intra_composition_alpha": {}}
+_ALPHA, _SMP = "composition:alpha", "smp"
+
+
+def _algorithm(op: str, name: str) -> _ops.NativeAlgorithm | None:
+    return next((a for a in _ops.native_algorithms(op, "MPICH") if a.algorithm == name), None)
+
+
 @dataclass(frozen=True)
 class MpichBackend:
     """MPICH for :func:`hnowmodel.export.choose.choose`: its default table (from ``libmpi``, read when first
-    needed) looked up as MPICH does for ranks whose nodes make ``hierarchy``; a leaf is ``{"algorithm=…": {…}}``."""
+    needed) looked up as MPICH does for ranks whose nodes make ``hierarchy``; a leaf is ``{"algorithm=…": {…}}``.
+
+    On a ``parent`` communicator (several nodes, some with several ranks) MPICH's default bcast is the ch4 device's
+    (its own table, :attr:`hnowmodel.mpich.DefaultTable.ch4`): composition alpha where that table says so, a
+    candidate too. A file can select only MPICH's own (``MPIR_*``) algorithms, which run with the device's
+    collectives off; there alpha's leaf is ``MPIR_Bcast_intra_smp``, the same two-level tree (leaders' binomial,
+    then each node's), so alpha's sizes keep their tree when the file changes others."""
 
     libmpi: str | Path | None = None
     hierarchy: str = "flat"
@@ -84,18 +107,32 @@ class MpichBackend:
         return table_io.default_table(self.libmpi)
 
     def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        return _ops.native_choices(op, "MPICH")
+        base = tuple(_ops.native_choices(op, "MPICH"))
+        alpha = _algorithm(op, _ALPHA)
+        return base + (alpha,) if self.hierarchy == "parent" and alpha is not None else base
 
     def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
         leaf = table_io.select(self.lib.table, op, comm_size=n, msg_bytes=size, hierarchy=self.hierarchy)
         if leaf is None:
             raise InputError(f"the MPICH default table selects nothing for {op} on {n} ranks at {size} B")
-        by_leaf = {json.dumps(c.selection, sort_keys=True): c for c in choices}
+        if self.hierarchy == "parent" and op == "bcast" and self.lib.ch4:
+            comp = table_io.select(self.lib.ch4, op, comm_size=n, msg_bytes=size, hierarchy="parent")
+            alpha = next((c for c in choices if c.algorithm == _ALPHA), None)
+            if comp == _ALPHA_LEAF and alpha is not None:
+                return Default(alpha, self.leaf(alpha), _ALPHA, _ALPHA)
+            if comp is not None:  # beta, gamma: not modelled (the file, with the device's collectives off, runs leaf)
+                name = "composition:" + next(iter(comp)).rpartition("_")[2]
+                return Default(None, leaf, name, f"{name} (ch4 device)")
+        by_leaf = {json.dumps(c.selection, sort_keys=True): c for c in choices if c.selection}
         nat = by_leaf.get(json.dumps(leaf, sort_keys=True))
         name = next(iter(leaf)).partition("=")[2]
         return Default(nat, leaf, name, name)
 
     def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+        if nat.algorithm == _ALPHA:  # with the file in force the device's collectives are off: MPIR's smp
+            smp = _algorithm("bcast", _SMP)
+            assert smp is not None
+            return dict(smp.selection)
         return dict(nat.selection)
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> MpichSelection:
@@ -114,10 +151,19 @@ class MpichBackend:
         table_io.check_table(table, self.lib.algorithms)
         rows = tuple(r for oc in chosen for r in oc.rows)
         for r in rows:  # read back: the file selects what was chosen, at every size asked for
+            if not entries.get(r.op):
+                continue  # the op is unchanged: the library's own default runs
             got = table_io.select(table, r.op, comm_size=n, msg_bytes=r.size_bytes, hierarchy=self.hierarchy)
-            want = next((c.selection for c in _ops.native_choices(r.op, "MPICH") if c.algorithm == r.chosen), None)
-            if want is not None and got != want:
+            nat = next((c for c in self.candidates(r.op) if c.algorithm == r.chosen), None)
+            if nat is not None and got != self.leaf(nat):
                 raise InputError(f"internal: the exported table selects {got} for {r.op} at {r.size_bytes} B")
+        if self.hierarchy == "parent" and any(entries.values()):
+            notes = [
+                *notes,
+                "the file applies with MPICH's device collectives off (MPIR_CVAR_DEVICE_COLLECTIVES=none): where "
+                "composition alpha is kept the file runs MPIR_Bcast_intra_smp, the same two-level tree; where "
+                "another ch4 composition (beta, gamma) is kept, MPICH's own table's algorithm runs instead",
+            ]
         variants = {oc.op: oc.variant for oc in chosen}
         lib, notes = self.lib, tuple(notes)
         return MpichSelection(lib.path, lib.version, layout, self.hierarchy, variants, rows, entries, table, notes)
@@ -142,6 +188,8 @@ def choose_mpich(
     notes: list[str] = []
     layout, own_hosts = export_layout(profile, layout)
     hosts = own_hosts if hosts is None else hosts
+    if hosts is None and not layout.one_per_host:  # a layout with its hosts
+        hosts = [str(h) for h in layout.hosts.tolist()]
     if hosts is None:
         notes.append("hosts unknown: one rank per node assumed (comm_hierarchy flat)")
         hierarchy = "flat"
@@ -157,8 +205,9 @@ def choose_mpich(
 def _run_line(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
     unset = " ".join(f"-u {v}" for v in _OVERRIDES)
     where = f" -f {hostfile}" if hostfile else ""
+    dev = "MPIR_CVAR_DEVICE_COLLECTIVES=none " if sel.device_collectives_off else ""
     return (
-        f"env {unset} MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path} MPIR_CVAR_DEVICE_COLLECTIVES=none "
+        f"env {unset} MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path} {dev}"
         f"mpiexec -n {len(sel.layout)}{where} ./app"
     )
 
@@ -166,17 +215,24 @@ def _run_line(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
 def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = None) -> str:
     """The settings that make MPICH run ``sel``'s file ``json_path``: a file ``sh`` can source, with the one-line
     form (``mpiexec -f hostfile`` when the ranks are to run in an exported order) and how to check it."""
+    device = (
+        "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset; without\n"
+        "# MPIR_CVAR_DEVICE_COLLECTIVES=none the ch4 device's own collectives run instead of the file's choice.\n"
+        if sel.device_collectives_off
+        else "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset. The file changes\n"
+        "# nothing here: the ch4 device's own collectives stay on (its bcast on ranks sharing nodes: composition\n"
+        "# alpha, predicted best).\n"
+    )
     return (
         f"# MPICH {sel.version or '?'} collective selection by hnow export ({len(sel.layout)} ranks; default table "
         f"from {sel.library}).\n"
         "# Each rank reads the file in MPI_Init: put it at this path on every host. Source this file, or run\n"
         f"#   {_run_line(sel, json_path, hostfile)}\n"
-        "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset; without\n"
-        "# MPIR_CVAR_DEVICE_COLLECTIVES=none the ch4 device's own collectives run instead of the file's choice.\n"
+        f"{device}"
         "# Check: MPIR_CVAR_DEBUG_SUMMARY=1 prints the file under 'collective selection' ('MPIR: <path>').\n"
         f"export MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path}\n"
-        "export MPIR_CVAR_DEVICE_COLLECTIVES=none\n"
-        f"unset {' '.join(_OVERRIDES)}\n"
+        + ("export MPIR_CVAR_DEVICE_COLLECTIVES=none\n" if sel.device_collectives_off else "")
+        + f"unset {' '.join(_OVERRIDES)}\n"
     )
 
 

@@ -19,11 +19,20 @@ from typing import Any
 from .. import ompi_rules
 from .. import ops as _ops
 from ..errors import InputError
+from ..layout import Layout
 from ..params import Profile
 from ..sizes import format_size
 from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
 
-__all__ = ["OMPI_RULES_FORMAT", "OmpiSelection", "OmpiBackend", "choose_ompi", "ompi_env_text", "ompi_files"]
+__all__ = [
+    "OMPI_RULES_FORMAT",
+    "OmpiSelection",
+    "OmpiBackend",
+    "choose_ompi",
+    "han_runs",
+    "ompi_env_text",
+    "ompi_files",
+]
 
 #: The rules-file format :func:`choose_ompi` writes: version 1 of Open MPI 5.0.x's text format (read by every 5.0.x;
 #: the version line and max_requests, which only alltoall reads, arrived in 5.0.7).
@@ -53,6 +62,9 @@ class OmpiSelection:
     rules: ompi_rules.Rules
     text: str
     notes: tuple[str, ...] = ()
+    #: Whether coll/han is Open MPI's default on these ranks (the same number on every host): then nothing is changed
+    #: and the settings leave han on (:func:`han_runs`).
+    han_default: bool = False
 
     @property
     def uses_knomial(self) -> bool:
@@ -125,14 +137,18 @@ def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpCh
 class OmpiBackend:
     """Open MPI for :func:`hnowmodel.export.choose.choose`: what its fixed rules run
     (:func:`hnowmodel.ompi_rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
-    :data:`hnowmodel.ompi_rules.FIXED` where the default is kept."""
+    :data:`hnowmodel.ompi_rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
+    default on these ranks (:func:`han_runs`), with its own settings, which hnow does not model: kept everywhere."""
 
     library: str = "Open MPI"
+    han_default: bool = False
 
     def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
         return [c for c in _ops.native_choices(op, "Open MPI") if c.rule]
 
     def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+        if self.han_default:
+            return Default(None, ompi_rules.FIXED, "han", "coll/han (with its own settings)")
         number = ompi_rules.default_algorithm(op, n, size)
         by_rule = {tuple(c.rule): c for c in choices}
         name = ompi_rules.algorithm_name(op, number)
@@ -156,7 +172,7 @@ class OmpiBackend:
         _read_back(text, rules, n, chosen, per_op)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
-        return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes))
+        return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default)
 
 
 def choose_ompi(
@@ -176,17 +192,50 @@ def choose_ompi(
     text is read back as Open MPI reads it: every size must run what was chosen, and everything else the
     default."""
     layout, _ = export_layout(profile, layout)
-    backend = OmpiBackend()
+    backend = OmpiBackend(han_default=han_runs(layout))
     chosen, notes = choose(backend, profile, layout, ops, sizes)
-    return backend.render(layout, chosen, notes)
+    return backend.render(layout, chosen, _han_notes(layout) + notes)
+
+
+def han_runs(layout: Layout) -> bool:
+    """Whether Open MPI 5.0.x's coll/han (priority 35, above tuned's 30) runs the job's collectives on ``layout``:
+    several hosts, several ranks on each, the same number on every one (``coll_han_bcast.c`` and its siblings hand
+    a communicator whose hosts hold different numbers of ranks, ``are_ppn_imbalanced``, to the next component,
+    coll/tuned). On one rank per host the exports keep excluding han (``coll ^han``), as before.
+
+    >>> han_runs(Layout(["f", "f", "s", "s"], [0, 0, 1, 1])), han_runs(Layout(["f", "f", "s"], [0, 0, 1]))
+    (True, False)
+    """
+    return not layout.one_per_host and layout.n_hosts > 1 and len(set(layout.slots.tolist())) == 1
+
+
+def _han_notes(layout: Layout) -> list[str]:
+    """What coll/han does on ``layout`` (:func:`han_runs`), as notes.
+
+    >>> _han_notes(Layout(["f", "f", "s"], [0, 0, 1]))[0][:40]
+    'coll/han does not run on these ranks (th'
+    """
+    if layout.one_per_host or layout.n_hosts < 2:
+        return []
+    if not han_runs(layout):
+        return [
+            "coll/han does not run on these ranks (their hosts hold different numbers of ranks: it hands every call "
+            "to coll/tuned), so coll/tuned's fixed rules are Open MPI's default here"
+        ]
+    return [
+        "Open MPI's default on these ranks (the same number on every host) is coll/han with its own settings (64 KiB "
+        "bcast segments, its level modules), which hnow does not model (it models han pinned: native:han): kept, "
+        "nothing changed, han left on"
+    ]
 
 
 def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
     env = {
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
         "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path,
-        "OMPI_MCA_coll": "^han",
     }
+    if not sel.han_default:  # han, where it is the default, is kept: the file then changes nothing
+        env["OMPI_MCA_coll"] = "^han"
     if sel.uses_knomial:
         env[_RADIX] = str(_ops.OMPI_KNOMIAL_RADIX)
     return env
@@ -210,7 +259,17 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         f"#   {_run_line(sel, rules_path, rankfile)}",
         "# OMPI_MCA_coll_tuned_<op>_algorithm (other than 0) beats the file, hence the unset; coll/han, which sits",
         "# above tuned, would run multi-node collectives as steps on sub-communicators of other sizes, where the",
-        "# file's rules do not apply: hence coll ^han (for the whole job: every collective then comes from tuned).",
+        *(
+            [
+                "# file's rules do not apply. Here coll/han is Open MPI's default (the same number of ranks on every",
+                "# host), which hnow does not model with its own settings: it is left on and the file changes nothing.",
+            ]
+            if sel.han_default
+            else [
+                "# file's rules do not apply: hence coll ^han (for the whole job: every collective then comes from",
+                "# tuned).",
+            ]
+        ),
     ]
     if sel.uses_knomial:
         lines.append(f"# The file's knomial bcast was chosen with radix {_ops.OMPI_KNOMIAL_RADIX}, an MCA parameter.")

@@ -6,22 +6,42 @@ time. From a profile that records where each rank ran (``nodes``: rank, host, ty
 rank order under which ``op`` over the native tree is predicted fastest (:func:`hnowmodel.search.rank_order`), in
 each launcher's terms:
 
-* ``hostfile`` - MPICH's hydra (``mpiexec -f hostfile``): one ``host:1`` line per rank, in the new rank order;
-* ``rankfile`` - Open MPI (``mpirun --map-by rankfile:file=rankfile``): ``rank N=host slot=S``;
+* ``hostfile`` - MPICH's hydra (``mpiexec -f hostfile``): ``host:K`` lines in the new rank order, K the ranks in a
+  row on that host (``host:1`` per rank with one rank per host);
+* ``rankfile`` - Open MPI (``mpirun --map-by rankfile:file=rankfile``): ``rank N=host slot=S``, S counting the ranks
+  of that host from 0;
 * ``keys`` - JSON ``{"keys": [...]}``: ``MPI_Comm_split(comm, 0, keys[rank])`` reorders an already running job.
+
+When ranks share hosts (a profile calibrated with its hosts told apart: :attr:`~hnowmodel.params.Profile.host_layout`),
+the order moves whole hosts (:func:`hnowmodel.search.host_block_order`): each host keeps its ranks, together and in
+their order, so the hostfile has one ``host:SLOTS`` line per host and the rankfile gives each host's ranks slots
+0..SLOTS-1 - what the launchers fill and what a cluster spec listing the hosts in that order runs.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from .. import ops as _ops
 from ..errors import InputError
 from ..params import Profile
-from ..search.rank_order import rank_order
+from ..search.rank_order import host_block_order, rank_order
 from .files import Export
 
 __all__ = ["export_order"]
+
+
+def _hostfile(hosts: list[str]) -> str:
+    """Hydra's hostfile for ranks on ``hosts`` in rank order: one ``host:K`` line per run of K ranks on one host.
+
+    >>> print(_hostfile(["a", "a", "b", "a"]), end="")
+    a:2
+    b:1
+    a:1
+    """
+    runs = [(h, len(list(g))) for h, g in itertools.groupby(hosts)]
+    return "".join(f"{h}:{k}\n" for h, k in runs)
 
 
 def export_order(
@@ -37,8 +57,12 @@ def export_order(
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InputError(f"--size must be a whole number of bytes >= 0, got {size!r}")
     hosts = tuple(str(n["host"]) for n in nodes)
-    nat = next((a for a in _ops.native_choices(op, library) if a.model_tree == tree), None)
-    order = rank_order(profile, [n["type"] for n in nodes], tree, op, size, native=nat)
+    nat = next((a for a in _ops.native_algorithms(op, library) if a.model_tree == tree), None)
+    lay = profile.host_layout
+    if lay is not None and not lay.one_per_host:
+        order = host_block_order(profile, lay, tree, op, size, native=nat)
+    else:
+        order = rank_order(profile, [n["type"] for n in nodes], tree, op, size, native=nat)
     new_hosts = [hosts[r] for r in order.perm]
     slot: dict[str, int] = {}
     rankfile = []
@@ -46,7 +70,7 @@ def export_order(
         rankfile.append(f"rank {i}={h} slot={slot.get(h, 0)}")
         slot[h] = slot.get(h, 0) + 1
     files = {
-        "hostfile": "".join(f"{h}:1\n" for h in new_hosts),
+        "hostfile": _hostfile(new_hosts),
         "rankfile": "\n".join(rankfile) + "\n",
         "keys": json.dumps({"keys": list(order.keys), "op": op, "size_bytes": size, "tree": tree}) + "\n",
     }

@@ -12,7 +12,7 @@ from .heuristics import ecef, fnf, improve, improve_under
 from .hosts import exact_hosts_bcast, host_candidates
 from .orders import best_sequential, best_sequential_order
 from .plan import PlanChoice, plan
-from .rank_order import RankOrder, rank_order
+from .rank_order import RankOrder, host_block_order, rank_order
 
 __all__ = [
     "BestTree",
@@ -29,6 +29,7 @@ __all__ = [
     "best_sequential",
     "best_sequential_order",
     "rank_order",
+    "host_block_order",
     "RankOrder",
     "plan",
     "PlanChoice",

@@ -10,6 +10,7 @@ evaluated at the size being optimised (profile regimes).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,15 +18,18 @@ import numpy as np
 
 from .. import ops as _ops
 from ..errors import LayoutError
-from ..layout import hosts_of, one_per_host
+from ..layout import Layout, hosts_of, one_per_host
 from ..ops import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
 
-__all__ = ["RankOrder", "rank_order", "SWAP_MAX_RANKS"]
+__all__ = ["RankOrder", "rank_order", "host_block_order", "SWAP_MAX_RANKS", "HOST_ORDERS_ALL_MAX"]
 
 #: Above this many ranks only the greedy assignment is made (said in :attr:`RankOrder.method`).
 SWAP_MAX_RANKS = 128
+#: Up to this many hosts :func:`host_block_order` tries every order of the hosts (6! = 720 predictions); above,
+#: pairwise swaps of hosts while the predicted time drops.
+HOST_ORDERS_ALL_MAX = 6
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,73 @@ def rank_order(
             break
     if cur >= baseline:
         perm, cur, method = np.arange(n), baseline, "identity (no order found that beats the current one)"
+    keys = np.empty(n, dtype=np.int64)
+    keys[perm] = np.arange(n)
+    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)
+
+
+def host_block_order(
+    profile: Profile,
+    layout: Layout,
+    tree: str = "binomial",
+    op: str = "bcast",
+    size: float = 0.0,
+    native: NativeAlgorithm | None = None,
+    variant: str | None = None,
+) -> RankOrder:
+    """The order of whole hosts minimising the predicted time of ``op`` over the tree spec ``tree`` (rebuilt for
+    each order: a node-aware tree depends on which ranks share a host), each host's ranks kept together and in
+    their order: what a hostfile with slots (``host:K``) or a rankfile fills. Every order of the hosts up to
+    :data:`HOST_ORDERS_ALL_MAX` hosts, else pairwise swaps of hosts from the current order. Never slower than the
+    current order (``arange(n)``); ``perm``, ``keys`` and times (µs) as :func:`rank_order`.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> import dataclasses
+    >>> from hnowmodel.params import Link, NodeType, ShmCosts
+    >>> p = paper_profile()
+    >>> shm = ShmCosts(NodeType("x", 2.0, 1e-4, 2.0, 1e-4), Link(0.5, 2e-4))
+    >>> p = dataclasses.replace(p, shm={t: shm for t in p.type_names})
+    >>> ro = host_block_order(p, Layout(["slow", "slow", "fast", "fast"], [0, 0, 1, 1]), "binomial", "bcast", 65536)
+    >>> ro.perm, ro.time_us <= ro.baseline_us
+    ((2, 3, 0, 1), True)
+    """
+    n = len(layout)
+    var = _ops.variant_of(op, variant, profile)
+    schedule = None if native is None else native.schedule
+    model = profile.at(size) if _ops.get(op).movement.one_message else profile
+    blocks = [np.flatnonzero(layout.hosts == h) for h in range(layout.n_hosts)]
+
+    def cost(order: Sequence[int]) -> float:
+        perm = np.concatenate([blocks[h] for h in order])
+        lay = layout.take(perm)
+        t = make_tree(tree, n, layout=lay, profile=profile)
+        return float(var.predict(op, model, lay, t, [size], schedule)[0])
+
+    ident = tuple(range(layout.n_hosts))
+    baseline = cost(ident)
+    best, cur = ident, baseline
+    if layout.n_hosts <= HOST_ORDERS_ALL_MAX:
+        method = f"every order of the {layout.n_hosts} hosts (each host's ranks together)"
+        for order in itertools.permutations(ident):
+            c = cost(order)
+            if c < cur - 1e-9:
+                best, cur = order, c
+    else:
+        method = "pairwise swaps of hosts (each host's ranks together)"
+        order_l = list(ident)
+        improved = True
+        while improved:
+            improved = False
+            for i, j in itertools.combinations(range(len(order_l)), 2):
+                order_l[i], order_l[j] = order_l[j], order_l[i]
+                c = cost(order_l)
+                if c < cur - 1e-9:
+                    best, cur, improved = tuple(order_l), c, True
+                else:
+                    order_l[i], order_l[j] = order_l[j], order_l[i]
+    if best == ident:
+        method = "identity (no order of the hosts beats the current one)"
+    perm = np.concatenate([blocks[h] for h in best])
     keys = np.empty(n, dtype=np.int64)
     keys[perm] = np.arange(n)
     return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)

@@ -153,3 +153,22 @@ def test_hosts_accuracy_measures_coll_han_only_where_it_runs():
         assert ha._applies("native", op, "Open MPI", mixed, sizes)
     assert not ha._applies("native:smp", "bcast", "Open MPI", even, sizes)
     assert ha._applies("native:smp", "bcast", "MPICH", mixed, sizes)
+
+
+def test_export_gain_runs_an_exported_order_of_whole_hosts_as_a_spec():
+    """experiments/export_gain.py measures an exported order on a copy of the cluster with its hosts in that order
+    (each host's slots filled in turn): the order of whole hosts becomes that spec; an order splitting a host is
+    refused, since no spec can run it."""
+    sys.path.insert(0, str(EXPERIMENTS))
+    try:
+        import export_gain
+    finally:
+        sys.path.remove(str(EXPERIMENTS))
+    spec = {
+        "name": "x",
+        "hosts": [{"name": "f1", "slots": 2}, {"name": "s1", "slots": 1}, {"name": "m1", "slots": 3}],
+    }
+    got = export_gain._spec_in_order(spec, "y", ["m1", "m1", "m1", "s1", "f1", "f1"])
+    assert got["name"] == "y" and [h["name"] for h in got["hosts"]] == ["m1", "s1", "f1"]
+    with pytest.raises(SystemExit):
+        export_gain._spec_in_order(spec, "y", ["m1", "f1", "m1", "m1", "s1", "f1"])
