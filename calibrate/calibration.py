@@ -41,7 +41,6 @@ import numpy as np
 from hnowmodel.errors import InputError
 from hnowmodel.layout import parse_layout
 from hnowmodel.options import parse_assignments
-from hnowmodel.params import PROFILE_SCHEMA_V3
 from hnowmodel.sizes import parse_sizes
 
 from .checks import native_rows, net_self_check, reference_rows, self_check
@@ -524,7 +523,7 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
     if rt.rank != 0:
         return None
     with rt.step("fit"):
-        doc = fit_network_profile(raw, layout, hosts, plan.pairs, plan.roles)
+        doc = fit_network_profile(raw, layout, hosts, plan.pairs, plan.roles, hosts_section)
         prov = doc["provenance"]
         prov["self_check"] = net_self_check(doc, raw, plan.pairs, layout)
         prov["reference_pingpong"] = []
@@ -532,8 +531,6 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
         _describe_run(prov, {"kind": "C", **pk.world.info()}, hosts, "network")
         prov["layout"] = {"given": prepared["layout"] is not None, **({"auto": auto_info} if auto_info else {})}
         if hosts_section:
-            doc["schema"] = PROFILE_SCHEMA_V3
-            doc["hosts"] = hosts_section
             prov["hosts"] = hosts_prov
         prov["wall_s"] = round(time.monotonic() - t_start, 2)
         _interleaved_natives(doc, raw, raw["native_lead_us"], plan.rounds, prepared)

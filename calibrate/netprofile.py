@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.params import PROFILE_SCHEMA_V3
 from hnowmodel.units import FRAMING
 
 from .fit import fit_line
@@ -30,9 +31,11 @@ def fit_network_profile(
     hosts: Sequence[str],
     pairs: Sequence[tuple[int, int]],
     roles: dict[str, tuple[int, int]],
+    hosts_section: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``hnowmodel.profile/2`` document of a network calibration (the raw medians of
-    :func:`calibrate.network.run_network`).
+    :func:`calibrate.network.run_network`); ``hnowmodel.profile/3`` with ``hosts_section`` (the hosts' shared-memory
+    and NIC terms, :mod:`calibrate.hosts`), which is in place before ``queued_bytes`` is fitted through the model.
 
     Regimes: split where the protocol test (:func:`calibrate.sendmodes.network_protocol`) found that ``MPI_Send``
     starts to wait for the receiver (``waits_from_bytes``) and where it starts to wait for the posted receive
@@ -76,6 +79,9 @@ def fit_network_profile(
     doc = profile_document(
         types_doc, network, links, layout, hosts, prov, extensions={"network": net_ext}, protocol=protocol
     )
+    if hosts_section:
+        doc["schema"] = PROFILE_SCHEMA_V3
+        doc["hosts"] = hosts_section
     queued = fit_queued_bytes(raw, doc)  # the one term fitted through the model, with everything else in place
     doc["provenance"]["queued_bytes"] = queued
     if queued["bytes"] is not None:

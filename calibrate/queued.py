@@ -45,7 +45,9 @@ def fit_queued_bytes(raw: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {"bytes": None, "points": [], "how": _HOW}
     if not ms:
         return out
-    layout = [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
+    # the layout with its hosts when the document has host terms (ranks sharing a host share its NIC and talk
+    # through shared memory: without them the term would absorb what the hosts cost)
+    layout = Profile.from_dict(doc).host_layout
     tree = sequential(len(layout), 0)
 
     def predicted(q: float) -> np.ndarray:

@@ -433,3 +433,26 @@ def test_queued_bytes_are_fitted_to_the_fan_out():
     assert any("queued bytes per connection not determined" in line for line in fit_report(Profile.from_dict(doc2)))
     again = netprofile.raw_from_profile(doc2)  # the fan-out is kept in the raw rounds for a refit
     assert again["rounds"][0]["Q"] == {"0": {16384: float(made2[0]), 32768: float(made2[1])}}
+
+
+def test_queued_bytes_are_fitted_with_the_hosts_in_place():
+    # two ranks of one host (the fast f1 runs ranks 0 and 4, with its shared-memory and NIC terms): a fan-out made
+    # by the model with the hosts and 3000 queued bytes is fitted back with them (the fit once took a plain layout,
+    # one rank per host, and the term absorbed what the shared host costs: 16-26 kB on the demo's clusters)
+    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
+    del doc["extensions"]["network"]["queued_bytes"]
+    doc["nodes"][4]["host"] = "f1"
+    shm = {"upto_bytes": None, "Sc_us": 1.0, "Sm_us_per_byte": 1e-4, "Rc_us": 1.0, "Rm_us_per_byte": 1e-4}
+    doc["schema"] = "hnowmodel.profile/3"
+    doc["hosts"] = {
+        "shm": {"fast": {"regimes": [{**shm, "Xc_us": 0.5, "Xm_us_per_byte": 1e-4}]}},
+        "nic": {t: {"egress_bytes_per_us": 18.0, "ingress_bytes_per_us": 18.0} for t in ("fast", "medium", "slow")},
+    }
+    prof = Profile.from_dict(doc)
+    assert prof.host_layout.n_hosts == 5
+    with_q = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": 3000.0}}}
+    made = hm.ops.predict(
+        "bcast", Profile.from_dict(with_q), prof.host_layout, hm.trees.sequential(6), [16384, 32768], variant="flow-rr"
+    )
+    raw = {"rounds": [{"Q": {"0": {16384: float(made[0]), 32768: float(made[1])}}}]}
+    assert fit_queued_bytes(raw, doc)["bytes"] == pytest.approx(3000.0, abs=2.0)
