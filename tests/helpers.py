@@ -88,6 +88,24 @@ def run_mpi_module(np: int, *args: str, timeout: float = 120) -> subprocess.Comp
         )
 
 
+def run_mpi_script(script: Path, text: str, np: int, env: dict | None = None, timeout: float = 120):
+    """Write ``text`` to ``script`` and run ``mpiexec -n NP python SCRIPT`` with the MPI library's own ``mpiexec``
+    (holding the machine's MPI lock); the completed process."""
+    from calibrate import ckernels
+    from hnowmodel.jobs import mpi_lock
+
+    script.write_text(text)
+    with mpi_lock():
+        return subprocess.run(
+            [ckernels._mpiexec(), "-n", str(np), sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=dict(os.environ) if env is None else env,
+        )
+
+
 # --- trees and profiles --------------------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from calibrate import ckernels
+from tests.helpers import run_mpi_script
 
 CC = ckernels.compiler()
 MPIEXEC = ckernels._mpiexec()
@@ -172,17 +173,8 @@ DRIVER = textwrap.dedent(
 @pytest.mark.mpi
 @needs_mpi
 def test_kernels_under_mpiexec(cache_home, tmp_path):
-    script = tmp_path / "driver.py"
-    script.write_text(DRIVER)
     env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
-    proc = subprocess.run(
-        [MPIEXEC, "-n", "2", sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    proc = run_mpi_script(tmp_path / "driver.py", DRIVER, 2, env=env)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["info"]["library_path"].startswith(str(cache_home))
@@ -287,17 +279,8 @@ ODD_SIZES_DRIVER = textwrap.dedent(
 @pytest.mark.mpi
 @needs_mpi
 def test_odd_sizes_copy_and_late_receive(cache_home, tmp_path):
-    script = tmp_path / "odd.py"
-    script.write_text(ODD_SIZES_DRIVER)
     env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
-    proc = subprocess.run(
-        [MPIEXEC, "-n", "2", sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
+    proc = run_mpi_script(tmp_path / "odd.py", ODD_SIZES_DRIVER, 2, env=env)
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert 0 < res["copy"][0] < res["copy"][1]  # copying 1 MiB takes longer than 8 B

@@ -6,9 +6,6 @@ fan-out's plan (which ranks send to whom). Behaviour only, never timing."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -18,6 +15,7 @@ from calibrate import ckernels
 from calibrate.hosts import NIC_FLOWS_PER_HOST, egress_plan, nic_auto_layout, nic_by_type, shm_entry, shm_pairs
 from hnowmodel.params import Profile
 from hnowmodel.units import FRAMING
+from tests.helpers import run_mpi_script
 
 MPIEXEC = ckernels._mpiexec()
 needs_mpi = pytest.mark.skipif(
@@ -147,16 +145,7 @@ FLOWS_DRIVER = textwrap.dedent(
 @pytest.mark.mpi
 @needs_mpi
 def test_flows_kernel_under_mpiexec(tmp_path):
-    script = tmp_path / "flows.py"
-    script.write_text(FLOWS_DRIVER)
-    proc = subprocess.run(
-        [MPIEXEC, "-n", "3", sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=dict(os.environ),
-    )
+    proc = run_mpi_script(tmp_path / "flows.py", FLOWS_DRIVER, 3)
     assert proc.returncode == 0, proc.stderr  # the payloads were checked in C (a wrong byte raises)
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     for direction in ("out", "in"):
@@ -251,16 +240,7 @@ FLOWLIST_DRIVER = textwrap.dedent(
 @pytest.mark.mpi
 @needs_mpi
 def test_flow_list_kernel_under_mpiexec(tmp_path):
-    script = tmp_path / "flowlist.py"
-    script.write_text(FLOWLIST_DRIVER)
-    proc = subprocess.run(
-        [MPIEXEC, "-n", "4", sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-        env=dict(os.environ),
-    )
+    proc = run_mpi_script(tmp_path / "flowlist.py", FLOWLIST_DRIVER, 4)
     assert proc.returncode == 0, proc.stderr  # every received message was checked in C (a wrong byte raises)
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     run = res["run"]
