@@ -283,16 +283,18 @@ def downward_queued(
     heap = [(float(post[tree.root]), tree.root)]
     seq = 0
 
-    def received(c: int, s: int, b: float, start: float, end: float, delivered: float, shm: bool) -> float:
+    def received(c: int, s: int, b: float, start: float, end: float, delivered: float) -> float:
         # c holds its message at done[c]; pipelined, its first segment is in (and c starts passing it on) after the
-        # segment's share of the transfer, and its last segment cannot leave before its sender held it
+        # segment's share of the transfer, and its last segment cannot leave before its sender held it (latency is
+        # 0 between two ranks of one host: their whole transfer is the shared-memory one)
         if seg > 0 and b > seg:
+            shm = cost.same_host(s, c)
             hold = float(done[s]) + (cost.shm_transfer(s, seg) if shm else seg / cost.pair_rate(s, c, seg))
-            delivered = max(delivered, hold + (0.0 if shm else cost.latency(s, c, seg)))
+            delivered = max(delivered, hold + cost.latency(s, c, seg))
         done[c] = delivered + cost.recv(c, b, s)
         post[c] = done[c]
         if seg > 0 and b > seg and len(tree.children[c]):
-            first = start + (end - start) * seg / b + (0.0 if shm else cost.latency(s, c, seg))
+            first = start + (end - start) * seg / b + cost.latency(s, c, seg)
             post[c] = min(post[c], first + cost.recv(c, seg, s))
         heapq.heappush(heap, (float(post[c]), c))
         return delivered
@@ -310,7 +312,7 @@ def downward_queued(
         for c, b, a in zip(kids, sizes, arrive, strict=True):
             if cost.same_host(p, c):
                 end = a + cost.shm_transfer(p, b)
-                end = received(c, p, b, a, end, end, True)
+                end = received(c, p, b, a, end, end)
                 records[c] = FlowRecord(p, c, b, a, end, end, False)
             else:
                 queues.setdefault(h, []).append((a, seq, p, c, b))
@@ -336,7 +338,7 @@ def downward_queued(
                 if final[c]:
                     continue
                 start, lat = float(curve[0][0]), cost.latency(s, c, b)
-                delivered = received(c, s, b, start, last[c], last[c] + lat, False)
+                delivered = received(c, s, b, start, last[c], last[c] + lat)
                 end = last[c] if delivered == last[c] + lat else delivered - lat
                 records[c] = FlowRecord(s, c, b, start, end, delivered, False)
         if p == tree.root and root_copy:
