@@ -44,7 +44,16 @@ from hnowmodel.options import parse_assignments
 from hnowmodel.sizes import parse_sizes
 
 from .checks import native_rows, net_self_check, reference_rows, self_check
-from .hosts import host_pair_costs, measure_nics, measure_shm, nic_auto_layout, nic_by_type, shm_pairs
+from .hosts import (
+    cpu_split,
+    host_pair_costs,
+    measure_cpus,
+    measure_nics,
+    measure_shm,
+    nic_auto_layout,
+    nic_by_type,
+    shm_pairs,
+)
 from .info import version_text
 from .microbenchmarks import Sampling, measure
 from .netprofile import fit_network_profile
@@ -52,6 +61,7 @@ from .network import NetworkRun, net_grid, plan_network, run_network
 from .pairkernels import PairKernels
 from .paperfit import fit_paper_profile
 from .protocol import (
+    CPU_PROBE_BYTES,
     DEFAULT_GAP_US,
     NET_BUDGET_QUICK_US,
     NET_BUDGET_US,
@@ -461,10 +471,16 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[
     auto_info = None
     if layout is None:
         layout, auto_info = nic_auto_layout(pc, nics, hosts)
+        cpus = measure_cpus(pk, rt, hosts)
+        layout, auto_info["cpu"] = cpu_split(layout, hosts, cpus)
+        rt.progress(
+            f"hosts: CPU (memcpy of {CPU_PROBE_BYTES >> 20} MiB) "
+            + ", ".join(f"{h} {v['copy_us'] / 1000:.2f} ms" for h, v in cpus.items())
+        )
         rt.progress(
             "auto layout: "
             + ", ".join(f"{h} {t}" for h, t in dict(zip(hosts, layout, strict=True)).items())
-            + " (grouped by NIC)"
+            + (" (grouped by NIC, then CPU)" if auto_info["cpu"]["groups"] else " (grouped by NIC)")
         )
     layout = tuple(layout)
     pairs, roles = plan_network(layout, hosts)

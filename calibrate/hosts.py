@@ -17,6 +17,8 @@ cost, on several hosts with the C kernels.
   nothing: its own NIC limits them). A measurement that did not hold the flows
   back is a lower bound (``seen`` false); the pairwise rates are lower bounds too;
 * :func:`nic_auto_layout` - ``--layout auto`` on several hosts: hosts grouped by their NICs;
+* :func:`measure_cpus`, :func:`cpu_split` - then each NIC group split by the hosts' CPUs (a ``memcpy`` of
+  :data:`~calibrate.protocol.CPU_PROBE_BYTES` timed on each host's first rank alone);
 * :func:`nic_by_type` - one NIC per node type (the median of its hosts'; a direction no flow could fill is taken
   equal to the other direction when that one was seen and is larger: NICs are full duplex, the same both ways);
 * :func:`shm_pairs`, :func:`measure_shm` - per node type with a host of at least two ranks, the shared-memory
@@ -35,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from .pairkernels import PairKernels
-from .protocol import GROUP_TOLERANCE, PAIR_BYSTANDER_SLEEP_S, refill_gap_us
+from .protocol import CPU_PROBE_BYTES, CPU_TOLERANCE, GROUP_TOLERANCE, PAIR_BYSTANDER_SLEEP_S, refill_gap_us
+from .stats import median_ci
 from .transport import sleep_wait
 
 __all__ = [
@@ -48,6 +51,8 @@ __all__ = [
     "measure_nics",
     "nic_by_type",
     "nic_auto_layout",
+    "measure_cpus",
+    "cpu_split",
     "shm_pairs",
     "measure_shm",
     "shm_entry",
@@ -368,6 +373,71 @@ def nic_auto_layout(
         "groups": {label[g]: members for g, members in enumerate(groups)},
     }
     return tuple(host_type[h] for h in hosts), info
+
+
+#: Repetitions of the CPU probe per host.
+CPU_PROBE_REPS = 9
+
+
+def measure_cpus(pk: PairKernels, rt: Any, hosts: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each host's CPU: its first rank's ``memcpy`` of :data:`~calibrate.protocol.CPU_PROBE_BYTES` between two
+    buffers (median µs over :data:`CPU_PROBE_REPS`, and the median's 95 % CI), timed while every other rank
+    sleeps; ``{host: {"copy_us", "ci_us", "bytes"}}`` on every rank."""
+    first: dict[str, int] = {}
+    for r, h in enumerate(hosts):
+        first.setdefault(h, r)
+
+    def probe(_sub: Any) -> dict[str, Any]:
+        t = pk.world.copy(CPU_PROBE_BYTES, CPU_PROBE_REPS, ring=2 * CPU_PROBE_BYTES)
+        lo, hi = median_ci(list(t))
+        return {"copy_us": float(np.median(t)), "ci_us": [float(lo), float(hi)], "bytes": CPU_PROBE_BYTES}
+
+    with rt.step("host CPUs"):
+        return {h: group_call(pk, [r], probe) for h, r in first.items()}
+
+
+def cpu_split(
+    layout: Sequence[str], hosts: Sequence[str], cpus: dict[str, dict[str, Any]]
+) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The NIC groups of ``layout`` split by the hosts' CPUs (:func:`measure_cpus`): within a group, hosts sorted
+    by their probe, fastest first, a new CPU group starts where a host's probe is more than
+    :data:`~calibrate.protocol.CPU_TOLERANCE` slower than the first of the current CPU group and beyond both
+    medians' confidence intervals. A group that splits becomes ``<group>-cpu1``, ``<group>-cpu2``… (fastest CPU
+    first); one that does not keeps its name. Returns the layout and what was measured.
+
+    >>> cpu = lambda us: {"copy_us": us, "ci_us": [0.98 * us, 1.02 * us], "bytes": 8 << 20}
+    >>> cpu_split(["fast", "fast", "slow", "slow"], ["a", "b", "c", "d"],
+    ...           {"a": cpu(900.0), "b": cpu(3600.0), "c": cpu(950.0), "d": cpu(1000.0)})[0]
+    ('fast-cpu1', 'fast-cpu2', 'slow', 'slow')
+    """
+    host_type = dict(zip(hosts, layout, strict=True))
+    new: dict[str, str] = {}
+    groups: dict[str, list[list[str]]] = {}
+    for t in dict.fromkeys(layout):
+        members = sorted((h for h in dict.fromkeys(hosts) if host_type[h] == t), key=lambda h: cpus[h]["copy_us"])
+        split: list[list[str]] = []
+        for h in members:
+            if split:
+                f = split[-1][0]
+                a, b = cpus[f], cpus[h]
+                gap = b["copy_us"] - a["copy_us"]
+                half = (a["ci_us"][1] - a["ci_us"][0] + b["ci_us"][1] - b["ci_us"][0]) / 2
+                if gap <= CPU_TOLERANCE * a["copy_us"] or gap <= half:
+                    split[-1].append(h)
+                    continue
+            split.append([h])
+        groups[t] = split
+        for k, g in enumerate(split):
+            for h in g:
+                new[h] = t if len(split) == 1 else f"{t}-cpu{k + 1}"
+    info = {
+        "method": f"each host's first rank alone: memcpy of {CPU_PROBE_BYTES} B (median µs); within a NIC group a "
+        f"new CPU group where a host is more than {100 * CPU_TOLERANCE:g} % slower than the group's first and "
+        "beyond both confidence intervals",
+        "copy_us": {h: v["copy_us"] for h, v in cpus.items()},
+        "groups": {t: g for t, g in groups.items() if len(g) > 1},
+    }
+    return tuple(new[h] for h in hosts), info
 
 
 def shm_pairs(layout: Sequence[str], hosts: Sequence[str]) -> dict[str, tuple[int, int]]:

@@ -28,6 +28,8 @@ __all__ = [
     "NET_MAX_SIZE",
     "MIN_BURST_BYTES",
     "GROUP_TOLERANCE",
+    "CPU_TOLERANCE",
+    "CPU_PROBE_BYTES",
     "RESTED_SEND_MAX_BYTES",
     "FANOUT_SIZES",
     "QUEUED_MAX_BYTES",
@@ -80,6 +82,13 @@ NET_MAX_SIZE = 1 << 20
 MIN_BURST_BYTES = 512
 #: Two hosts' per-byte costs agree (same group) when they differ by at most this fraction, or within their CIs.
 GROUP_TOLERANCE = 0.05
+#: Two hosts of one NIC group have the same CPU when the slower one's probe takes at most this fraction longer than
+#: the faster one's, or the gap is within both medians' confidence intervals (as ranks on one host,
+#: :func:`calibrate.calibration.auto_layout`).
+CPU_TOLERANCE = 0.25
+#: Bytes of the CPU probe's ``memcpy`` (:func:`calibrate.hosts.measure_cpus`): several ms of work for one core, so
+#: longer than a CFS period (a host whose CPU share is a quota is slowed evenly) and out of the caches.
+CPU_PROBE_BYTES = 32 << 20
 #: The rested send (:meth:`calibrate.ckernels.Kernels.rested_send`) is timed up to this size (bytes): what it
 #: adds to ``S`` comes from the token bucket's burst (a few KiB), the same from a few KiB on.
 RESTED_SEND_MAX_BYTES = 65536

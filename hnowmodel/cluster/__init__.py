@@ -39,6 +39,7 @@ from pathlib import Path
 from ..errors import HnowError, InputError
 from . import netns
 from . import slurm as _sl
+from .cpu import cgroup_leftovers, cgroup_path, make_cgroup, remove_cgroup
 from .netns import require
 from .slurm import ensure_installed, slurm_env
 from .spec import (
@@ -173,6 +174,7 @@ def _plan(spec: ClusterSpec, subnet: ipaddress.IPv4Network, wrapper: Path) -> Cl
             egress_mbit=h.egress_mbit,
             ingress_mbit=h.ingress_mbit,
             slots=h.slots,
+            cgroup=None if h.cpu_share is None else cgroup_path(_netns_name(spec.name, h.name)),
         )
         for i, h in enumerate(spec.hosts)
     )
@@ -271,13 +273,20 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
 def _build(st: ClusterState, t: Mapping[str, str]) -> None:
     wrapper = Path(st.wrapper)
     text = wrapper_script(
-        st.name, [(h.name, h.address, h.namespace) for h in st.hosts], t["ip"], t["unshare"], t["hostname"]
+        st.name,
+        [(h.name, h.address, h.namespace, h.cgroup or "") for h in st.hosts],
+        t["ip"],
+        t["unshare"],
+        t["hostname"],
     )
     tmp = wrapper.with_name(f".{wrapper.name}.tmp")
     tmp.write_text(text)
     os.chmod(tmp, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
     os.replace(tmp, wrapper)
     netns.run([t["ip"], "-batch", "-"], _root_batch(st), what=f"creating cluster {st.name!r} (ip -batch)")
+    for h in st.hosts:
+        if h.cgroup is not None:
+            make_cgroup(h.cgroup, float(st.spec.host(h.name).cpu_share or 1.0))
     procs: list[tuple[str, subprocess.Popen]] = []
     try:
         ingress = "".join(_tbf(h.veth, h.ingress_mbit, st.shaping) + "\n" for h in st.hosts)
@@ -293,6 +302,7 @@ def _missing(st: ClusterState) -> tuple[str, ...]:
     out = [f"namespace {n}" for n in st.namespaces if n not in have_ns]
     out += [f"link {n}" for n in st.links if n not in have_links]
     out += [f"file {f}" for f in st.files if not os.path.exists(f)]
+    out += [f"cgroup {h.cgroup}" for h in st.hosts if h.cgroup and not os.path.isdir(h.cgroup)]
     out += _sl.problems(st)
     return tuple(out)
 
@@ -407,6 +417,10 @@ def _teardown(st: ClusterState | None, t: Mapping[str, str], name: str | None = 
     # (slurmctld, munged: recorded, or found by their marker), all read before any is killed; stopped together,
     # returning when every one has exited and been reaped; then the Slurm folder
     killed = set(_sl.stop(st, name, extra_pids=_namespace_pids(namespaces)))
+    # the hosts' cpu cgroups, empty now that their processes have exited
+    cgroups = {h.cgroup for h in st.hosts if h.cgroup} if st else set()
+    cgroups |= set(cgroup_leftovers(f"{NETNS_PREFIX}{name}-"))
+    stuck = [c for c in sorted(cgroups) if not remove_cgroup(c)]
     # Deleting the root-side veth removes its peer too, even if a process still holds the namespace.
     lines = [f"link del {n}" for n in links if n != _bridge_name(name)]
     lines += [f"link del {n}" for n in links if n == _bridge_name(name)]
@@ -417,7 +431,7 @@ def _teardown(st: ClusterState | None, t: Mapping[str, str], name: str | None = 
         )
     left_ns, left_links = _leftovers(name)
     left = [n for n in namespaces if n in netns.existing_namespaces()] + left_ns
-    left += [n for n in links if n in netns.existing_links()] + left_links
+    left += [n for n in links if n in netns.existing_links()] + left_links + stuck
     if left:
         raise HnowError(f"cluster {name!r}: could not remove {', '.join(sorted(set(left)))}")
     for f in st.files if st else ():

@@ -1,4 +1,5 @@
-"""The cluster spec (``hnowmodel.cluster/1``): which virtual hosts, their shaped line rates and MPI slots.
+"""The cluster spec (``hnowmodel.cluster/1``): which virtual hosts, their shaped line rates, MPI slots and (optional)
+CPU share.
 
 A spec only says what to build; nothing in it is ever read by calibration. Names become network-namespace,
 interface and host names, so they are restricted: a cluster name is ``[a-z0-9]`` (no hyphen, so that
@@ -59,26 +60,34 @@ _IFNAMSIZ = 15
 _CLUSTER_RE = re.compile(r"^[a-z0-9]+$")
 _HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _TOP_KEYS = ("schema", "name", "hosts")
-_HOST_KEYS = ("name", "egress_mbit", "ingress_mbit", "slots")
+_HOST_KEYS = ("name", "egress_mbit", "ingress_mbit", "slots", "cpu_share")
+#: Smallest CPU share a host may have (a fraction of one core).
+MIN_CPU_SHARE = 0.05
 
 
 @dataclass(frozen=True)
 class HostSpec:
     """One virtual host: its name, the shaped line rates of its link in Mbit/s (egress: what it sends;
-    ingress: what it receives) and how many MPI ranks it runs (``slots``)."""
+    ingress: what it receives), how many MPI ranks it runs (``slots``) and ``cpu_share``: None (the default) for
+    the machine's full CPU, else the fraction of one core its ranks get together (a CFS quota of a ``cpu`` cgroup:
+    a host with a slower CPU; ranks started through the cluster's exec wrapper, not Slurm's)."""
 
     name: str
     egress_mbit: float
     ingress_mbit: float
     slots: int = 1
+    cpu_share: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "egress_mbit": _num(self.egress_mbit),
             "ingress_mbit": _num(self.ingress_mbit),
             "slots": self.slots,
         }
+        if self.cpu_share is not None:
+            out["cpu_share"] = _num(self.cpu_share)
+        return out
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,17 @@ def _slots(v: Any, where: str) -> int:
     if n < 1 or n > MAX_SLOTS:
         raise InputError(f"{where}: must be between 1 and {MAX_SLOTS}, got {v!r}")
     return n
+
+
+def _share(v: Any, where: str) -> float | None:
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise InputError(f"{where}: must be a fraction of one core (0.05 to 1) or null, got {v!r}")
+    f = float(v)
+    if not math.isfinite(f) or f < MIN_CPU_SHARE or f > 1:
+        raise InputError(f"{where}: must be between {MIN_CPU_SHARE:g} and 1 (a fraction of one core), got {v!r}")
+    return f
 
 
 def check_cluster_name(name: Any, where: str = "name") -> str:
@@ -190,6 +210,7 @@ def from_dict(doc: Any, source: str = "cluster spec") -> ClusterSpec:
                 egress_mbit=_rate(h["egress_mbit"], f"{where}.egress_mbit"),
                 ingress_mbit=_rate(h["ingress_mbit"], f"{where}.ingress_mbit"),
                 slots=_slots(h.get("slots", 1), f"{where}.slots"),
+                cpu_share=_share(h.get("cpu_share"), f"{where}.cpu_share"),
             )
         )
     return ClusterSpec(name=name, hosts=tuple(hosts))

@@ -41,7 +41,8 @@ STATE_SCHEMA = "hnowmodel.cluster-state/1"
 @dataclass(frozen=True)
 class HostState:
     """One host as built: its namespace, the root-side veth (its ingress shaping point), its IPv4 address and
-    rates in Mbit/s. Inside the namespace its interface is always ``eth0``."""
+    rates in Mbit/s; ``cgroup``: the ``cpu`` cgroup of a host with a CPU share (:mod:`.cpu`), else None. Inside
+    the namespace its interface is always ``eth0``."""
 
     name: str
     namespace: str
@@ -50,9 +51,10 @@ class HostState:
     egress_mbit: float
     ingress_mbit: float
     slots: int
+    cgroup: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "namespace": self.namespace,
             "veth": self.veth,
@@ -61,6 +63,9 @@ class HostState:
             "ingress_mbit": self.ingress_mbit,
             "slots": self.slots,
         }
+        if self.cgroup is not None:
+            out["cgroup"] = self.cgroup
+        return out
 
 
 #: TCP payload bytes in one 1500-byte IPv4 packet with the timestamp option (1500 - 20 - 20 - 12).

@@ -208,12 +208,14 @@ def launch_settings_for(mpi: str):
     return by_name[mpi]
 
 
-def wrapper_script(cluster: str, hosts: list[tuple[str, str, str]], ip: str, unshare: str, hostname: str) -> str:
-    """The text of the exec wrapper of cluster ``cluster``; ``hosts`` are ``(name, address, namespace)``;
-    ``ip``, ``unshare``, ``hostname`` the absolute paths of those commands."""
+def wrapper_script(cluster: str, hosts: list[tuple[str, str, str, str]], ip: str, unshare: str, hostname: str) -> str:
+    """The text of the exec wrapper of cluster ``cluster``; ``hosts`` are ``(name, address, namespace, cgroup)``
+    (cgroup ``""``: the host has the whole CPU); ``ip``, ``unshare``, ``hostname`` the absolute paths of those
+    commands."""
     cases = "\n".join(
-        f"  {shlex.quote(name)}|{shlex.quote(addr)}) ns={shlex.quote(ns)}; name={shlex.quote(name)} ;;"
-        for name, addr, ns in hosts
+        f"  {shlex.quote(name)}|{shlex.quote(addr)}) ns={shlex.quote(ns)}; name={shlex.quote(name)};"
+        f" cg={shlex.quote(cg)} ;;"
+        for name, addr, ns, cg in hosts
     )
     return f"""#!/bin/sh
 # hnowmodel virtual cluster {cluster!r}: exec wrapper for MPICH hydra's ssh launcher (written by 'hnow cluster up').
@@ -234,6 +236,8 @@ case "$host" in
   *) echo "hnow cluster {cluster}: wrapper: unknown host '$host'" >&2; exit 255 ;;
 esac
 if [ $# -eq 0 ]; then set -- exec /bin/sh; fi
+# a host with a CPU share: this shell (and so all it starts) joins the host's cpu cgroup
+if [ -n "$cg" ]; then echo $$ > "$cg/cgroup.procs" || exit 255; fi
 exec {shlex.quote(ip)} netns exec "$ns" {shlex.quote(unshare)} --uts -- /bin/sh -c \\
   '{shlex.quote(hostname)} "$1" || exit 255; shift; eval "$*"' sh "$name" "$@"
 """

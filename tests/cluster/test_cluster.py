@@ -99,6 +99,13 @@ def test_spec_round_trip_and_builtin_demo():
     assert rates != sorted(rates) and rates != sorted(rates, reverse=True)  # speeds mixed in host order
 
 
+def test_cpu_share_round_trips_and_is_left_out_when_unset():
+    doc = _spec_doc(hosts=[{"name": "a", "egress_mbit": 10, "ingress_mbit": 10, "cpu_share": 0.25}])
+    spec = hc.from_dict(doc)
+    assert spec.hosts[0].cpu_share == 0.25 and hc.from_dict(hc.to_dict(spec)) == spec
+    assert "cpu_share" not in hc.to_dict(hc.from_dict(_spec_doc()))["hosts"][0]  # old specs read and write as before
+
+
 def test_builtin_demoslots_has_one_two_rank_host():
     # hnow demo's cluster: the demo's three speeds, one fast host with 2 ranks (its node-aware tree differs from
     # binomial), within the interface-name limit
@@ -157,6 +164,10 @@ def test_demoslots_node_aware_tree_predicted_faster_than_binomial():
         ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "slots": 0}]}, "hosts[0].slots"),
         ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "slots": 1.5}]}, "hosts[0].slots"),
         ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "slots": True}]}, "hosts[0].slots"),
+        ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "cpu_share": 0}]}, "hosts[0].cpu_share"),
+        ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "cpu_share": 1.5}]}, "hosts[0].cpu_share"),
+        ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "cpu_share": math.nan}]}, "hosts[0].cpu_share"),
+        ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "cpu_share": "half"}]}, "hosts[0].cpu_share"),
         ({"hosts": [{"name": f"n{i}", "egress_mbit": 1, "ingress_mbit": 1} for i in range(65)]}, "hosts"),
     ],
 )
@@ -415,6 +426,37 @@ def test_down_kills_processes_left_inside_and_status_sees_stale_state(cleanup):
     finally:
         if proc.poll() is None:
             proc.kill()
+    _assert_nothing_left(name)
+
+
+@needs_netns
+def test_a_host_with_a_cpu_share_runs_its_ranks_throttled_in_its_own_cgroup(cleanup):
+    """A host with ``cpu_share`` 0.25: what the exec wrapper starts there is in the host's cpu cgroup (quota 1 ms
+    per 4 ms), a busy loop there is throttled (the kernel's own count), the other hosts are not, and ``down``
+    removes the cgroup."""
+    from hnowmodel.cluster.cpu import cgroup_root
+
+    name = f"{_NAME}q"
+    cleanup.append(name)
+    hosts = [
+        {"name": "a", "egress_mbit": 100, "ingress_mbit": 100},
+        {"name": "b", "egress_mbit": 100, "ingress_mbit": 100, "cpu_share": 0.25},
+    ]
+    st = hc.up(_spec_doc(name, hosts=hosts))
+    cg = Path(st.host("b").cgroup)
+    assert st.host("a").cgroup is None and cg.parent == cgroup_root() and cg.is_dir()
+    if (cg / "cpu.cfs_quota_us").exists():
+        assert (cg / "cpu.cfs_quota_us").read_text().split() == ["1000"]
+        assert (cg / "cpu.cfs_period_us").read_text().split() == ["4000"]
+    busy = "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; cat /proc/self/cgroup"
+    out_b = subprocess.run([st.wrapper, "b", busy], capture_output=True, text=True, timeout=120)
+    out_a = subprocess.run([st.wrapper, "a", "cat /proc/self/cgroup"], capture_output=True, text=True, timeout=60)
+    assert out_b.returncode == 0 and cg.name in out_b.stdout
+    assert out_a.returncode == 0 and cg.name not in out_a.stdout
+    stat = dict(line.split() for line in (cg / "cpu.stat").read_text().splitlines())
+    assert int(stat["nr_throttled"]) > 0
+    hc.down(name)
+    assert not cg.exists()
     _assert_nothing_left(name)
 
 

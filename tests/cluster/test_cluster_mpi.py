@@ -29,12 +29,16 @@ def hnow(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return run_hnow(*args, timeout=timeout)
 
 
-def _spec(tmp_path, name: str, rates: list[float]) -> str:
+def _spec(tmp_path, name: str, rates: list[float], cpu_share: dict[int, float] | None = None) -> str:
+    """A spec of one host per rate (``h1``…), host ``i`` (from 1) with ``cpu_share[i]`` of a core where given."""
+    share = cpu_share or {}
     doc = {
         "schema": "hnowmodel.cluster/1",
         "name": name,
         "hosts": [
-            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(rates, start=1)
+            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1}
+            | ({"cpu_share": share[i]} if i in share else {})
+            for i, r in enumerate(rates, start=1)
         ],
     }
     p = tmp_path / f"{name}.json"
@@ -129,11 +133,13 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
 
 
 @needs_netns
-def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, cleanup):
+def test_auto_layout_groups_three_speeds_in_mixed_order_then_by_cpu(tmp_path, cleanup):
+    """Hosts grouped by NIC speed, then the fast group split by CPU: h4 has a quarter of a core (its cgroup's quota,
+    docs/virtual-cluster.md), h1 the whole machine."""
     name = f"{_NAME}b"
     cleanup.append(name)
     rates = [150, 40, 80, 150, 40]  # fast slow medium fast slow (5 hosts: the suite's longest calibration kept short)
-    spec = _spec(tmp_path, name, rates)
+    spec = _spec(tmp_path, name, rates, cpu_share={4: 0.25})
     out = tmp_path / "p5.json"
     res = hnow(
         "calibrate",
@@ -153,12 +159,12 @@ def test_auto_layout_groups_three_speeds_in_mixed_order(tmp_path, cleanup):
     _assert_nothing_left(name)
     doc = json.loads(out.read_text())
     types = [n["type"] for n in doc["nodes"]]
-    by_rate: dict[float, set[str]] = {}
-    for r, t in zip(rates, types, strict=True):
-        by_rate.setdefault(r, set()).add(t)
-    assert all(len(v) == 1 for v in by_rate.values())  # each host grouped with the others of its speed
-    assert len(set(types)) == 3
-    assert types[0] == "fast" and types[1] == "slow" and types[2] == "medium"
+    # each host with the others of its speed, the fast ones apart by CPU (the whole core first)
+    said = [ln for ln in res.stderr.splitlines() if "CPU (memcpy" in ln or "auto layout" in ln]
+    assert types == ["fast-cpu1", "slow", "medium", "fast-cpu2", "slow"], said
+    cpu = doc["provenance"]["layout"]["auto"]["cpu"]
+    assert cpu["groups"] == {"fast": [["h1"], ["h4"]]}
+    assert cpu["copy_us"]["h4"] > 1.25 * max(cpu["copy_us"][h] for h in ("h1", "h2", "h3", "h5"))
     # the spec was never read by the calibration: what it says about the layout is only in its provenance
     assert doc["provenance"]["layout"]["given"] is False
 
