@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from calibrate import ckernels
-from calibrate.hosts import NIC_FLOWS_PER_HOST, egress_plan, nic_auto_layout, nic_by_type, shm_entry, shm_pairs
+from calibrate.hosts import (
+    NIC_FLOWS_PER_HOST,
+    cpu_split,
+    egress_plan,
+    nic_auto_layout,
+    nic_by_type,
+    shm_entry,
+    shm_pairs,
+)
 from hnowmodel.params import Profile
 from hnowmodel.units import FRAMING
 from tests.helpers import run_mpi_script
@@ -70,6 +78,31 @@ def test_auto_layout_merges_hosts_within_the_tolerance():
     nics = {"a": _nic(7.17, 7.2), "b": _nic(7.0, 7.1), "c": _nic(2.99, 3.0)}
     layout, _ = nic_auto_layout(pc, nics, ["a", "b", "c", "c"])
     assert layout == ("fast", "fast", "slow", "slow")
+
+
+def _cpu(us: float, half: float = 0.01) -> dict:
+    return {"copy_us": us, "ci_us": [us * (1 - half), us * (1 + half)], "bytes": 1 << 25}
+
+
+def test_cpu_split_keeps_equal_cpus_and_the_nic_names():
+    hosts, lay = ["a", "a", "b", "c"], ["fast", "fast", "slow", "slow"]
+    got, info = cpu_split(lay, hosts, {"a": _cpu(3000), "b": _cpu(3600), "c": _cpu(2900)})
+    assert got == tuple(lay) and info["groups"] == {}  # 24 % slower is the same CPU; no type renamed
+
+
+def test_cpu_split_needs_the_gap_beyond_both_confidence_intervals():
+    hosts, lay = ["a", "b"], ["node", "node"]
+    assert cpu_split(lay, hosts, {"a": _cpu(1000, 0.5), "b": _cpu(1400, 0.5)})[0] == ("node", "node")
+    got, info = cpu_split(lay, hosts, {"a": _cpu(1400), "b": _cpu(1000)})
+    assert got == ("node-cpu2", "node-cpu1") and info["groups"] == {"node": [["b"], ["a"]]}  # fastest CPU first
+
+
+def test_cpu_split_splits_each_nic_group_on_its_own():
+    hosts = ["a", "b", "c", "d", "e"]
+    lay = ["fast", "fast", "slow", "slow", "slow"]
+    cpus = {"a": _cpu(1000), "b": _cpu(4000), "c": _cpu(1000), "d": _cpu(2000), "e": _cpu(4100)}
+    got, _ = cpu_split(lay, hosts, cpus)
+    assert got == ("fast-cpu1", "fast-cpu2", "slow-cpu1", "slow-cpu2", "slow-cpu3")
 
 
 def test_shm_pairs_take_two_ranks_of_one_host_per_type_and_skip_single_rank_hosts():
