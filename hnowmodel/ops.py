@@ -22,8 +22,8 @@ its kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -31,8 +31,10 @@ import numpy as np
 
 from . import variants as _variants
 from .errors import InputError
+from .layout import hosts_of
 from .layout import one_per_host as _one_per_host
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
+from .ompi_fixed import canonical, default_algorithm
 from .schedule import DEFAULT, Schedule, as_schedule
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant
@@ -87,7 +89,10 @@ class NativeAlgorithm:
     upto_bytes, model_tree)`` where it is known which tree runs (both ends included); :meth:`tree_at` says which,
     None where no row holds (not modelled there). Empty: ``model_tree`` everywhere. ``unset``: variables that must
     not be set for it to run (a default: the variables that would pin another algorithm), so that a job that sets
-    them for another algorithm cannot also run this one (:func:`native_spec_unset`).
+    them for another algorithm cannot also run this one (:func:`native_spec_unset`). ``per_layout``: for a default
+    whose tree depends on the hosts (coll/han's: its levels run tuned's fixed rules on the hosts and on each host's
+    ranks), ``(layout, bytes per rank) -> (model tree, schedule)``, None where it is not modelled; it overrides
+    ``by_size`` and ``schedule`` (:meth:`on`).
     """
 
     algorithm: str
@@ -100,6 +105,29 @@ class NativeAlgorithm:
     adjust: int = 0
     by_size: tuple[tuple[int, int, int, str], ...] = ()
     unset: tuple[str, ...] = ()
+    per_layout: Callable[[Any, int], tuple[str, Schedule] | None] | None = field(default=None, compare=False)
+
+    @property
+    def varies(self) -> bool:
+        """True when the tree that runs depends on the size or the hosts (:meth:`on`)."""
+        return bool(self.by_size) or self.per_layout is not None
+
+    def on(self, layout: Any, size: int) -> tuple[str, Schedule] | None:
+        """The model tree and schedule that run on ``layout``'s ranks (with their hosts) at ``size`` bytes per rank;
+        None where hnow does not know which tree runs.
+
+        >>> get("bcast").native["Open MPI"].on(["a", "b"], 1024)[0]
+        'ompi-binomial'
+        """
+        if self.per_layout is not None:
+            return self.per_layout(layout, int(size))
+        spec = self.tree_at(len(layout), int(size), _one_per_host(layout))
+        return None if spec is None else (spec, self.schedule)
+
+    def tree_on(self, layout: Any, size: int) -> str | None:
+        """The model tree of :meth:`on` (None where not modelled)."""
+        got = self.on(layout, size)
+        return None if got is None else got[0]
 
     def tree_at(self, n: int, size: int, one_per_host: bool = True) -> str | None:
         """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none
@@ -417,6 +445,62 @@ def _ompi_han(op: str, number: int, model: str, schedule: Schedule = DEFAULT) ->
     return NativeAlgorithm("han", env, f"ompi-han:{model}/{model}", schedule)
 
 
+# coll/han with its own settings: Open MPI's default on hosts with the same number of ranks each (several hosts,
+# several ranks on each), nothing pinned. Each level runs coll/tuned without forced algorithms, i.e. its fixed rules
+# (hnowmodel.ompi_fixed) for that level's communicator: the up level's on the hosts (scatter and gather: blocks of a
+# host's ranks, k x m bytes), the low level's on one host's ranks. Bcast cuts the message into segments of
+# coll_han_bcast_segsize (64 KiB): the first goes up by tuned's blocking bcast, the others by libnbc's ibcast, which
+# is linear up to 4 ranks (nbc_ibcast.c) - the shape tuned's fixed rules give the first one on so few hosts - and
+# each head forwards a segment to its host as it arrives (a pipelined relay, Schedule.segment_bytes); beyond 4 hosts
+# with several segments the later ones run another tree (not modelled). The up level's schedule is the whole
+# tree's (the inter-host step dominates). The root's reorder copy is left out, as for the pinned han.
+_HAN_SEGMENT_BYTES = 65536
+_LIBNBC_LINEAR_MAX = 4
+_HAN_PINS = (
+    "OMPI_MCA_coll_han_priority",
+    "OMPI_MCA_coll_han_bcast_segsize",
+    "OMPI_MCA_coll_tuned_use_dynamic_rules",
+    "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize",
+)
+
+
+def _han_default_tree(op: str) -> Callable[[Any, int], tuple[str, Schedule] | None]:
+    """The model tree and schedule coll/han's default runs for ``op`` (see above), per layout and size."""
+
+    def tree(layout: Any, size: int) -> tuple[str, Schedule] | None:
+        counts = np.bincount(hosts_of(layout))
+        if len(counts) < 2 or counts.min() != counts.max() or counts[0] < 2:
+            return None  # han hands the call to coll/tuned there: not this algorithm
+        hosts, k = len(counts), int(counts[0])
+        seg = min(size, _HAN_SEGMENT_BYTES) if op == "bcast" else size
+        if op == "bcast" and size > seg and hosts > _LIBNBC_LINEAR_MAX:
+            return None
+        levels = []
+        for ranks, m in ((hosts, seg if op == "bcast" else k * size), (k, seg)):
+            rule = canonical(op, default_algorithm(op, ranks, m))
+            nat = next((c for c in native_choices(op, "Open MPI") if tuple(c.rule) == rule), None)
+            if nat is None:
+                return None  # an algorithm hnow does not model (k-nomial, scatter-allgather)
+            levels.append(nat)
+        up, low = levels
+        sched = replace(up.schedule, segment_bytes=_HAN_SEGMENT_BYTES) if size > seg else up.schedule
+        return f"ompi-han:{up.model_tree}/{low.model_tree}", sched
+
+    return tree
+
+
+def _ompi_han_default(op: str) -> NativeAlgorithm:
+    """Open MPI's coll/han ``op`` with its own settings (nothing pinned: the variables that pin are unset)."""
+    unset = (*_HAN_PINS, f"OMPI_MCA_coll_tuned_{op}_algorithm", f"OMPI_MCA_coll_han_{op}_low_module")
+    return NativeAlgorithm(
+        "han:default",
+        {"OMPI_MCA_coll": "^hcoll,ucc"},
+        "ompi-han:ompi-linear/ompi-linear",
+        unset=unset,
+        per_layout=_han_default_tree(op),
+    )
+
+
 # Intel MPI 2021.16 (I_MPI_ADJUST_<OP>, read in MPI_Init; numbers from Intel's developer reference): bcast 1 binomial,
 # 2 recursive doubling, 3 ring, 4-6 topology-aware binomial / recursive doubling / ring, 7 Shumilin's, 8 k-nomial,
 # 9-14 shared-memory (NUMA-aware) ones; scatter and gather 1 binomial, 2 topology-aware binomial, 3 Shumilin's.
@@ -483,16 +567,16 @@ def native_predict(
     if nat is None:
         return None
     v = variant_of(op, variant, profile)
-    if not nat.by_size:
+    if not nat.varies:
         tree = make_tree(nat.model_tree, len(layout), root=root, layout=layout)
         return v.predict(op, profile, layout, tree, sizes, nat.schedule)
     m = np.atleast_1d(np.asarray(sizes))
     out = np.full(m.shape, np.nan)
-    specs = [nat.tree_at(len(layout), int(x), _one_per_host(layout)) for x in m]
-    for spec in dict.fromkeys(s for s in specs if s is not None):
-        idx = [i for i, s in enumerate(specs) if s == spec]
-        tree = make_tree(spec, len(layout), root=root, layout=layout)
-        out[idx] = v.predict(op, profile, layout, tree, m[idx], nat.schedule)
+    runs = [nat.on(layout, int(x)) for x in m]
+    for run in dict.fromkeys(r for r in runs if r is not None):
+        idx = [i for i, r in enumerate(runs) if r == run]
+        tree = make_tree(run[0], len(layout), root=root, layout=layout)
+        out[idx] = v.predict(op, profile, layout, tree, m[idx], run[1])
     return out
 
 
@@ -621,7 +705,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "Open MPI": _OMPI_BCAST,
                 "Intel MPI": (_impi("bcast", 1, "binomial", "binomial"),),
             },
-            pinned_only={"MPICH": (_MPICH_ALPHA_BCAST,), "Open MPI": (_ompi_han("bcast", 6, "ompi-binomial"),)},
+            pinned_only={
+                "MPICH": (_MPICH_ALPHA_BCAST,),
+                "Open MPI": (_ompi_han("bcast", 6, "ompi-binomial"), _ompi_han_default("bcast")),
+            },
         ),
         "scatter": Operation(
             name="scatter",
@@ -641,7 +728,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "Open MPI": _OMPI_SCATTER,
                 "Intel MPI": (_impi("scatter", 1, "binomial", "binomial", Schedule(root_copy=True)),),
             },
-            pinned_only={"Open MPI": (_ompi_han("scatter", 2, "binomial", _COPY_FIRST),)},
+            pinned_only={"Open MPI": (_ompi_han("scatter", 2, "binomial", _COPY_FIRST), _ompi_han_default("scatter"))},
         ),
         "gather": Operation(
             name="gather",
@@ -677,7 +764,10 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 ),
             },
             pinned_only={
-                "Open MPI": (_ompi_han("gather", 2, "binomial", Schedule(root_copy=True, recv_order="smallest_first")),)
+                "Open MPI": (
+                    _ompi_han("gather", 2, "binomial", Schedule(root_copy=True, recv_order="smallest_first")),
+                    _ompi_han_default("gather"),
+                )
             },
         ),
     }

@@ -46,6 +46,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.schedule": 3,
     "hnowmodel.movement": 3,
     "hnowmodel.ops": 3,
+    "hnowmodel.ompi_fixed": 3,  # Open MPI's fixed rules: read by the registry (coll/han's levels) and the rules file
     "hnowmodel.reference": 3,
     "hnowmodel.testbed": 3,
     "hnowmodel.fitreport": 3,

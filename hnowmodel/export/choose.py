@@ -139,6 +139,13 @@ class Backend(Protocol):
         the default)."""
 
 
+def _constrained(backend: Backend, op: str, picks: list[Pick]) -> list[Pick]:
+    """``picks`` as ``backend`` can run them together (its optional ``constrain(op, picks)``: a library that can
+    change an operation only at every size at once keeps its default at all of them otherwise)."""
+    fn = getattr(backend, "constrain", None)
+    return picks if fn is None else list(fn(op, picks))
+
+
 def export_layout(profile: Profile, layout: Sequence[str] | None) -> tuple[Layout, list[str] | None]:
     """``layout`` checked (default: the profile's calibration layout, with its hosts when the profile tells hosts
     apart) and, for the profile's own layout, the host of each rank its ``nodes`` record (None when they do not)."""
@@ -196,6 +203,7 @@ def _distinct(
             make_tree(nat.model_tree, n, layout=layout),
             nat.schedule,
             nat.by_size,
+            nat.per_layout,
         )  # the tree(s) and what a predictor is told
         same = next((c for c, k in zip(cands, keys, strict=True) if k == key), None)
         alias[nat.algorithm] = nat.algorithm if same is None else same.algorithm
@@ -206,9 +214,16 @@ def _distinct(
 
 
 def _fastest(cand_us: Mapping[str, float], default: str) -> str:
-    """The fastest candidate; ties go to ``default``, then to the registry's order."""
+    """The fastest candidate; ties (within a relative 1e-9: the same time reached by other sums) go to ``default``,
+    then to the registry's order.
+
+    >>> _fastest({"a": 2.0, "b": 1.0 + 1e-12, "c": 1.0}, "b")
+    'b'
+    """
     order = list(cand_us)
-    return min(order, key=lambda a: (cand_us[a], a != default, order.index(a)))
+    best = min(cand_us.values())
+    ties = [a for a in order if cand_us[a] <= best * (1 + 1e-9)]
+    return min(ties, key=lambda a: (a != default, order.index(a)))
 
 
 def _ranges(op: str, picked: Sequence[Pick]) -> tuple[list[NativeChoice], list[tuple[int, int, Pick]]]:
@@ -270,6 +285,7 @@ def choose(
             if d.algorithm is None:
                 notes.append(f"{op} at {format_size(m)}: {backend.library}'s default {d.label} is not modelled; kept")
             picks.append(_pick(d, backend, m, cands, alias, {name: float(t[i]) for name, t in times.items()}))
+        picks = _constrained(backend, op, picks)
         rows, ranges = _ranges(op, picks)
         out.append(OpChoice(op, variant, tuple(picks), tuple(ranges), tuple(rows)))
     return out, notes

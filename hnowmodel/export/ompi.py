@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import ompi_rules
@@ -22,7 +22,17 @@ from ..errors import InputError
 from ..layout import Layout
 from ..params import Profile
 from ..sizes import format_size
-from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
+from .choose import (
+    Default,
+    NativeChoice,
+    OpChoice,
+    Pick,
+    choose,
+    export_layout,
+    range_entries,
+    table_rows,
+    usage_text,
+)
 
 __all__ = [
     "OMPI_RULES_FORMAT",
@@ -30,9 +40,26 @@ __all__ = [
     "OmpiBackend",
     "choose_ompi",
     "han_runs",
+    "han_op_to_tuned",
     "ompi_env_text",
     "ompi_files",
 ]
+
+#: The leaf that keeps coll/han's default for an operation (where han is Open MPI's default).
+HAN_LEAF = "han"
+#: coll/han's number for coll/tuned among the components a level can run (``COMPONENT_T`` in coll_han_dynamic.h).
+_HAN_TUNED = 3
+
+
+def han_op_to_tuned(op: str) -> dict[str, str]:
+    """The setting that makes coll/han hand ``op`` on the whole communicator to coll/tuned (which then reads its
+    rules file): ``coll_han_<op>_dynamic_global_communicator_module`` = tuned's number.
+
+    >>> han_op_to_tuned("bcast")
+    {'OMPI_MCA_coll_han_bcast_dynamic_global_communicator_module': '3'}
+    """
+    return {f"OMPI_MCA_coll_han_{op}_dynamic_global_communicator_module": str(_HAN_TUNED)}
+
 
 #: The rules-file format :func:`choose_ompi` writes: version 1 of Open MPI 5.0.x's text format (read by every 5.0.x;
 #: the version line and max_requests, which only alltoall reads, arrived in 5.0.7).
@@ -62,9 +89,10 @@ class OmpiSelection:
     rules: ompi_rules.Rules
     text: str
     notes: tuple[str, ...] = ()
-    #: Whether coll/han is Open MPI's default on these ranks (the same number on every host): then nothing is changed
-    #: and the settings leave han on (:func:`han_runs`).
+    #: Whether coll/han is Open MPI's default on these ranks (the same number on every host, :func:`han_runs`): then
+    #: han stays on, and only the operations in ``han_left`` go to coll/tuned (and its file).
     han_default: bool = False
+    han_left: tuple[str, ...] = ()
 
     @property
     def uses_knomial(self) -> bool:
@@ -81,6 +109,8 @@ class OmpiSelection:
             "variants": dict(self.variants),
             "rows": [r.to_dict() for r in self.rows],
             "entries": range_entries(self.entries),
+            "han_default": self.han_default,
+            "han_left": list(self.han_left),
             "notes": list(self.notes),
         }
 
@@ -119,6 +149,8 @@ def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpCh
         raise InputError("internal: the rules file does not read back as written")
     for oc in chosen:
         for p in oc.picks:
+            if p.leaf == HAN_LEAF:  # coll/han runs it: the file is not read for it
+                continue
             op, m = oc.op, p.size
             must = ompi_rules.runs(None, op, n, m) if p.leaf == fixed else ompi_rules.canonical(op, *p.leaf)
             got = ompi_rules.runs(back, op, n, m)
@@ -138,24 +170,43 @@ class OmpiBackend:
     """Open MPI for :func:`hnowmodel.export.choose.choose`: what its fixed rules run
     (:func:`hnowmodel.ompi_rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
     :data:`hnowmodel.ompi_rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
-    default on these ranks (:func:`han_runs`), with its own settings, which hnow does not model: kept everywhere."""
+    default on ``layout``'s ranks (:func:`han_runs`) with its own settings (``native:han:default``, modelled where
+    hnow knows its levels' algorithms): a candidate and the default, leaf :data:`HAN_LEAF`; an operation leaves han
+    for tuned only where tuned is predicted faster at every size asked for (:meth:`constrain`: han hands an
+    operation to another component whole, :func:`han_op_to_tuned`)."""
 
     library: str = "Open MPI"
     han_default: bool = False
+    layout: Any = None
+
+    def _han(self, op: str) -> _ops.NativeAlgorithm | None:
+        return _ops.native_for("native:han:default", op, "Open MPI")
 
     def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        return [c for c in _ops.native_choices(op, "Open MPI") if c.rule]
+        tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.rule]
+        han = self._han(op) if self.han_default else None
+        return tuned + [han] if han is not None else tuned
 
     def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
         if self.han_default:
-            return Default(None, ompi_rules.FIXED, "han", "coll/han (with its own settings)")
+            han = self._han(op)
+            if han is not None and han.on(self.layout, size) is not None:
+                return Default(han, HAN_LEAF, han.algorithm, "coll/han (its own settings)")
+            return Default(None, HAN_LEAF, "han", "coll/han (its own settings; its levels' algorithms not modelled)")
         number = ompi_rules.default_algorithm(op, n, size)
         by_rule = {tuple(c.rule): c for c in choices}
         name = ompi_rules.algorithm_name(op, number)
         return Default(by_rule.get(ompi_rules.canonical(op, number)), ompi_rules.FIXED, name, f"{name} ({number})")
 
     def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
-        return tuple(nat.rule)
+        return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.rule)
+
+    def constrain(self, op: str, picks: Sequence[Pick]) -> Sequence[Pick]:
+        """Where coll/han is the default it runs an operation at every size or hands it whole to tuned: keep han
+        at every size unless tuned (with the file) is chosen at every one."""
+        if not self.han_default or all(p.leaf != HAN_LEAF for p in picks):
+            return picks
+        return [replace(p, chosen=p.default, leaf=HAN_LEAF, chosen_us=p.default_us) for p in picks]
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> OmpiSelection:
         """The rules file that runs the choices on exactly ``len(layout)`` ranks, read back as Open MPI reads it."""
@@ -163,7 +214,7 @@ class OmpiBackend:
         entries: dict[str, tuple[tuple[int, int, str], ...]] = {}
         per_op: dict[str, list[tuple[int, tuple[int, int, int]]]] = {}
         for oc in chosen:
-            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in oc.ranges if p.leaf != fixed)
+            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in oc.ranges if p.leaf not in (fixed, HAN_LEAF))
             if entries[oc.op]:
                 per_op[oc.op] = [(lo, tuple(p.leaf)) for lo, _, p in oc.ranges] + [(oc.ranges[-1][1] + 1, fixed)]
         notes = [*notes, _SCATTER_NOTE] if entries.get("scatter") else list(notes)
@@ -172,7 +223,8 @@ class OmpiBackend:
         _read_back(text, rules, n, chosen, per_op)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
-        return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default)
+        left = tuple(oc.op for oc in chosen if self.han_default and all(p.leaf != HAN_LEAF for p in oc.picks))
+        return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default, left)
 
 
 def choose_ompi(
@@ -192,7 +244,7 @@ def choose_ompi(
     text is read back as Open MPI reads it: every size must run what was chosen, and everything else the
     default."""
     layout, _ = export_layout(profile, layout)
-    backend = OmpiBackend(han_default=han_runs(layout))
+    backend = OmpiBackend(han_default=han_runs(layout), layout=layout)
     chosen, notes = choose(backend, profile, layout, ops, sizes)
     return backend.render(layout, chosen, _han_notes(layout) + notes)
 
@@ -223,9 +275,10 @@ def _han_notes(layout: Layout) -> list[str]:
             "to coll/tuned), so coll/tuned's fixed rules are Open MPI's default here"
         ]
     return [
-        "Open MPI's default on these ranks (the same number on every host) is coll/han with its own settings (64 KiB "
-        "bcast segments, its level modules), which hnow does not model (it models han pinned: native:han): kept, "
-        "nothing changed, han left on"
+        "Open MPI's default on these ranks (the same number on every host) is coll/han with its own settings "
+        "(native:han:default: tuned's fixed rules on the hosts and on each host, 64 KiB bcast segments); han stays "
+        "on, and an operation goes to coll/tuned and the file only where that is predicted faster at every size "
+        "asked for (coll_han_<op>_dynamic_global_communicator_module=3)"
     ]
 
 
@@ -234,8 +287,10 @@ def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
         "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path,
     }
-    if not sel.han_default:  # han, where it is the default, is kept: the file then changes nothing
+    if not sel.han_default:  # han where it is the default stays on: only the operations that leave it use the file
         env["OMPI_MCA_coll"] = "^han"
+    for op in sel.han_left:
+        env.update(han_op_to_tuned(op))
     if sel.uses_knomial:
         env[_RADIX] = str(_ops.OMPI_KNOMIAL_RADIX)
     return env
@@ -262,7 +317,9 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         *(
             [
                 "# file's rules do not apply. Here coll/han is Open MPI's default (the same number of ranks on every",
-                "# host), which hnow does not model with its own settings: it is left on and the file changes nothing.",
+                "# host): it stays on, and hands to tuned (and so to the file) only "
+                + (", ".join(sel.han_left) if sel.han_left else "nothing: the file changes nothing")
+                + ".",
             ]
             if sel.han_default
             else [

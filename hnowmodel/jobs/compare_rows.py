@@ -13,7 +13,6 @@ from typing import Any
 from .. import ops as _ops
 from ..errors import HnowError
 from ..launchers import library_name
-from ..layout import one_per_host
 from ..params import Profile
 from ..report import error_pct
 from ..schedule import Schedule
@@ -48,14 +47,14 @@ class _Predictions:
         tree, schedule = self.tset.tree(r.tree, r.op, r.size), Schedule(common_start=self.common_start(r))
         nat = _ops.native_for(r.tree, r.op, self.library) if tree is None else None
         # a default that runs other trees at other sizes (Intel MPI's tuning file) is predicted size by size
-        per_row = r.tree in self.tset.per_row_names or (nat is not None and bool(nat.by_size))
+        per_row = r.tree in self.tset.per_row_names or (nat is not None and nat.varies)
         key = (r.op, r.tree, variant, r.size if per_row else None, schedule.common_start)
         if key not in self.cache:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
             if nat is not None:  # native: the algorithm's model tree, run by its schedule
-                spec = nat.tree_at(len(self.lay), r.size, one_per_host(self.lay))
-                tree = None if spec is None else make_tree(spec, len(self.lay), root=self.root, layout=self.lay)
-                schedule = replace(nat.schedule, common_start=schedule.common_start)
+                run = nat.on(self.lay, r.size)
+                tree = None if run is None else make_tree(run[0], len(self.lay), root=self.root, layout=self.lay)
+                schedule = replace(nat.schedule if run is None else run[1], common_start=schedule.common_start)
             t = (
                 None
                 if tree is None
@@ -96,10 +95,10 @@ def compare_rows(
                 predicted = None
                 by_variant = dict.fromkeys(by_variant)
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
-            elif (spec := nat.tree_at(len(lay), r.size, one_per_host(lay))) is None:
+            elif (run := nat.on(lay, r.size)) is None:
                 note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which tree runs is not known"
             else:
-                model_tree = spec + (" + root copy" if nat.schedule.root_copy else "")
+                model_tree = run[0] + (" + root copy" if run[1].root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""
         out.append(_row(r, predicted, by_variant, variants[r.op], model_tree, tset.chosen_for(r.tree, r.size), note))
     return out

@@ -16,7 +16,6 @@ from typing import Any
 
 from .. import ops as _ops
 from ..errors import InputError
-from ..layout import one_per_host
 from ..options import TIMING_METHODS, check_ops
 from ..params import Profile
 from ..search import rank_order
@@ -223,7 +222,7 @@ def _reordered(
     tree, nat = given, None
     if tree is None:
         nat = _ops.native_for(row.tree, row.op, library)
-        spec = (nat.tree_at(len(lay), row.size, one_per_host(lay)) or nat.model_tree) if nat else "binomial"
+        spec = (nat.tree_on(lay, row.size) or nat.model_tree) if nat else "binomial"
         tree = make_tree(spec, len(lay), root=job.root, layout=lay)
     ro = rank_order(prof, lay, tree, row.op, row.size, native=nat)
     again = replace(job, ops=(row.op,), trees={row.tree: given}, sizes=(row.size,), keys=tuple(ro.keys))

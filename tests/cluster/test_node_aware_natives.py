@@ -22,6 +22,7 @@ import pytest
 
 import hnowmodel.cluster as hc
 from hnowmodel import ops
+from hnowmodel.export.ompi import han_op_to_tuned
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
 from hnowmodel.layout import Layout
@@ -105,12 +106,24 @@ def test_open_mpi_binomial_and_han_by_their_host_traffic(tmp_path, cleanup):
     script = tmp_path / "counters.py"
     script.write_text(COUNTERS)
     seen = {}
-    for spec in ("native:binomial", "native:han"):
-        model = ops.native_for(spec, "bcast", "Open MPI").model_tree
-        pins = ops.native_spec_env(spec, ["bcast"])
+    # the last: han's default with bcast handed to tuned on the whole communicator (what an export that leaves han
+    # for one operation sets), tuned running its binomial there
+    to_tuned = {**ops.native_spec_env("native:binomial", ["bcast"]), **han_op_to_tuned("bcast")}
+    to_tuned.pop("OMPI_MCA_coll")
+    for spec, pins in (
+        ("native:binomial", ops.native_spec_env("native:binomial", ["bcast"])),
+        ("native:han", ops.native_spec_env("native:han", ["bcast"])),
+        ("native:han:default", ops.native_spec_env("native:han:default", ["bcast"])),
+        ("han:default, bcast to tuned", to_tuned),
+    ):
+        nat = ops.native_for(spec if spec.startswith("native") else "native:binomial", "bcast", "Open MPI")
+        model = nat.tree_on(_LAYOUT, _M)
         env = {**os.environ, **where.env, **ls.env, **pins}
+        for k in ops.native_spec_unset(spec, ["bcast"]) if spec.startswith("native") else ():
+            env.pop(k, None)
         fwd = [a for k in sorted({*where.env, *ls.env, *pins}) for a in ("-x", k)]
         cmd = [where.launcher, *ls.mpiexec_args, "-n", "6", *where.launcher_args, *fwd, where.python, str(script)]
         seen[spec] = _run([*cmd, str(_M)], env)
         assert seen[spec] == _crossings(model), (spec, model, seen[spec])
-    assert seen["native:binomial"] == [3, 0] and seen["native:han"] == [1, 0]
+    assert seen["native:binomial"] == seen["han:default, bcast to tuned"] == [3, 0]
+    assert seen["native:han"] == seen["native:han:default"] == [1, 0]
