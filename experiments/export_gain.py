@@ -93,7 +93,8 @@ class Library:
         # native_algorithms: a default only the environment pins (MPICH's ch4 composition alpha on shared hosts)
         nat = next((a for a in ops.native_algorithms(op, self.name) if a.algorithm == row.default), None)
         # a default that runs other trees at other sizes (Intel MPI's tuning file): the one at m bytes
-        return (nat.tree_at(len(prof.layout), m) or nat.model_tree) if nat is not None else "binomial"
+        # (and coll/han's default, whose levels depend on the hosts: the profile's own)
+        return (nat.tree_on(prof.host_layout or prof.layout, m) or nat.model_tree) if nat is not None else "binomial"
 
     def row(self, ex: Any) -> Any:
         """The export's one choice row (one operation at one size)."""
