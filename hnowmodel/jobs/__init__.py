@@ -19,7 +19,7 @@ from .calibrate_job import CalibrateSettings, calibrate
 from .checks import NATIVE, Progress, progress_printer, resolve_timing, run_job
 from .compare_job import CompareSettings, compare
 from .compare_rows import compare_rows
-from .imb_job import ImbComparison, ImbRow, ImbSettings, imb_compare
+from .imb_job import LOOP_NEGLIGIBLE_PCT, ImbComparison, ImbRow, ImbSettings, imb_compare
 from .launcher import Launch, Terminated, run_task, task_command
 from .lock import LOCK_ENV, mpi_lock
 from .measure_job import MeasureSettings, measure
@@ -46,6 +46,7 @@ __all__ = [
     "ImbSettings",
     "ImbRow",
     "ImbComparison",
+    "LOOP_NEGLIGIBLE_PCT",
     "run_job",
     "build_trees",
     "compare_rows",

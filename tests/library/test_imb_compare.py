@@ -107,3 +107,24 @@ def test_hnow_bench_imb_puts_imb_beside_hnow_on_two_ranks(hnow, mpi, tmp_path):
     assert "-npmin" in doc["command"] and doc["command"][0] == "IMB-MPI1"
     assert sorted(os.listdir(out)) == ["imb.txt", "imb_compare.csv", "imb_compare.md"]
     assert "Benchmarking Bcast" in (out / "imb.txt").read_text()
+
+
+def test_the_prediction_meets_imb_only_where_imbs_loop_changes_the_time_little():
+    from hnowmodel.jobs import LOOP_NEGLIGIBLE_PCT, ImbRow
+
+    def row(loop_us: float, method: str = "fig2") -> ImbRow:
+        single = 100.0
+        meas, other = (loop_us, single) if method == "fig2" else (single, loop_us)
+        return ImbRow(
+            "bcast", 65536, 6, 104.0, None, None, 20, meas, 103.0, 120.0,
+            method=method, other_method="fig2" if method == "sync" else "sync", measured_other_us=other,
+        )  # fmt: skip
+
+    near = row(100.0 + LOOP_NEGLIGIBLE_PCT * 0.9)
+    assert near.loop_effect_pct == pytest.approx(LOOP_NEGLIGIBLE_PCT * 0.9)
+    assert near.predicted_vs_imb_pct == pytest.approx(100.0 * (103.0 - 104.0) / 104.0)  # the single-call prediction
+    far = row(109.0)  # IMB's loop 9 % slower than single calls (a linear scatter at 64 KiB): not compared
+    assert far.loop_effect_pct == pytest.approx(9.0) and far.predicted_vs_imb_pct is None
+    assert row(109.0, "sync").loop_effect_pct == pytest.approx(9.0)  # whichever method is the row's own
+    alone = ImbRow("bcast", 65536, 6, 104.0, None, None, 20, 100.0, 103.0, 120.0, method="fig2")
+    assert alone.loop_effect_pct is None and alone.predicted_vs_imb_pct is None  # without sync: nothing to tell
