@@ -57,7 +57,7 @@ from .hosts import (
 from .info import version_text
 from .microbenchmarks import Sampling, measure
 from .netprofile import fit_network_profile
-from .network import NetworkRun, net_grid, plan_network, run_network
+from .network import NetworkRun, net_grid, plan_network, run_network, three_host_fanout
 from .pairkernels import PairKernels
 from .paperfit import fit_paper_profile
 from .protocol import (
@@ -495,7 +495,7 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[
     rounds = args.rounds or (NET_ROUNDS[0] if args.quick else NET_ROUNDS[1])
     plan = NetworkRun(
         pairs, roles, sizes, rounds, gap_min, args.quick, budget, slopes,
-        prepared["native_ops"], prepared["native_sizes"],
+        prepared["native_ops"], prepared["native_sizes"], three_host_fanout(hosts, slopes),
     )  # fmt: skip
     return layout, {"auto": auto_info, "nics": nics}, plan
 

@@ -428,7 +428,7 @@ def raw_rounds(raw: dict[str, Any]) -> list[dict[str, Any]]:
     type; sizes as strings, as JSON has them), so that it can be fitted again (:func:`raw_from_profile`)."""
     return [
         {key: {name: {str(m): float(v) for m, v in series.items()} for name, series in r[key].items()}
-         for key in ("T", "S", "R", "C", "F", "Q") if key in r}
+         for key in ("T", "S", "R", "C", "F", "Q", "Q3") if key in r}
         for r in raw["rounds"]
     ]  # fmt: skip
 
@@ -443,7 +443,7 @@ def raw_from_profile(doc: dict[str, Any]) -> dict[str, Any]:
         by_size.update({int(m): kind_ for m in pr.get(key, [])})
     rounds = [
         {key: {name: {int(m): float(v) for m, v in series.items()} for name, series in r.get(key, {}).items()}
-         for key in ("T", "S", "R", "C", "F", "Q")}
+         for key in ("T", "S", "R", "C", "F", "Q", "Q3")}
         for r in prov["raw_rounds"]
     ]  # fmt: skip
     timing = prov.get("timing", {})
@@ -462,6 +462,7 @@ def raw_from_profile(doc: dict[str, Any]) -> dict[str, Any]:
         "sizes": list(prov["sizes"]),
         "grids": {k: [int(m) for m in g] for k, g in prov["grids"].items()},
         "slopes_us_per_byte": prov.get("probe_slopes_us_per_byte", {}),
+        "fanout3": prov.get("queued_bytes", {}).get("ranks"),
         "gap_min_us": timing.get("gap_min_us"),
         "budget_us": timing.get("budget_us"),
         "reps": timing.get("reps_per_round"),

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .hosts import group_call
 from .pairkernels import PairKernels
 from .protocol import FANOUT_SIZES, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
 from .rounds import gather_round
@@ -121,7 +122,9 @@ class NetworkRun:
     (measured rank, a partner on another host), the ``sizes`` (bytes; each pair measures those its budget allows),
     ``rounds``, the smallest idle gap ``gap_min_us`` (µs), ``quick`` (fewer repetitions), the time ``budget_us``
     one message may take (µs), per-byte costs already measured per ordered pair (``slopes``, µs/byte; the others
-    are probed), and the native collectives timed in every round at ``native_sizes``."""
+    are probed), and the native collectives timed in every round at ``native_sizes``. ``fanout3``: rank 0, a rank
+    of the host it reaches fastest and one of the host it reaches slowest, when ranks share hosts (the three-host
+    fan-out, :func:`three_host_fanout`)."""
 
     pairs: Sequence[tuple[int, int]]
     roles: dict[str, tuple[int, int]]
@@ -133,6 +136,7 @@ class NetworkRun:
     slopes: dict[tuple[int, int], float] | None = None
     native_ops: Sequence[str] = ()
     native_sizes: Sequence[int] = ()
+    fanout3: tuple[int, int, int] | None = None
 
 
 def _link_costs(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[tuple[int, int], float]:
@@ -231,6 +235,28 @@ def fanout_sizes(size: int, waits_from: int | None) -> list[int]:
     return [m for m in FANOUT_SIZES if waits_from is None or m < waits_from]
 
 
+def three_host_fanout(hosts: Sequence[str], cost: dict[tuple[int, int], float]) -> tuple[int, int, int] | None:
+    """Where ranks share hosts and there are 3 hosts or more: rank 0, the first rank of the host rank 0 reaches
+    fastest (``cost``: µs/byte per ordered pair of ranks) and the first rank of the host it reaches slowest (another
+    host). Rank 0 sends to the fast one first, then to the slow one, whose message waits behind what the first keeps
+    queued on rank 0's link: its completion shows the queued bytes where the full fan-out's does not (it ends when a
+    host of several ranks has taken their messages, whatever the term). None otherwise.
+
+    >>> three_host_fanout(["f", "f", "s", "m", "m"], {(0, 2): 0.4, (0, 3): 0.17})
+    (0, 3, 2)
+    >>> three_host_fanout(["a", "b", "c"], {(0, 1): 0.1, (0, 2): 0.4}) is None  # one rank per host: the full fan-out
+    True
+    """
+    first: dict[str, int] = {}
+    for r, h in enumerate(hosts):
+        first.setdefault(h, r)
+    others = [r for h, r in first.items() if h != hosts[0]]
+    if len(set(hosts)) == len(hosts) or len(others) < 2:
+        return None
+    by_cost = sorted(others, key=lambda r: (cost[(0, r)], r))
+    return (0, by_cost[0], by_cost[-1])
+
+
 def _fanout(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any]) -> None:
     """Round ``rnd``'s fan-out from rank 0 (completion µs, common start, on rank 0): rank 0 sends m bytes to every
     other rank in turn (:meth:`calibrate.ckernels.Kernels.coll` ``"fanout"``), its buckets full at the start."""
@@ -244,6 +270,19 @@ def _fanout(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any
             comp = pk.world.completion("fanout", 0, m, ctx.reps, lead_us=lead)
             if comp is not None:
                 mine["Q"].setdefault("0", {})[m] = median(comp)
+        three = ctx.plan.fanout3
+        for m in sizes if three else ():
+            lead = ctx.lead + refill_gap_us(slowest, m * 2, 0)
+            comp = group_call(pk, three, lambda sub, m=m, lead=lead: _completion(sub, m, ctx.reps, lead))
+            if pk.rank == 0 and comp is not None:
+                mine["Q3"].setdefault("0", {})[m] = median(comp)
+
+
+def _completion(sub: Any, m: int, reps: int, lead: float) -> Any:
+    """The fan-out's completions on the communicator ``sub`` (its rank 0 the root; on that rank, else None)."""
+    from .ckernels import Kernels
+
+    return Kernels(sub).completion("fanout", 0, m, reps, lead_us=lead)
 
 
 def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | None:
@@ -277,7 +316,9 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
     ctx = _Round(plan, k_of, grids, proto["waits_from_bytes"], proto["rendezvous_from_bytes"], reps, lead)
     per_round: list[dict[str, Any]] = []
     for rnd in range(plan.rounds):
-        mine: dict[str, Any] = {"T": {}, "S": {}, "R": {}, "C": {}, "F": {}, "Q": {}, "ref": {}, "native": {}, "P": {}}
+        mine: dict[str, Any] = {
+            "T": {}, "S": {}, "R": {}, "C": {}, "F": {}, "Q": {}, "Q3": {}, "ref": {}, "native": {}, "P": {},
+        }  # fmt: skip
         rt.progress(f"round {rnd + 1}/{plan.rounds}: {len(plan.pairs)} pair(s), {len(plan.roles)} type(s)")
         _oneway(pk, rt, ctx, rnd, mine)
         _overheads(pk, rt, ctx, rnd, mine)
@@ -299,5 +340,6 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
         "budget_us": plan.budget_us,
         "reps": reps,
         "native_lead_us": lead,
+        "fanout3": list(plan.fanout3) if plan.fanout3 else None,
         "wall_measure_s": round(time.monotonic() - t0, 2),
     }

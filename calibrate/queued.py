@@ -35,19 +35,35 @@ def fit_queued_bytes(raw: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
     """``{"bytes": fitted or None, "points": [...], "how": ...}`` from the fan-out medians of ``raw`` (series ``Q``,
     root ``"0"``) and the profile document ``doc`` fitted without the term (its ``nodes`` give the layout).
     None where there is no fan-out (fewer than 3 ranks) or where it fits as well over a range of the term wider than
-    two grid steps (``undetermined_bytes``: that range): the fan-out's last message does not wait there.
+    two grid steps (``undetermined_bytes``: that range): the fan-out's last message does not wait there. Then, where
+    ranks share hosts, the three-host fan-out (series ``Q3`` over ``raw["fanout3"]``'s ranks,
+    :func:`calibrate.network.three_host_fanout`) is fitted instead (``from``: ``three-host fan-out``, ``ranks``, and
+    the full fan-out's result in ``full_fanout``).
 
     >>> fit_queued_bytes({"rounds": [{"T": {}}]}, {})["bytes"] is None
     True
     """
-    sizes = sorted({m for r in raw["rounds"] for m in r.get("Q", {}).get("0", {})})
-    ms, measured = over_rounds(raw, "Q", "0", sizes) if sizes else ([], np.array([]))
+    out = _fit(raw, doc, "Q", None)
+    three = raw.get("fanout3")
+    if out["bytes"] is None and "undetermined_bytes" in out and three:
+        alt = _fit(raw, doc, "Q3", [int(r) for r in three])
+        if alt["points"]:
+            return {**alt, "from": "three-host fan-out", "ranks": list(three), "full_fanout": out}
+    return out
+
+
+def _fit(raw: dict[str, Any], doc: dict[str, Any], series: str, ranks: list[int] | None) -> dict[str, Any]:
+    """The term fitted to the fan-out ``series`` of ``raw`` over the ranks ``ranks`` (None: every rank)."""
+    sizes = sorted({m for r in raw["rounds"] for m in r.get(series, {}).get("0", {})})
+    ms, measured = over_rounds(raw, series, "0", sizes) if sizes else ([], np.array([]))
     out: dict[str, Any] = {"bytes": None, "points": [], "how": _HOW}
     if not ms:
         return out
     # the layout with its hosts when the document has host terms (ranks sharing a host share its NIC and talk
     # through shared memory: without them the term would absorb what the hosts cost)
     layout = Profile.from_dict(doc).host_layout
+    if ranks is not None:
+        layout = layout.take(ranks)
     tree = sequential(len(layout), 0)
 
     def predicted(q: float) -> np.ndarray:
@@ -85,5 +101,7 @@ def fit_queued_bytes(raw: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
 _HOW = (
     "rank 0 MPI_Sends m bytes to every other rank in turn (common start, buckets full; median over repetitions, "
     "then over rounds); the queued bytes are the value for which the flow-rr model over the sequential tree, every "
-    "other parameter as fitted, predicts those completions (least squares of the relative error)"
+    "other parameter as fitted, predicts those completions (least squares of the relative error); where ranks "
+    "share hosts and that leaves the term open, the same over three ranks: rank 0, then the host it reaches "
+    "fastest, then the one it reaches slowest"
 )

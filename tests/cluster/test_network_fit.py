@@ -456,3 +456,48 @@ def test_queued_bytes_are_fitted_with_the_hosts_in_place():
     )
     raw = {"rounds": [{"Q": {"0": {16384: float(made[0]), 32768: float(made[1])}}}]}
     assert fit_queued_bytes(raw, doc)["bytes"] == pytest.approx(3000.0, abs=2.0)
+
+
+def test_where_the_full_fan_out_leaves_the_term_open_the_three_host_fan_out_fits_it():
+    # the MIXED cluster of experiments/hosts_accuracy.py in a model of its own (f1: 2 ranks, s1: 1, m1: 3): the full
+    # fan-out ends when m1's ingress has taken its three messages, whatever the term; rank 0 to m1 first, then to
+    # the slow s1 shows it (completions made by the model with 4344 queued bytes: TCP's on the virtual cluster)
+    from calibrate.network import three_host_fanout
+    from hnowmodel.layout import Layout
+
+    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
+    del doc["extensions"]["network"]["queued_bytes"]
+    types = ["fast", "fast", "slow", "medium", "medium", "medium"]
+    hosts = ["f1", "f1", "s1", "m1", "m1", "m1"]
+    doc["nodes"] = [{"rank": r, "host": h, "type": t} for r, (h, t) in enumerate(zip(hosts, types, strict=True))]
+    shm = {"upto_bytes": None, "Sc_us": 1.0, "Sm_us_per_byte": 1e-4, "Rc_us": 1.0, "Rm_us_per_byte": 1e-4}
+    doc["schema"] = "hnowmodel.profile/3"
+    doc["hosts"] = {
+        "shm": {t: {"regimes": [{**shm, "Xc_us": 0.5, "Xm_us_per_byte": 1e-4}]} for t in ("fast", "medium")}
+    }
+    lay = Profile.from_dict(doc).host_layout
+    assert lay == Layout(types, [0, 0, 1, 2, 2, 2])
+    cost = {(0, r): 1 / {"fast": 18.0, "medium": 7.0, "slow": 3.0}[t] for r, t in enumerate(types) if hosts[r] != "f1"}
+    three = three_host_fanout(hosts, cost)
+    assert three == (0, 3, 2)  # rank 0, then m1's first rank, then s1's
+    with_q = Profile.from_dict(
+        {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": 4344.0}}}
+    )
+    sizes = [16384, 32768]
+    full = hm.ops.predict("bcast", with_q, lay, hm.trees.sequential(6), sizes, variant="flow-rr")
+    part = hm.ops.predict("bcast", with_q, lay.take(list(three)), hm.trees.sequential(3), sizes, variant="flow-rr")
+    raw = {
+        "rounds": [
+            {
+                "Q": {"0": dict(zip(sizes, map(float, full), strict=True))},
+                "Q3": {"0": dict(zip(sizes, map(float, part), strict=True))},
+            }
+        ],
+        "fanout3": list(three),
+    }
+    got = fit_queued_bytes(raw, doc)
+    assert got["from"] == "three-host fan-out" and got["ranks"] == [0, 3, 2]
+    assert got["full_fanout"]["bytes"] is None and "undetermined_bytes" in got["full_fanout"]
+    assert got["bytes"] == pytest.approx(4344.0, abs=2.0)
+    del raw["fanout3"]  # without the three-host fan-out: open, as before
+    assert fit_queued_bytes(raw, doc)["bytes"] is None
