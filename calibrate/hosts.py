@@ -31,22 +31,20 @@ Every quantity is in µs and bytes; NIC capacities are payload bytes/µs (a ``tc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from .pairkernels import PairKernels
-from .protocol import CPU_PROBE_BYTES, CPU_TOLERANCE, GROUP_TOLERANCE, PAIR_BYSTANDER_SLEEP_S, refill_gap_us
+from .pairkernels import PairKernels, group_call
+from .protocol import CPU_PROBE_BYTES, CPU_TOLERANCE, GROUP_TOLERANCE, refill_gap_us
 from .stats import median_ci
-from .transport import sleep_wait
 
 __all__ = [
     "NIC_FLOWS_PER_HOST",
     "NIC_SIZE",
     "SATURATED",
     "egress_plan",
-    "group_call",
     "host_pair_costs",
     "measure_nics",
     "nic_by_type",
@@ -74,22 +72,6 @@ SATURATED_IN = 0.9
 #: ~20 Mbit/s, so the two probe sizes (:func:`calibrate.network.probe_slope`, 64 and 256 KiB) both go by the same
 #: protocol (rendezvous; a 16 KiB one went eagerly and made a 60 Mbit/s link look like 94).
 PAIR_BUDGET_US = 400_000.0
-
-
-def group_call(pk: PairKernels, members: Sequence[int], fn: Callable[[Any], Any], owner: int | None = None) -> Any:
-    """Run ``fn(sub_comm)`` on the ranks ``members`` (their own communicator, ranks in ``members``' order) while the
-    others sleep; every rank returns what ``fn`` returned on ``owner`` (default ``members[0]``). Collective."""
-    from mpi4py import MPI
-
-    comm = pk.comm
-    inside = pk.rank in members
-    sub = comm.Split(0 if inside else MPI.UNDEFINED, key=list(members).index(pk.rank) if inside else 0)
-    out = None
-    if inside:
-        out = fn(sub)
-        sub.Free()
-    sleep_wait(comm.Ibarrier(), *PAIR_BYSTANDER_SLEEP_S)
-    return comm.bcast(out, root=members[0] if owner is None else owner)
 
 
 def host_pair_costs(

@@ -19,8 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .hosts import group_call
-from .pairkernels import PairKernels
+from .pairkernels import PairKernels, group_call
 from .protocol import FANOUT_SIZES, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTES, refill_gap_us
 from .rounds import gather_round
 from .sendmodes import network_protocol

@@ -7,12 +7,13 @@ other ranks in a sleeping ``Ibarrier`` (:func:`calibrate.transport.sleep_wait`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .protocol import PAIR_BYSTANDER_SLEEP_S
 from .transport import sleep_wait
 
-__all__ = ["PairKernels"]
+__all__ = ["PairKernels", "group_call"]
 
 
 class PairKernels:
@@ -59,3 +60,19 @@ class PairKernels:
             if k is not None:
                 k.comm.Free()
         self._subs.clear()
+
+
+def group_call(pk: PairKernels, members: Sequence[int], fn: Callable[[Any], Any], owner: int | None = None) -> Any:
+    """Run ``fn(sub_comm)`` on the ranks ``members`` (their own communicator, ranks in ``members``' order) while the
+    others sleep; every rank returns what ``fn`` returned on ``owner`` (default ``members[0]``). Collective."""
+    from mpi4py import MPI
+
+    comm = pk.comm
+    inside = pk.rank in members
+    sub = comm.Split(0 if inside else MPI.UNDEFINED, key=list(members).index(pk.rank) if inside else 0)
+    out = None
+    if inside:
+        out = fn(sub)
+        sub.Free()
+    sleep_wait(comm.Ibarrier(), *PAIR_BYSTANDER_SLEEP_S)
+    return comm.bcast(out, root=members[0] if owner is None else owner)
