@@ -65,6 +65,7 @@ __all__ = [
     "check_native",
     "native_spec_env",
     "native_spec_unset",
+    "han_runs",
 ]
 
 
@@ -464,13 +465,27 @@ _HAN_PINS = (
 )
 
 
+def han_runs(layout: Any) -> bool:
+    """Whether Open MPI 5.0.x's coll/han (priority 35, above tuned's 30) runs the job's collectives on ``layout``:
+    several hosts, several ranks on each, the same number on every one (``coll_han_bcast.c`` and its siblings hand
+    a communicator whose hosts hold different numbers of ranks, ``are_ppn_imbalanced``, to the next component,
+    coll/tuned). A plain sequence of type names has one rank per host: no.
+
+    >>> from hnowmodel.layout import Layout
+    >>> han_runs(Layout(["f", "f", "s", "s"], [0, 0, 1, 1])), han_runs(Layout(["f", "f", "s"], [0, 0, 1]))
+    (True, False)
+    """
+    counts = np.bincount(hosts_of(layout))
+    return bool(len(counts) > 1 and counts.min() == counts.max() > 1)
+
+
 def _han_default_tree(op: str) -> Callable[[Any, int], tuple[str, Schedule] | None]:
     """The model tree and schedule coll/han's default runs for ``op`` (see above), per layout and size."""
 
     def tree(layout: Any, size: int) -> tuple[str, Schedule] | None:
-        counts = np.bincount(hosts_of(layout))
-        if len(counts) < 2 or counts.min() != counts.max() or counts[0] < 2:
+        if not han_runs(layout):
             return None  # han hands the call to coll/tuned there: not this algorithm
+        counts = np.bincount(hosts_of(layout))
         hosts, k = len(counts), int(counts[0])
         seg = min(size, _HAN_SEGMENT_BYTES) if op == "bcast" else size
         if op == "bcast" and size > seg and hosts > _LIBNBC_LINEAR_MAX:

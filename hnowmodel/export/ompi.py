@@ -20,6 +20,7 @@ from .. import ompi_rules
 from .. import ops as _ops
 from ..errors import InputError
 from ..layout import Layout
+from ..ops import han_runs
 from ..params import Profile
 from ..sizes import format_size
 from .choose import (
@@ -247,18 +248,6 @@ def choose_ompi(
     backend = OmpiBackend(han_default=han_runs(layout), layout=layout)
     chosen, notes = choose(backend, profile, layout, ops, sizes)
     return backend.render(layout, chosen, _han_notes(layout) + notes)
-
-
-def han_runs(layout: Layout) -> bool:
-    """Whether Open MPI 5.0.x's coll/han (priority 35, above tuned's 30) runs the job's collectives on ``layout``:
-    several hosts, several ranks on each, the same number on every one (``coll_han_bcast.c`` and its siblings hand
-    a communicator whose hosts hold different numbers of ranks, ``are_ppn_imbalanced``, to the next component,
-    coll/tuned). On one rank per host the exports keep excluding han (``coll ^han``), as before.
-
-    >>> han_runs(Layout(["f", "f", "s", "s"], [0, 0, 1, 1])), han_runs(Layout(["f", "f", "s"], [0, 0, 1]))
-    (True, False)
-    """
-    return not layout.one_per_host and layout.n_hosts > 1 and len(set(layout.slots.tolist())) == 1
 
 
 def _han_notes(layout: Layout) -> list[str]:
