@@ -92,7 +92,8 @@ class NativeAlgorithm:
     not be set for it to run (a default: the variables that would pin another algorithm), so that a job that sets
     them for another algorithm cannot also run this one (:func:`native_spec_unset`). ``per_layout``: for a default
     whose tree depends on the hosts (coll/han's: its levels run tuned's fixed rules on the hosts and on each host's
-    ranks), ``(layout, bytes per rank) -> (model tree, schedule)``, None where it is not modelled; it overrides
+    ranks) or whose schedule depends on the tree that runs (Intel MPI's bcast: its chunk),
+    ``(layout, bytes per rank) -> (model tree, schedule)``, None where it is not modelled; it overrides
     ``by_size`` and ``schedule`` (:meth:`on`).
     """
 
@@ -540,11 +541,15 @@ def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule =
 # exchanges with every rank directly, all at once) from 1 KiB to 1 MiB. Only these communicator sizes and sizes are
 # modelled; elsewhere not (None). The bcast trees are pipelined: measured on the 6-host accuracy cluster (2026-11-26,
 # experiments/intel_accuracy.py) a relay's children got the message as soon as the relay's own egress allowed, not
-# after it held the whole message (knomial_1 radix 2 at 64 KiB: 52.6 ms, store-and-forward predicts 84.0 ms, a
-# pipeline 54.3 ms), as MPICH's pipelined_tree bcast runs them, in chunks of MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE
-# (8192 B by default in MPICH's src/mpi/coll/cvars.txt; Intel's own value is not documented, taken as MPICH's).
-# Whether the binomial from 360000 B is pipelined too was not measured (the checks end at 256 KiB).
-_IMPI_BCAST_CHUNK_BYTES = 8192
+# after it held the whole message (knomial_1 radix 2 at 64 KiB: 52.6 ms, store-and-forward predicts 84.0 ms), as
+# MPICH's pipelined_tree bcast runs them, in chunks. Intel's chunk is not documented and its libmpi's
+# I_MPI_ADJUST_BCAST_NETWORK_{TREE,KARY,KNOMIAL}_SEGSIZE (default -1: the tuning file's) do not reach the default
+# (4096 B set: every time within 0.1 %), so it was read off the times: of 1024-65536 B, the chunk whose prediction
+# misses the measured default bcast least (max |error|) over both clusters it was measured on (the accuracy cluster
+# and the export cluster in two rank orders, docs/intel-mpi.md): 2048 B for knomial_1 (16-128 KiB rows: max 6.2 %,
+# MPICH's 8192 B: 37.9 %), 32768 B for kary (256 KiB rows: -0.1, +0.3, +2.0 %; 8192 B: -4.4, -8.2, -5.1 %). The
+# binomial from 360000 B was not measured: MPICH's 8192 B (MPIR_CVAR_BCAST_TREE_PIPELINE_CHUNK_SIZE).
+_IMPI_BCAST_CHUNK_BYTES: Mapping[str, int] = MappingProxyType({"mpich-knomial1": 2048, "kary": 32768, "binomial": 8192})
 _IMPI_DEFAULT_BCAST = (
     (6, 8192, 20200, "mpich-knomial1:4"),
     (6, 20300, 138500, "mpich-knomial1:2"),
@@ -559,6 +564,28 @@ def _impi_default(
 ) -> NativeAlgorithm:
     """Intel MPI's own choice for ``op`` (nothing pinned), modelled where ``rows`` say which tree runs."""
     return NativeAlgorithm("default", {}, rows[0][3], schedule, by_size=rows, unset=(f"I_MPI_ADJUST_{op.upper()}",))
+
+
+def _impi_default_bcast() -> NativeAlgorithm:
+    """Intel MPI's default bcast: :data:`_IMPI_DEFAULT_BCAST`'s trees, each pipelined in its family's chunk
+    (:data:`_IMPI_BCAST_CHUNK_BYTES`).
+
+    >>> nat = _impi_default_bcast()
+    >>> [(t, s.segment_bytes) for t, s in (nat.on(("a",) * 6, m) for m in (16384, 65536, 262144))]
+    [('mpich-knomial1:4', 2048), ('mpich-knomial1:2', 2048), ('kary:2', 32768)]
+    >>> nat.on(("a",) * 5, 65536) is None
+    True
+    """
+    rows = _IMPI_DEFAULT_BCAST
+
+    def run(layout: Any, size: int) -> tuple[str, Schedule] | None:
+        tree = _impi_default("bcast", rows).tree_at(len(layout), size, _one_per_host(layout))
+        if tree is None:
+            return None
+        return tree, Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES[tree.partition(":")[0]])
+
+    first = Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES[rows[0][3].partition(":")[0]])
+    return replace(_impi_default("bcast", rows, first), per_layout=run)
 
 
 def native_predict(
@@ -710,9 +737,7 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
                 "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
                 "Open MPI": _ompi("bcast", 6, "ompi-binomial"),
-                "Intel MPI": _impi_default(
-                    "bcast", _IMPI_DEFAULT_BCAST, Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES)
-                ),
+                "Intel MPI": _impi_default_bcast(),
             },
             # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
             alternatives={
