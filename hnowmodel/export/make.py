@@ -41,7 +41,8 @@ class LibraryFormat:
     """One MPI library's algorithm selection format: its ``format`` (a key of :data:`FORMATS`), the key of its
     settings file (``env``), the rank order format its launcher reads (``order_format``), the key of its selection
     in :meth:`Export.to_dict` (``key``), how to choose (``choose``) and its files (``files(selection, path,
-    order_path)`` -> the file, the settings file, the usage text)."""
+    order_path)`` -> the file, the settings file, the usage text); ``library``: whose algorithms it selects (the
+    key of :attr:`hnowmodel.ops.Operation.native`), the one a rank order exported beside it is chosen for."""
 
     format: str
     env: str
@@ -49,6 +50,7 @@ class LibraryFormat:
     key: str
     choose: Chooser
     files: Callable[[Any, str, str | None], tuple[str, str, str]]
+    library: str = "MPICH"
 
 
 #: Each library's format, in the order :func:`export` writes them.
@@ -62,6 +64,7 @@ LIBRARY_FORMATS: Mapping[str, LibraryFormat] = {
             prof, lay, ops=ops, sizes=sizes, libmpi=req.libmpi, hosts=hosts
         ),
         mpich_files,
+        "MPICH",
     ),
     "ompi-rules": LibraryFormat(
         "ompi-rules",
@@ -70,6 +73,7 @@ LIBRARY_FORMATS: Mapping[str, LibraryFormat] = {
         "ompi",
         lambda prof, lay, ops, sizes, hosts, req: choose_ompi(prof, lay, ops=ops, sizes=sizes),
         ompi_files,
+        "Open MPI",
     ),
     # Intel MPI: the settings are the selection (impi-env.txt, twice); its hydra reads host:N from -machinefile
     "impi-env": LibraryFormat(
@@ -79,6 +83,7 @@ LIBRARY_FORMATS: Mapping[str, LibraryFormat] = {
         "impi",
         lambda prof, lay, ops, sizes, hosts, req: choose_impi(prof, lay, ops=ops, sizes=sizes),
         impi_files,
+        "Intel MPI",
     ),
 }
 
@@ -115,7 +120,9 @@ def export(
     req = AlgorithmRequest() if algorithms is None else algorithms
     fmts = _formats(formats, req.layout)
     want_order = [f for f in fmts if f in ORDER_FORMATS]
-    ex = export_order(profile, op=op, size=size, tree=tree) if want_order else None
+    # the order is chosen for the algorithm as the library whose selection goes with it runs it (MPICH's alone)
+    library = next((lib.library for lib in LIBRARY_FORMATS.values() if lib.format in fmts), "MPICH")
+    ex = export_order(profile, op=op, size=size, tree=tree, library=library) if want_order else None
     files = {f: ex.files[f] for f in want_order} if ex else {}
     usage = ex.usage if ex else ""
     layout, hosts = req.layout, None

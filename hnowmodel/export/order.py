@@ -57,8 +57,11 @@ def export_order(
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise InputError(f"--size must be a whole number of bytes >= 0, got {size!r}")
     hosts = tuple(str(n["host"]) for n in nodes)
-    nat = next((a for a in _ops.native_algorithms(op, library) if a.model_tree == tree), None)
     lay = profile.host_layout
+    here = lay if lay is not None else [n["type"] for n in nodes]
+    # a default that runs different trees by size (Intel MPI's) is that algorithm where it runs ``tree`` at ``size``
+    algos = _ops.native_algorithms(op, library)
+    nat = next((a for a in algos if (a.tree_on(here, size) if a.varies else a.model_tree) == tree), None)
     if lay is not None and not lay.one_per_host:
         order = host_block_order(profile, lay, tree, op, size, native=nat)
     else:

@@ -94,6 +94,9 @@ def rank_order(
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
     var = _ops.variant_of(op, variant, profile)
     schedule = None if native is None else native.schedule
+    if native is not None and native.varies:  # a default whose schedule depends on the size (Intel MPI's chunks)
+        run = native.on(layout, int(size))
+        schedule = native.schedule if run is None else run[1]
     # one message per edge (bcast): every edge carries ``size`` bytes, so the lines in force at ``size`` are exact
     # (and one pass is fast); scatter/gather edges carry subtrees' data, each at its own regime: the predictor
     # handles the full profile
@@ -175,6 +178,9 @@ def host_block_order(
     n = len(layout)
     var = _ops.variant_of(op, variant, profile)
     schedule = None if native is None else native.schedule
+    if native is not None and native.varies:  # a default whose schedule depends on the size (Intel MPI's chunks)
+        run = native.on(layout, int(size))
+        schedule = native.schedule if run is None else run[1]
     model = profile.at(size) if _ops.get(op).movement.one_message else profile
     blocks = [np.flatnonzero(layout.hosts == h) for h in range(layout.n_hosts)]
 

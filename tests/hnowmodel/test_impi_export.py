@@ -5,6 +5,7 @@ the library's own choice where none does). No MPI here."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,8 @@ from hnowmodel.export.make import AlgorithmRequest
 from hnowmodel.layout import parse_layout
 from hnowmodel.params import paper_profile
 from tests.helpers import paper_shm_profile
+
+GOLDEN_CLUSTER = Path(__file__).parents[1] / "data" / "golden" / "cluster_profile.json"
 
 
 def _pick(size: int, leaf: int, chosen: str) -> Pick:
@@ -111,3 +114,25 @@ def test_hnow_export_impi_env_prints_the_settings(hnow):
 
 def test_intel_algorithms_are_registered_for_every_operation():
     assert all("Intel MPI" in ops.native_libraries(op) for op in ops.names())
+
+
+def test_the_rank_order_beside_impi_env_is_chosen_for_intel_mpis_default_as_it_runs():
+    """A hostfile exported with ``impi-env`` orders the ranks for Intel MPI's default where it runs the tree asked
+    for: at 64 KiB on 6 hosts its knomial_1 radix 2 tree, pipelined in its own chunk (not MPICH's algorithm of that
+    tree, store-and-forward): the order's times are the default's predictions (``ops.native_predict``), on the golden
+    6-host cluster profile (a network profile: bcast under ``flow-rr``, where segments count)."""
+    from hnowmodel.params import Profile
+
+    prof = Profile.load(GOLDEN_CLUSTER)
+    types = [n["type"] for n in prof.nodes]
+    m = 65536
+    dflt = ops.get("bcast").native["Intel MPI"]
+    assert dflt.tree_on(types, m) == "mpich-knomial1:2" and dflt.on(types, m)[1].segment_bytes == 2048
+    ex = export(prof, ["hostfile", "impi-env"], op="bcast", size=m, tree="mpich-knomial1:2")
+    assert ex.order.baseline_us == pytest.approx(float(ops.native_predict("bcast", "Intel MPI", prof, types, [m])[0]))
+    ordered = [types[r] for r in ex.order.perm]
+    assert ex.order.time_us == pytest.approx(float(ops.native_predict("bcast", "Intel MPI", prof, ordered, [m])[0]))
+    assert ex.order.time_us <= ex.order.baseline_us
+    # the same tree beside MPICH's selection is MPICH's algorithm of that tree, store-and-forward: slower here
+    mp = export(prof, ["hostfile", "mpich-json"], op="bcast", size=m, tree="mpich-knomial1:2")
+    assert mp.order.baseline_us > ex.order.baseline_us * 1.05
