@@ -43,8 +43,8 @@ def test_a_missing_environment_is_one_line_and_exit_2(hnow, tmp_path):
     p = hnow("info", "--np", "2", "--mpi", "intelmpi", env={INTELMPI_VENV_ENV: str(tmp_path / "nowhere")}, timeout=60)
     assert p.returncode == 2 and one_error_line(p.stderr), p.stderr
     assert "no Intel MPI environment at" in p.stderr and "hnow setup-intelmpi" in p.stderr, p.stderr
-    with pytest.raises(InputError, match="--mpi intelmpi uses mpiexec there"):
-        Launch(np=2, mpi="intelmpi", cluster="demo", launcher="srun")
+    with pytest.raises(InputError, match="--mpi openmpi uses mpirun there"):  # Intel MPI runs under srun now
+        Launch(np=2, mpi="openmpi", cluster="demo", launcher="srun")
 
 
 def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface(tmp_path):
