@@ -124,9 +124,9 @@ class Launch:
                     f"--cluster with --launcher srun starts MPICH or Intel MPI ranks; --mpi {own.name} uses "
                     f"{own.launcher} there"
                 )
-            _ = self.mpi_env  # a missing environment is found now, before anything starts
-            if self.kind == "srun":
+            if self.kind == "srun" and own.srun_pmi_var:
                 self._check_pmi_library(own)
+            _ = self.mpi_env  # a missing environment is found now, before anything starts
 
     def _check_pmi_library(self, own: MPILibrary) -> None:
         """InputError when the user names a PMI library for the ranks under srun that is not there: Intel MPI 2021.16
