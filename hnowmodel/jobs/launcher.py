@@ -129,11 +129,19 @@ class Launch:
             _ = self.mpi_env  # a missing environment is found now, before anything starts
 
     def _check_pmi_library(self, own: MPILibrary) -> None:
-        """InputError when the user names a PMI library for the ranks under srun that is not there: Intel MPI 2021.16
-        would print "Could not open" and quietly fall back to its own PMI-1 client."""
+        """InputError when the PMI library named for the ranks under srun (``launch.env``, else the environment) is
+        not there: a path that is no file (Intel MPI 2021.16 prints "Could not open" and falls back to its own
+        PMI-1 client), or an empty value (its ranks crash in ``MPI_Init``: "MPIR_pmi_virtualization", SIGSEGV)."""
         var = own.srun_pmi_var
-        given = self.env.get(var) or os.environ.get(var)
-        if given and not Path(given).is_file():
+        given = self.env[var] if var in self.env else os.environ.get(var)
+        if given is None:
+            return
+        if not given.strip():
+            raise InputError(
+                f"{var} is set but empty: {own.library}'s ranks crash in MPI_Init under srun with it (unset it for "
+                f"{own.library}'s own PMI-1 client, or name Slurm's PMI-2 library)"
+            )
+        if not Path(given).is_file():
             raise InputError(
                 f"{var}={given}: no such file (Slurm's PMI-2 library, which {own.library}'s ranks load under srun; "
                 "Debian's libpmi2-0 installs /usr/lib/x86_64-linux-gnu/libpmi2.so.0)"

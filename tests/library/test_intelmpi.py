@@ -194,10 +194,14 @@ def test_on_a_virtual_cluster_srun_starts_mpich_and_intel_mpi_ranks_not_open_mpi
 
 
 def test_a_pmi_library_that_is_not_there_and_open_mpi_under_srun_are_refused(tmp_path):
-    """Both before anything starts, with one line (Intel MPI would only print "Could not open" and fall back)."""
+    """Before anything starts, with one line: a PMI library that is no file (Intel MPI would only print "Could not
+    open" and fall back to its own client), an empty one (its ranks crash in MPI_Init: seen under the virtual
+    cluster's Slurm), Open MPI's environment under srun."""
     gone = str(tmp_path / "libpmi2.so.0")
     with pytest.raises(InputError, match=f"I_MPI_PMI_LIBRARY={gone}: no such file .*libpmi2-0"):
         Launch(np=2, mpi="intelmpi", launcher="srun", env={"I_MPI_PMI_LIBRARY": gone})
+    with pytest.raises(InputError, match="I_MPI_PMI_LIBRARY is set but empty: Intel MPI's ranks crash in MPI_Init"):
+        Launch(np=2, mpi="intelmpi", launcher="srun", env={"I_MPI_PMI_LIBRARY": ""})
     with pytest.raises(InputError, match="--mpi openmpi starts the ranks with Open MPI's mpirun, not --launcher 'srun"):
         Launch(np=2, mpi="openmpi", launcher="srun")
 
