@@ -2,8 +2,9 @@
 
 ``python -m calibrate info`` (or ``hnow info --np N``) answers the first questions on a new cluster: does the
 launcher start the ranks, which MPI library did mpi4py load, and which hosts did the ranks land on. Under Intel MPI
-also its fabric and the tuning file it loaded (what its start-up report, ``I_MPI_DEBUG=6``, says: :func:`prepare`
-asks for that report and holds rank 0's stdout, where Intel MPI prints it, until :func:`main` reads it).
+also its fabric, the PMI library it was given (``I_MPI_PMI_LIBRARY``: Slurm's, under ``srun``) and the tuning file it
+loaded (what its start-up report, ``I_MPI_DEBUG=6``, says: :func:`prepare` asks for that report and holds rank 0's
+stdout, where Intel MPI prints it, until :func:`main` reads it).
 """
 
 from __future__ import annotations
@@ -105,6 +106,8 @@ def main(args: argparse.Namespace, rt: Any, prepared: Any) -> dict[str, Any] | N
     doc: dict[str, Any] = {"ranks": rt.size, "hosts": hosts, "thread_level": MPI.Query_thread(), **library(MPI)}
     if "Intel(R) MPI" in doc["library"]:  # its fabric as set, and what its start-up report said
         doc["fabric"] = {k: os.environ.get(k, "") for k in ("I_MPI_FABRICS", "FI_PROVIDER", "FI_TCP_IFACE")}
+        # the PMI client library it was told to load (Slurm's libpmi2 under srun), '' for its own PMI client
+        doc["pmi_library"] = os.environ.get("I_MPI_PMI_LIBRARY", "")
         doc.update(intel_startup(report))
     doc["rows"] = [{"rank": r, "host": h} for r, h in enumerate(hosts)]
     return doc

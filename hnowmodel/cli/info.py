@@ -30,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
         provider = doc.get("provider") or fab.get("FI_PROVIDER") or "?"
         print(f"fabric      : {fab.get('I_MPI_FABRICS') or 'default'} (libfabric provider {provider})")
         print(f"tuning file : {doc.get('tuning_file') or 'not reported'}")
+        pmi = doc.get("pmi_library")
+        print(f"PMI         : {pmi + ' (I_MPI_PMI_LIBRARY)' if pmi else 'its own client'}")
     env = doc["mpi_env"]
     print(f"started by  : {env['launcher'] or args.launcher} {' '.join(env['launcher_args'])}".rstrip())
     print(f"ranks run   : {env['python']} -m calibrate")

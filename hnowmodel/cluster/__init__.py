@@ -63,10 +63,12 @@ from .wrapper import (
     TCP_ENV,
     LaunchSettings,
     intelmpi_launch_settings,
+    intelmpi_srun_settings,
     launch_settings,
     launch_settings_for,
     openmpi_launch_settings,
     rank_hosts,
+    srun_settings_for,
     wrapper_script,
 )
 
@@ -96,6 +98,8 @@ __all__ = [
     "openmpi_launch_settings",
     "intelmpi_launch_settings",
     "launch_settings_for",
+    "intelmpi_srun_settings",
+    "srun_settings_for",
     "rank_hosts",
     "require",
     "state_dir",

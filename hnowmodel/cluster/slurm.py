@@ -30,6 +30,7 @@ PMI-1 server reads at most 1024 bytes per command, less than UCX's address recor
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import socket
@@ -39,12 +40,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HnowError
+from ..launchers import find_pmi_library
 from .netns import NETNS_DIR
 from .procs import EXIT_WAIT_S, poll, running, stop_processes
 from .state import ClusterState, state_dir
 
 __all__ = [
     "PACKAGES",
+    "PMI2_PACKAGE",
     "BINARIES",
     "PARTITION",
     "CTLD_PORT_BASE",
@@ -63,6 +66,10 @@ __all__ = [
 
 #: The Debian packages that give Slurm 22.05 and munge (``apt-get install --no-install-recommends``).
 PACKAGES = ("slurmd", "slurmctld", "slurm-client", "munge")
+#: The Debian package of Slurm's PMI-2 client library (``libpmi2.so.0``): what Intel MPI's ranks load under
+#: ``srun --mpi=pmi2`` (``I_MPI_PMI_LIBRARY``, as Intel's documentation asks); without it they speak PMI-1 to the
+#: pmi2 plugin, which also works (docs/intel-mpi.md, "Under srun"). MPICH does not use it.
+PMI2_PACKAGE = "libpmi2-0"
 #: The commands a Slurm on the virtual cluster needs (the first four come with :data:`PACKAGES`).
 BINARIES = ("slurmctld", "slurmd", "srun", "sinfo", "munged", "nsenter", "unshare", "mount", "hostname")
 #: The one partition, containing every host; the default one.
@@ -106,24 +113,13 @@ def missing_reason() -> str:
     )
 
 
-def ensure_installed(timeout_s: float = 600.0) -> None:
-    """Make Slurm usable here: when root, ``apt-get`` exists and a command of :data:`BINARIES` is missing, run
-    ``apt-get install -y --no-install-recommends slurmd slurmctld slurm-client munge`` (``DEBIAN_FRONTEND=
-    noninteractive``; once more after ``apt-get update`` if that fails). ~8 s when the packages are reachable.
-
-    Raises :class:`HnowError` with one line (:func:`missing_reason`, or apt-get's last words) when Slurm is still
-    not usable afterwards. Nothing is done when everything is there already."""
-    why = missing_reason()
-    if not why:
-        return
-    apt = _which("apt-get")
-    if os.geteuid() != 0 or apt is None:
-        raise HnowError(why + ("" if apt else " (no apt-get here to install it)"))
+def _apt_install(apt: str, pkgs: list[str], timeout_s: float, update: bool = True) -> str:
+    """``apt-get install -y --no-install-recommends PKGS`` (with ``update``: once more after ``apt-get update`` if
+    that fails); '' when it succeeded, else apt-get's last words."""
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    pkgs = list(PACKAGES) + sorted({_PKG_OF[b] for b in _missing_binaries() if b in _PKG_OF})
     install = [apt, "-o", "DPkg::Lock::Timeout=120", "install", "-y", "--no-install-recommends", *pkgs]
     last = ""
-    for update_first in (False, True):
+    for update_first in (False, True)[: 1 + update]:
         try:
             if update_first:
                 subprocess.run(
@@ -140,13 +136,43 @@ def ensure_installed(timeout_s: float = 600.0) -> None:
         except subprocess.TimeoutExpired:
             last = f"apt-get did not finish in {timeout_s:g} s"
             continue
+        if proc.returncode == 0:
+            return ""
         lines = [ln.strip() for ln in (proc.stderr + "\n" + proc.stdout).splitlines() if ln.strip()]
         last = lines[-1] if lines else f"exit status {proc.returncode}"
-        if proc.returncode == 0 and not missing_reason():
-            return
-    why = missing_reason()
-    if why:
-        raise HnowError(f"{why}; installing it failed: {last}")
+    return last
+
+
+def ensure_installed(timeout_s: float = 600.0) -> None:
+    """Make Slurm usable here: when root, ``apt-get`` exists and a command of :data:`BINARIES` is missing, run
+    ``apt-get install -y --no-install-recommends slurmd slurmctld slurm-client munge`` (``DEBIAN_FRONTEND=
+    noninteractive``; once more after ``apt-get update`` if that fails). ~8 s when the packages are reachable. Then,
+    where Slurm's PMI-2 library is missing (:func:`hnowmodel.launchers.find_pmi_library`), :data:`PMI2_PACKAGE`
+    (without ``apt-get update`` unless Slurm was just installed; once per process); Slurm stays usable when that
+    fails (Intel MPI's ranks then speak PMI-1).
+
+    Raises :class:`HnowError` with one line (:func:`missing_reason`, or apt-get's last words) when Slurm is still
+    not usable afterwards. Nothing is done when everything is there already."""
+    missing = missing_reason()
+    apt = _which("apt-get")
+    if missing:
+        if os.geteuid() != 0 or apt is None:
+            raise HnowError(missing + ("" if apt else " (no apt-get here to install it)"))
+        pkgs = [*PACKAGES, *sorted({_PKG_OF[b] for b in _missing_binaries() if b in _PKG_OF})]
+        last = _apt_install(apt, pkgs, timeout_s)
+        why = missing_reason()
+        if why:
+            raise HnowError(f"{why}; installing it failed: {last or 'apt-get succeeded, the commands are missing'}")
+    if apt is not None and os.geteuid() == 0 and find_pmi_library() is None:
+        _install_pmi2(apt, timeout_s, update=bool(missing))
+
+
+@functools.cache
+def _install_pmi2(apt: str, timeout_s: float, update: bool) -> str:
+    """:data:`PMI2_PACKAGE` installed, tried once per process (every ``up --slurm`` asks; a machine that cannot
+    install it must not wait for apt-get each time; ``update``: also after ``apt-get update``, only where Slurm was
+    just installed): '' when it was, else apt-get's last words."""
+    return _apt_install(apt, [PMI2_PACKAGE], timeout_s, update=update)
 
 
 def slurm_dir(name: str) -> Path:

@@ -32,6 +32,8 @@ __all__ = [
     "openmpi_launch_settings",
     "intelmpi_launch_settings",
     "launch_settings_for",
+    "intelmpi_srun_settings",
+    "srun_settings_for",
     "rank_hosts",
     "wrapper_script",
     "TCP_ENV",
@@ -205,6 +207,32 @@ def launch_settings_for(mpi: str):
     by_name = {"mpich": launch_settings, "openmpi": openmpi_launch_settings, "intelmpi": intelmpi_launch_settings}
     if mpi not in by_name:
         raise InputError(f"--mpi {mpi!r}: no virtual-cluster launch for it (choose from: {', '.join(by_name)})")
+    return by_name[mpi]
+
+
+def intelmpi_srun_settings(state, np: int) -> LaunchSettings:  # state: hnowmodel.cluster.ClusterState
+    """What Intel MPI's ranks need when the cluster's own Slurm (``up --slurm``) starts ``np`` of them with ``srun``:
+    the host of each rank (filled in order; the caller places them with ``--distribution=arbitrary``) and
+    :data:`INTELMPI_TCP_ENV` (libfabric's TCP over each host's ``eth0``); no ``mpiexec`` arguments. Slurm's PMI
+    library is the job's (:func:`hnowmodel.jobs.mpienv.under_srun`), not the cluster's."""
+    ranks, _ = _placement(state, np)
+    return LaunchSettings(mpiexec_args=[], env=dict(INTELMPI_TCP_ENV), hosts=ranks)
+
+
+def srun_settings_for(mpi: str):
+    """The function that makes the :class:`LaunchSettings` of MPI library ``mpi`` when ``srun`` starts its ranks on a
+    cluster's own Slurm, ``f(state, np)`` (only its ``env`` and ``hosts`` are read): MPICH's are
+    :func:`launch_settings`' (TCP over ``eth0``, throttled progress when oversubscribed), Intel MPI's
+    :func:`intelmpi_srun_settings`. Open MPI does not start under this Slurm's ``srun`` here.
+
+    >>> srun_settings_for("intelmpi").__name__
+    'intelmpi_srun_settings'
+    """
+    by_name = {"mpich": launch_settings, "intelmpi": intelmpi_srun_settings}
+    if mpi not in by_name:
+        raise InputError(
+            f"--mpi {mpi!r}: no srun launch on a virtual cluster for it (choose from: {', '.join(by_name)})"
+        )
     return by_name[mpi]
 
 

@@ -32,7 +32,7 @@ from ..errors import InputError, MPIRunError
 from ..launchers import find_launcher, kind_of, mpiexec_flavour
 from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock
-from .mpienv import MPI_LIBRARIES, MPIEnv, check_mpi, resolve
+from .mpienv import MPI_LIBRARIES, MPIEnv, MPILibrary, check_mpi, resolve
 from .wire import (
     ERROR_PREFIX,
     PROGRESS_PREFIX,
@@ -119,11 +119,33 @@ class Launch:
         object.__setattr__(self, "mpi", check_mpi(self.mpi))
         own = MPI_LIBRARIES[self.mpi] if self.mpi else None
         if own is not None and own.venv_var:  # Open MPI, Intel MPI: a library in an environment of its own
-            if self.cluster is not None and self.kind == "srun":
+            if self.cluster is not None and self.kind == "srun" and not own.srun_pmi_var:
                 raise InputError(
-                    f"--cluster with --launcher srun starts MPICH ranks; --mpi {own.name} uses {own.launcher} there"
+                    f"--cluster with --launcher srun starts MPICH or Intel MPI ranks; --mpi {own.name} uses "
+                    f"{own.launcher} there"
                 )
+            if self.kind == "srun" and own.srun_pmi_var:
+                self._check_pmi_library(own)
             _ = self.mpi_env  # a missing environment is found now, before anything starts
+
+    def _check_pmi_library(self, own: MPILibrary) -> None:
+        """InputError when the PMI library named for the ranks under srun (``launch.env``, else the environment) is
+        not there: a path that is no file (Intel MPI 2021.16 prints "Could not open" and falls back to its own
+        PMI-1 client), or an empty value (its ranks crash in ``MPI_Init``: "MPIR_pmi_virtualization", SIGSEGV)."""
+        var = own.srun_pmi_var
+        given = self.env[var] if var in self.env else os.environ.get(var)
+        if given is None:
+            return
+        if not given.strip():
+            raise InputError(
+                f"{var} is set but empty: {own.library}'s ranks crash in MPI_Init under srun with it (unset it for "
+                f"{own.library}'s own PMI-1 client, or name Slurm's PMI-2 library)"
+            )
+        if not Path(given).is_file():
+            raise InputError(
+                f"{var}={given}: no such file (Slurm's PMI-2 library, which {own.library}'s ranks load under srun; "
+                "Debian's libpmi2-0 installs /usr/lib/x86_64-linux-gnu/libpmi2.so.0)"
+            )
 
     @cached_property
     def mpi_env(self) -> MPIEnv:
@@ -180,12 +202,14 @@ def _launcher_words(launch: Launch) -> list[str]:
 
 def srun_defaults(launch: Launch) -> tuple[tuple[str, ...], dict[str, str]]:
     """The ``srun`` arguments and rank environment ``hnow`` adds by default: ``--mpi=pmi2`` (the MPICH wheel
-    speaks PMI-1, which Slurm's pmi2 plugin serves) unless an ``--mpi`` is given, and :data:`SRUN_MPICH_ENV` for
-    an MPICH (``mpichversion`` beside this Python) where neither the environment nor ``launch.env`` sets them."""
+    speaks PMI-1, which Slurm's pmi2 plugin serves; Intel MPI loads Slurm's PMI-2 library or speaks PMI-1) unless an
+    ``--mpi`` is given, and :data:`SRUN_MPICH_ENV` for an MPICH (``mpichversion`` beside this Python, no other
+    library asked for) where neither the environment nor ``launch.env`` sets them."""
     words = _launcher_words(launch)
     args = () if any(w == "--mpi" or w.startswith("--mpi=") for w in words) else ("--mpi=pmi2",)
     env: dict[str, str] = {}
-    if (Path(sys.executable).parent / "mpichversion").exists():
+    other = launch.mpi is not None and MPI_LIBRARIES[launch.mpi].venv_var
+    if not other and (Path(sys.executable).parent / "mpichversion").exists():
         env = {k: v for k, v in SRUN_MPICH_ENV.items() if k not in os.environ and k not in launch.env}
     return args, env
 
@@ -229,7 +253,7 @@ def world_problem(np: int, expect: _Expect, size: int, hosts: Sequence[str]) -> 
             return (
                 f"asked for {np} ranks but each rank started as a 1-rank job of its own (singletons: the launcher "
                 "and the MPI library do not speak the same process-manager interface, e.g. srun --mpi=none; "
-                "the MPICH wheel needs srun --mpi=pmi2)"
+                "MPICH and Intel MPI need srun --mpi=pmi2)"
             )
         return (
             f"asked for {np} ranks but the job that started has {size} (check the launcher's arguments, "
@@ -395,16 +419,21 @@ def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...],
     hydra (MPICH's or Intel MPI's, or Open MPI's mpirun) through the cluster's exec wrapper, or ``srun`` through
     the cluster's own Slurm (``up --slurm``)."""
     lib = launch.mpi_env.library
-    name = lib.name if launch.kind != "srun" and lib is not None else "mpich"
-    where = _cluster.launch_settings_for(name)(state, launch.np)
-    expect = _Expect(hosts=tuple(where.hosts), why=f"the cluster {state.name!r}")
+    name = lib.name if lib is not None else "mpich"
     if launch.kind != "srun":
-        return tuple(where.mpiexec_args), dict(where.env), expect
+        where = _cluster.launch_settings_for(name)(state, launch.np)
+        return (
+            tuple(where.mpiexec_args),
+            dict(where.env),
+            _Expect(tuple(where.hosts), why=f"the cluster {state.name!r}"),
+        )
     if not getattr(state, "slurm_conf", None):
         raise InputError(
             f"--launcher srun on the cluster {state.name!r}, which runs no Slurm (bring it up with "
             f"'hnow cluster up SPEC --slurm')"
         )
+    where = _cluster.srun_settings_for(name)(state, launch.np)
+    expect = _Expect(hosts=tuple(where.hosts), why=f"the cluster {state.name!r}")
     env = {**dict(where.env), **_cluster.slurm_env(state), **srun_defaults(launch)[1]}
     order = sorted(set(where.hosts), key=list(where.hosts).index)
     # one rank per line, in rank order: srun --distribution=arbitrary places rank i on line i's node; its node list

@@ -11,7 +11,8 @@ the creating environment's packages (numpy, scipy, hnowmodel itself), so nothing
 extra arguments and the ranks' environment. Open MPI here needs ``--oversubscribe`` (more ranks than cores),
 ``OMPI_ALLOW_RUN_AS_ROOT*`` as root, ``MPI4PY_LIBMPI`` (mpi4py's binary wheel loads its Open MPI flavour from that
 library) and the environment's own ``mpicc`` for the C kernels; Intel MPI its fabric (shared memory and libfabric's
-TCP provider, :data:`INTELMPI_ENV`), waiting ranks that yield their core, and ``MPI4PY_LIBMPI`` too.
+TCP provider, :data:`INTELMPI_ENV`), waiting ranks that yield their core, and ``MPI4PY_LIBMPI`` too; under ``srun``
+(:func:`under_srun`) Slurm's PMI-2 library in ``I_MPI_PMI_LIBRARY`` and no one-host interface.
 
 >>> MPI_LIBRARIES["openmpi"].library, MPI_LIBRARIES["mpich"].flavour, MPI_LIBRARIES["intelmpi"].flavour
 ('Open MPI', 'hydra', 'intel')
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
-from ..launchers import MPIEXEC_LIKE, find_launcher, mpiexec_flavour
+from ..launchers import MPIEXEC_LIKE, find_launcher, find_pmi_library, mpiexec_flavour
 
 __all__ = [
     "MPILibrary",
@@ -57,6 +58,7 @@ __all__ = [
     "intelmpi_venv",
     "intelmpi_missing",
     "resolve",
+    "under_srun",
     "setup_library",
     "setup_openmpi",
     "setup_intelmpi",
@@ -92,7 +94,10 @@ class MPILibrary:
     it needs when run by root. A library with ``venv_var`` lives in a virtual environment of its own (that variable
     names it; ``launcher`` is the program in its ``bin`` that marks it, ``setup`` the command that makes it);
     ``env`` is what its ranks need here; ``forward``: its launcher passes on to other hosts only the variables
-    it is told to (Open MPI's ``-x``).
+    it is told to (Open MPI's ``-x``). ``srun_pmi_var``: the variable that names Slurm's PMI-2 client library to its
+    ranks under ``srun`` (Intel MPI's ``I_MPI_PMI_LIBRARY``); a library in an environment of its own runs under
+    ``--launcher srun`` only with one. ``one_host``: the variables of ``env`` that hold on one host only (libfabric's
+    ``FI_TCP_IFACE=lo``), left out where ``srun`` starts the ranks.
     """
 
     name: str
@@ -106,6 +111,8 @@ class MPILibrary:
     launcher: str = "mpiexec"
     env: Mapping[str, str] = field(default_factory=dict)
     forward: bool = False
+    srun_pmi_var: str = ""
+    one_host: tuple[str, ...] = ()
 
     @property
     def setup(self) -> str:
@@ -142,6 +149,8 @@ MPI_LIBRARIES: Mapping[str, MPILibrary] = {
         "libmpi.so.12",
         venv_var=INTELMPI_VENV_ENV,
         env=INTELMPI_ENV,
+        srun_pmi_var="I_MPI_PMI_LIBRARY",
+        one_host=("FI_TCP_IFACE",),
     ),
 }
 
@@ -276,7 +285,8 @@ def _library_env(lib: MPILibrary, prefix: Path, python: str) -> MPIEnv:
 def _from_venv(lib: MPILibrary, launcher_words: list[str], kind: str) -> MPIEnv:
     """The :class:`MPIEnv` of a library that lives in an environment of its own: the one hnow runs in, when it is
     that library's, else its :func:`library_venv` (:class:`InputError` when it is missing)."""
-    if kind != "mpiexec":
+    srun = kind == "srun" and bool(lib.srun_pmi_var)
+    if kind != "mpiexec" and not srun:
         raise InputError(
             f"--mpi {lib.name} starts the ranks with {lib.library}'s {lib.launcher}, not --launcher "
             f"{' '.join(launcher_words)!r}"
@@ -284,14 +294,42 @@ def _from_venv(lib: MPILibrary, launcher_words: list[str], kind: str) -> MPIEnv:
     first = launcher_words[0]
     beside = Path(sys.executable).parent
     mine = _is_prefix(lib, beside.parent) and mpiexec_flavour(str(beside / lib.launcher)) == lib.flavour
-    if os.sep not in first and mine:  # hnow itself runs in that library's environment (Intel's libmpi is MPICH's name)
-        return _with_launcher(_library_env(lib, beside.parent, sys.executable), str(beside / first))
+    if mine and (srun or os.sep not in first):  # hnow runs in that library's environment (Intel's libmpi: MPICH's name)
+        where = _library_env(lib, beside.parent, sys.executable)
+        return _srun_env(where, first) if srun else _with_launcher(where, str(beside / first))
     venv = library_venv(lib.name)
     problem = venv_missing(lib.name, venv)
     if problem:
         raise InputError(f"--mpi {lib.name}: {problem}")
+    where = _library_env(lib, venv, str(venv / "bin" / "python"))
+    if srun:
+        return _srun_env(where, first)
     exe = str(venv / "bin" / first) if os.sep not in first and first in MPIEXEC_LIKE else None
-    return _with_launcher(_library_env(lib, venv, str(venv / "bin" / "python")), exe)
+    return _with_launcher(where, exe)
+
+
+def _srun_env(where: MPIEnv, srun: str) -> MPIEnv:
+    """:func:`under_srun` with the PMI-2 library found for the ``srun`` named (a path, or a name on ``PATH``)."""
+    return under_srun(where, find_pmi_library(shutil.which(srun) if os.sep not in srun else srun))
+
+
+def under_srun(where: MPIEnv, pmi_library: str | None) -> MPIEnv:
+    """``where`` (a library's :class:`MPIEnv`) for ranks that ``srun`` starts: srun's own launcher (none replaced, no
+    ``mpiexec`` arguments), the library's one-host variables left out (:attr:`MPILibrary.one_host`), and its
+    :attr:`~MPILibrary.srun_pmi_var` set to ``pmi_library``, Slurm's PMI-2 client library, which Intel MPI's
+    documentation asks for under ``srun --mpi=pmi2``. ``pmi_library`` None: not set; Intel MPI 2021.16's own
+    PMI-1 client then speaks to Slurm's pmi2 plugin, which serves PMI-1 too (docs/intel-mpi.md, "Under srun").
+
+    >>> impi = MPIEnv(MPI_LIBRARIES["intelmpi"], "python", "mpiexec", (), INTELMPI_ENV)
+    >>> env = under_srun(impi, "/usr/lib/libpmi2.so.0").env
+    >>> env["I_MPI_PMI_LIBRARY"], "FI_TCP_IFACE" in env, env["FI_PROVIDER"]
+    ('/usr/lib/libpmi2.so.0', False, 'tcp')
+    """
+    lib = where.library
+    env = {k: v for k, v in where.env.items() if lib is None or k not in lib.one_host}
+    if lib is not None and lib.srun_pmi_var and pmi_library:
+        env[lib.srun_pmi_var] = pmi_library
+    return MPIEnv(lib, where.python, None, (), env, forward=False)
 
 
 def _found(flavour: str, exe: str) -> MPIEnv | None:

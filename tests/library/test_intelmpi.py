@@ -10,21 +10,29 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 
 import hnowmodel.cluster as hc
 from hnowmodel import ops, paper_profile
+from hnowmodel.cluster.wrapper import INTELMPI_TCP_ENV
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, task_command
+from hnowmodel.jobs.launcher import SRUN_MPICH_ENV, srun_defaults
 from hnowmodel.jobs.mpienv import (
+    INTELMPI_ENV,
     INTELMPI_VENV_ENV,
     MPI_LIBRARIES,
+    MPIEnv,
     intelmpi_missing,
     intelmpi_venv,
     setup_intelmpi,
+    under_srun,
 )
+from hnowmodel.launchers import PMI2_NAMES, find_pmi_library
 from hnowmodel.trees import make_tree
 from tests.helpers import one_error_line
 
@@ -43,8 +51,8 @@ def test_a_missing_environment_is_one_line_and_exit_2(hnow, tmp_path):
     p = hnow("info", "--np", "2", "--mpi", "intelmpi", env={INTELMPI_VENV_ENV: str(tmp_path / "nowhere")}, timeout=60)
     assert p.returncode == 2 and one_error_line(p.stderr), p.stderr
     assert "no Intel MPI environment at" in p.stderr and "hnow setup-intelmpi" in p.stderr, p.stderr
-    with pytest.raises(InputError, match="--mpi intelmpi uses mpiexec there"):
-        Launch(np=2, mpi="intelmpi", cluster="demo", launcher="srun")
+    with pytest.raises(InputError, match="--mpi openmpi uses mpirun there"):  # Intel MPI runs under srun now
+        Launch(np=2, mpi="openmpi", cluster="demo", launcher="srun")
 
 
 def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface(tmp_path):
@@ -105,6 +113,115 @@ def test_native_under_intel_mpi_is_its_default_modelled_where_the_wire_showed_it
     for m, spec in ((16384, "mpich-knomial1:4"), (65536, "mpich-knomial1:2"), (262144, "kary:2")):
         one = ops.predict("bcast", prof, lay, make_tree(spec, 6), [m])
         assert float(ops.native_predict("bcast", "Intel MPI", prof, lay, [m])[0]) == float(one[0])
+
+
+# ---- under srun, without MPI: Slurm's PMI-2 library, the ranks' environment, the settings on a virtual cluster ----
+def test_slurms_pmi2_library_is_found_beside_srun_first(tmp_path):
+    """``PREFIX/bin/srun`` (followed through a link) -> ``PREFIX/lib*``; the development link before the runtime
+    library; nothing there and no system search: None."""
+    prefix = tmp_path / "slurm"
+    (prefix / "bin").mkdir(parents=True)
+    srun = prefix / "bin" / "srun"
+    srun.write_text("#!/bin/sh\n")
+    link = tmp_path / "elsewhere" / "bin" / "srun"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(srun)
+    assert find_pmi_library(str(srun), system=False) is None
+    runtime = prefix / "lib" / "x86_64-linux-gnu" / "libpmi2.so.0"
+    runtime.parent.mkdir(parents=True)
+    runtime.write_bytes(b"")
+    assert find_pmi_library(str(srun), system=False) == str(runtime)
+    assert find_pmi_library(str(link), system=False) == str(runtime)  # the prefix of the file the link names
+    dev = prefix / "lib" / "x86_64-linux-gnu" / "libpmi2.so"
+    dev.write_bytes(b"")
+    assert find_pmi_library(str(srun), system=False) == str(dev)
+    assert PMI2_NAMES == ("libpmi2.so", "libpmi2.so.0")
+
+
+def test_the_system_pmi2_library_is_the_one_the_linker_lists():
+    """With no Slurm prefix of its own, the one ``ldconfig -p`` lists (Debian's libpmi2-0: libpmi2.so.0)."""
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    if not os.access(ldconfig, os.X_OK):
+        pytest.skip("no ldconfig here")
+    listed = [
+        ln.split(" => ")[-1].strip()
+        for ln in subprocess.run([ldconfig, "-p"], capture_output=True, text=True).stdout.splitlines()
+        if ln.strip().split(" ")[0] in PMI2_NAMES
+    ]
+    got = find_pmi_library("/nowhere/bin/srun")
+    if not listed:
+        assert got is None or os.path.basename(got) in PMI2_NAMES
+    else:
+        assert got in listed, (got, listed)
+
+
+def test_under_srun_the_ranks_load_slurms_pmi_library_and_keep_no_one_host_setting():
+    impi = MPIEnv(
+        MPI_LIBRARIES["intelmpi"], "/v/bin/python", "/v/bin/mpiexec", ("-x",), {**INTELMPI_ENV, "MPI4PY_LIBMPI": "/v/l"}
+    )
+    got = under_srun(impi, "/usr/lib/x86_64-linux-gnu/libpmi2.so.0")
+    assert (got.library, got.python, got.launcher, got.launcher_args, got.forward) == (
+        impi.library,
+        "/v/bin/python",
+        None,  # srun starts the ranks: nothing replaces it, no mpiexec arguments
+        (),
+        False,
+    )
+    want = {k: v for k, v in impi.env.items() if k != "FI_TCP_IFACE"}  # lo holds on one host only
+    assert got.env == {**want, "I_MPI_PMI_LIBRARY": "/usr/lib/x86_64-linux-gnu/libpmi2.so.0"}
+    assert under_srun(impi, None).env == want  # no library: Intel MPI's own PMI-1 client
+    mpich = MPIEnv(MPI_LIBRARIES["mpich"], "/p", None, (), {"A": "1"})
+    assert under_srun(mpich, "/x/libpmi2.so.0").env == {"A": "1"}  # MPICH names no PMI library
+
+
+def test_on_a_virtual_cluster_srun_starts_mpich_and_intel_mpi_ranks_not_open_mpis(tmp_path):
+    spec = {
+        "schema": "hnowmodel.cluster/1",
+        "name": "t",
+        "hosts": [{"name": "a", "egress_mbit": 100, "ingress_mbit": 100, "slots": 1}]
+        + [{"name": "b", "egress_mbit": 50, "ingress_mbit": 50, "slots": 2}],
+    }
+    st = hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), str(tmp_path / "w.sh"))
+    ls = hc.srun_settings_for("intelmpi")(st, 3)
+    assert ls.hosts == ["a", "b", "b"] and ls.mpiexec_args == [] and ls.env == INTELMPI_TCP_ENV
+    assert ls.env["FI_TCP_IFACE"] == "eth0" and "I_MPI_HYDRA_IFACE" not in ls.env  # no hydra under srun
+    ls = hc.srun_settings_for("mpich")(st, 2)
+    assert ls.hosts == ["a", "b"] and {k: ls.env[k] for k in hc.TCP_ENV} == hc.TCP_ENV
+    with pytest.raises(InputError, match=r"--mpi 'openmpi': no srun launch .*choose from: mpich, intelmpi\)"):
+        hc.srun_settings_for("openmpi")
+    with pytest.raises(InputError, match="--cluster with --launcher srun starts MPICH or Intel MPI ranks"):
+        Launch(np=2, mpi="openmpi", cluster="demo", launcher="srun")
+
+
+def test_a_pmi_library_that_is_not_there_and_open_mpi_under_srun_are_refused(tmp_path):
+    """Before anything starts, with one line: a PMI library that is no file (Intel MPI would only print "Could not
+    open" and fall back to its own client), an empty one (its ranks crash in MPI_Init: seen under the virtual
+    cluster's Slurm), Open MPI's environment under srun."""
+    gone = str(tmp_path / "libpmi2.so.0")
+    with pytest.raises(InputError, match=f"I_MPI_PMI_LIBRARY={gone}: no such file .*libpmi2-0"):
+        Launch(np=2, mpi="intelmpi", launcher="srun", env={"I_MPI_PMI_LIBRARY": gone})
+    with pytest.raises(InputError, match="I_MPI_PMI_LIBRARY is set but empty: Intel MPI's ranks crash in MPI_Init"):
+        Launch(np=2, mpi="intelmpi", launcher="srun", env={"I_MPI_PMI_LIBRARY": ""})
+    with pytest.raises(InputError, match="--mpi openmpi starts the ranks with Open MPI's mpirun, not --launcher 'srun"):
+        Launch(np=2, mpi="openmpi", launcher="srun")
+
+
+@needs_impi
+def test_the_job_runs_under_srun_with_the_intel_environment_and_slurms_pmi_library():
+    if shutil.which("srun") is None:
+        pytest.skip("no srun here (Slurm's slurm-client package)")
+    venv = intelmpi_venv()
+    launch = Launch(np=2, mpi="intelmpi", launcher="srun", launcher_args="-N 2")
+    argv = task_command(launch, "info", [])
+    assert argv[0] == shutil.which("srun") and argv[argv.index("-n") + 1] == "2" and "--mpi=pmi2" in argv
+    assert argv[-4:] == [str(venv / "bin" / "python"), "-m", "calibrate", "info"] and "-bootstrap" not in argv
+    env = launch.mpi_env.env
+    assert env["MPI4PY_LIBMPI"] == str(venv / "lib" / MPI_LIBRARIES["intelmpi"].libmpi) and "FI_TCP_IFACE" not in env
+    assert env.get("I_MPI_PMI_LIBRARY") == find_pmi_library(shutil.which("srun"))
+    # MPICH's netmod settings are for an MPICH's ranks only (this Python may have one beside it)
+    assert not set(srun_defaults(launch)[1]) & set(SRUN_MPICH_ENV)
+    argv = task_command(Launch(np=2, mpi="intelmpi", launcher="srun --mpi=pmix"), "info", [])
+    assert "--mpi=pmi2" not in argv and "--mpi=pmix" in argv
 
 
 # ---- with the environment -------------------------------------------------------------------------------------------
