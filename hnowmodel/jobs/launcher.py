@@ -447,11 +447,16 @@ def _on_cluster(launch: Launch, state: Any, tmp: Path) -> tuple[tuple[str, ...],
 
 
 def _rank_env(launch: Launch, placement_env: Mapping[str, str]) -> dict[str, str]:
-    """The ranks' environment: ours, the placement's, the library's defaults, then the user's own."""
+    """The ranks' environment: ours, the placement's, the library's defaults (with a hostfile, not those that hold
+    on one host only: :attr:`~hnowmodel.jobs.mpienv.MPILibrary.one_host`, Intel MPI's ``FI_TCP_IFACE=lo``), then the
+    user's own."""
     env = dict(os.environ)
     env.update(placement_env)
+    lib = launch.mpi_env.library
+    local = set(lib.one_host) if lib is not None and launch.hostfile else set()
     for k, v in launch.mpi_env.env.items():  # what the library needs here, unless the user says otherwise
-        env.setdefault(k, v)
+        if k not in local:
+            env.setdefault(k, v)
     if "PYTHONPATH" in launch.mpi_env.env:  # the ranks' Python must see this hnowmodel first
         env["PYTHONPATH"] = launch.mpi_env.env["PYTHONPATH"]
     env.update(launch.env)

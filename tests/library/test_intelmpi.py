@@ -275,3 +275,18 @@ def test_the_default_and_a_pinned_algorithm_are_measured_in_separate_jobs():
     assert [sorted(g) for g in groups] == [["binomial", "native"], ["native:binomial"]]
     with pytest.raises(InputError, match="I_MPI_ADJUST_BCAST set, another .* unset"):
         _check_pinned(["native", "native:binomial"], ["bcast"])
+
+
+@needs_impi
+def test_with_a_hostfile_the_ranks_do_not_get_the_loopback_interface(tmp_path):
+    """On one host Intel MPI's TCP provider is told ``FI_TCP_IFACE=lo``; ranks a hostfile spreads over machines must
+    not be (they would not reach each other): libfabric chooses, or the user's own value is kept."""
+    from hnowmodel.jobs.launcher import _rank_env
+
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:2\n")
+    assert _rank_env(Launch(np=2, mpi="intelmpi"), {}).get("FI_TCP_IFACE") == os.environ.get("FI_TCP_IFACE", "lo")
+    env = _rank_env(Launch(np=2, mpi="intelmpi", hostfile=str(hosts)), {})
+    assert env.get("FI_TCP_IFACE") == os.environ.get("FI_TCP_IFACE") and env["FI_PROVIDER"] == "tcp"
+    mine = _rank_env(Launch(np=2, mpi="intelmpi", hostfile=str(hosts), env={"FI_TCP_IFACE": "ib0"}), {})
+    assert mine["FI_TCP_IFACE"] == "ib0"
