@@ -370,3 +370,30 @@ def node_local_paths() -> list[str]:
     found = {"the Python environment " + sys.prefix: Path(sys.prefix).resolve()}
     found["the source tree " + str(Path(hnowmodel.__file__).parent.parent)] = Path(hnowmodel.__file__).resolve()
     return [what for what, path in found.items() if path.is_relative_to("/tmp")]
+
+
+def rates_spec_file(folder: Path, name: str, rates_mbit) -> str:
+    """A ``hnowmodel.cluster/1`` file in ``folder`` for hosts ``h1, h2, …`` with these NIC rates (Mbit/s, egress =
+    ingress), one slot each; its path."""
+    doc = {
+        "schema": "hnowmodel.cluster/1",
+        "name": name,
+        "hosts": [
+            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(rates_mbit, 1)
+        ],
+    }
+    p = Path(folder) / f"{name}.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def slurm_cluster(folder: Path, name: str, rates_mbit):
+    """Bring up (with its own Slurm) a cluster of :func:`rates_spec_file`'s hosts, yield ``(state, spec path)`` and
+    take it down after: the body of a module fixture."""
+    import hnowmodel.cluster as hc
+
+    spec = rates_spec_file(folder, name, rates_mbit)
+    try:
+        yield hc.up(spec, slurm=True), spec
+    finally:
+        hc.down(name)

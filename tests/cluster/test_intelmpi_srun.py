@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
 import hnowmodel as hm
-import hnowmodel.cluster as hc
 from hnowmodel.jobs.mpienv import intelmpi_missing
 from hnowmodel.launchers import find_pmi_library
-from tests.helpers import SLURM_NAME, check_measured_row, run_hnow
+from tests.helpers import SLURM_NAME, check_measured_row, run_hnow, slurm_cluster
 from tests.helpers import slurm_run as run
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -27,28 +25,13 @@ MISSING = intelmpi_missing()
 _RATES = [120, 30, 120]
 
 
-def _spec_file(folder: Path, name: str) -> str:
-    doc = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [{"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(_RATES, 1)],
-    }
-    p = folder / f"{name}.json"
-    p.write_text(json.dumps(doc))
-    return str(p)
-
-
 @pytest.fixture(scope="module")
 def slurm3(slurm_ok, python_on_hosts, tmp_path_factory):
     """A 3-host, 2-speed cluster with Slurm for the module, and its spec file."""
     if MISSING:
         pytest.skip(f"no Intel MPI environment here: {MISSING}")
     name = f"{SLURM_NAME}i"
-    spec = _spec_file(tmp_path_factory.mktemp("spec"), name)
-    try:
-        yield hc.up(spec, slurm=True), spec
-    finally:
-        hc.down(name)
+    yield from slurm_cluster(tmp_path_factory.mktemp("spec"), name, _RATES)
 
 
 def _check_info(doc: dict) -> None:

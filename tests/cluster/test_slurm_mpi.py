@@ -18,23 +18,20 @@ import pytest
 import hnowmodel as hm
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
-from tests.helpers import SLURM_NAME, check_compared_row, check_measured_row, model_us, one_error_line, run_hnow
+from tests.helpers import (
+    SLURM_NAME,
+    check_compared_row,
+    check_measured_row,
+    model_us,
+    one_error_line,
+    run_hnow,
+    slurm_cluster,
+)
 from tests.helpers import slurm_run as run
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
 
 _RATES = [120, 30, 120, 30]
-
-
-def _spec_file(folder: Path, name: str) -> str:
-    doc = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [{"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(_RATES, 1)],
-    }
-    p = folder / f"{name}.json"
-    p.write_text(json.dumps(doc))
-    return str(p)
 
 
 def hnow(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -64,11 +61,7 @@ def _ranks_inside(name: str) -> dict[str, list[int]]:
 def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):
     """A 4-host, 2-speed cluster with Slurm for the module, and its spec file."""
     name = f"{SLURM_NAME}j"
-    spec = _spec_file(tmp_path_factory.mktemp("spec"), name)
-    try:
-        yield hc.up(spec, slurm=True), spec
-    finally:
-        hc.down(name)
+    yield from slurm_cluster(tmp_path_factory.mktemp("spec"), name, _RATES)
 
 
 @pytest.fixture

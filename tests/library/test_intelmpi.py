@@ -55,16 +55,21 @@ def test_a_missing_environment_is_one_line_and_exit_2(hnow, tmp_path):
         Launch(np=2, mpi="openmpi", cluster="demo", launcher="srun")
 
 
-def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface(tmp_path):
-    """Intel's hydra: ssh bootstrap through the exec wrapper, the ranks per host, the proxies told the bridge's
-    interface (else they look for this machine's host name), libfabric's TCP over each host's eth0."""
+def _planned(tmp_path):
+    """A planned (not started) 2-host cluster: ``a`` with one slot, ``b`` with two."""
     spec = {
         "schema": "hnowmodel.cluster/1",
         "name": "t",
         "hosts": [{"name": "a", "egress_mbit": 100, "ingress_mbit": 100, "slots": 1}]
         + [{"name": "b", "egress_mbit": 50, "ingress_mbit": 50, "slots": 2}],
     }
-    st = hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), str(tmp_path / "w.sh"))
+    return hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), str(tmp_path / "w.sh"))
+
+
+def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface(tmp_path):
+    """Intel's hydra: ssh bootstrap through the exec wrapper, the ranks per host, the proxies told the bridge's
+    interface (else they look for this machine's host name), libfabric's TCP over each host's eth0."""
+    st = _planned(tmp_path)
     ls = hc.launch_settings_for("intelmpi")(st, 2)  # one rank on each host: -hosts with -ppn
     args = ls.mpiexec_args
     assert args[args.index("-bootstrap") + 1] == "ssh" and args[args.index("-bootstrap-exec") + 1] == st.wrapper
@@ -175,13 +180,7 @@ def test_under_srun_the_ranks_load_slurms_pmi_library_and_keep_no_one_host_setti
 
 
 def test_on_a_virtual_cluster_srun_starts_mpich_and_intel_mpi_ranks_not_open_mpis(tmp_path):
-    spec = {
-        "schema": "hnowmodel.cluster/1",
-        "name": "t",
-        "hosts": [{"name": "a", "egress_mbit": 100, "ingress_mbit": 100, "slots": 1}]
-        + [{"name": "b", "egress_mbit": 50, "ingress_mbit": 50, "slots": 2}],
-    }
-    st = hc._plan(hc.from_dict(spec), ipaddress.ip_network("10.213.7.0/24"), str(tmp_path / "w.sh"))
+    st = _planned(tmp_path)
     ls = hc.srun_settings_for("intelmpi")(st, 3)
     assert ls.hosts == ["a", "b", "b"] and ls.mpiexec_args == [] and ls.env == INTELMPI_TCP_ENV
     assert ls.env["FI_TCP_IFACE"] == "eth0" and "I_MPI_HYDRA_IFACE" not in ls.env  # no hydra under srun
