@@ -131,6 +131,11 @@ class NativeAlgorithm:
         got = self.on(layout, size)
         return None if got is None else got[0]
 
+    def schedule_on(self, layout: Any, size: int) -> Schedule:
+        """The schedule of :meth:`on` (where nothing is modelled, :attr:`schedule`)."""
+        got = self.on(layout, size)
+        return self.schedule if got is None else got[1]
+
     def tree_at(self, n: int, size: int, one_per_host: bool = True) -> str | None:
         """The model tree that runs on ``n`` ranks at ``size`` bytes per rank; None where :attr:`by_size` knows none
         (its rows were read with one rank per host: ``one_per_host`` False, ranks sharing hosts, knows none).
@@ -577,15 +582,15 @@ def _impi_default_bcast() -> NativeAlgorithm:
     True
     """
     rows = _IMPI_DEFAULT_BCAST
+    base = _impi_default("bcast", rows, Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES[rows[0][3].partition(":")[0]]))
 
     def run(layout: Any, size: int) -> tuple[str, Schedule] | None:
-        tree = _impi_default("bcast", rows).tree_at(len(layout), size, _one_per_host(layout))
+        tree = base.tree_at(len(layout), size, _one_per_host(layout))
         if tree is None:
             return None
         return tree, Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES[tree.partition(":")[0]])
 
-    first = Schedule(segment_bytes=_IMPI_BCAST_CHUNK_BYTES[rows[0][3].partition(":")[0]])
-    return replace(_impi_default("bcast", rows, first), per_layout=run)
+    return replace(base, per_layout=run)
 
 
 def native_predict(

@@ -58,14 +58,14 @@ def export_order(
         raise InputError(f"--size must be a whole number of bytes >= 0, got {size!r}")
     hosts = tuple(str(n["host"]) for n in nodes)
     lay = profile.host_layout
-    here = lay if lay is not None else [n["type"] for n in nodes]
-    # a default that runs different trees by size (Intel MPI's) is that algorithm where it runs ``tree`` at ``size``
+    types = [n["type"] for n in nodes]
+    # the algorithm that runs ``tree`` here at ``size`` (a default that runs different trees by size: Intel MPI's)
     algos = _ops.native_algorithms(op, library)
-    nat = next((a for a in algos if (a.tree_on(here, size) if a.varies else a.model_tree) == tree), None)
+    nat = next((a for a in algos if a.tree_on(types if lay is None else lay, size) == tree), None)
     if lay is not None and not lay.one_per_host:
         order = host_block_order(profile, lay, tree, op, size, native=nat)
     else:
-        order = rank_order(profile, [n["type"] for n in nodes], tree, op, size, native=nat)
+        order = rank_order(profile, types, tree, op, size, native=nat)
     new_hosts = [hosts[r] for r in order.perm]
     slot: dict[str, int] = {}
     rankfile = []

@@ -453,10 +453,9 @@ def _rank_env(launch: Launch, placement_env: Mapping[str, str]) -> dict[str, str
     env = dict(os.environ)
     env.update(placement_env)
     lib = launch.mpi_env.library
-    local = set(lib.one_host) if lib is not None and launch.hostfile else set()
-    for k, v in launch.mpi_env.env.items():  # what the library needs here, unless the user says otherwise
-        if k not in local:
-            env.setdefault(k, v)
+    needs = launch.mpi_env.env if lib is None or not launch.hostfile else lib.across_hosts(launch.mpi_env.env)
+    for k, v in needs.items():  # what the library needs here, unless the user says otherwise
+        env.setdefault(k, v)
     if "PYTHONPATH" in launch.mpi_env.env:  # the ranks' Python must see this hnowmodel first
         env["PYTHONPATH"] = launch.mpi_env.env["PYTHONPATH"]
     env.update(launch.env)

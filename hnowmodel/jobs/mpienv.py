@@ -114,6 +114,14 @@ class MPILibrary:
     srun_pmi_var: str = ""
     one_host: tuple[str, ...] = ()
 
+    def across_hosts(self, env: Mapping[str, str]) -> dict[str, str]:
+        """``env`` for ranks on several machines: without the variables that hold on one host only (:attr:`one_host`).
+
+        >>> MPI_LIBRARIES["intelmpi"].across_hosts({"FI_TCP_IFACE": "lo", "FI_PROVIDER": "tcp"})
+        {'FI_PROVIDER': 'tcp'}
+        """
+        return {k: v for k, v in env.items() if k not in self.one_host}
+
     @property
     def setup(self) -> str:
         """The command that makes its environment (``hnow setup-openmpi``), '' for the one hnow runs in."""
@@ -326,7 +334,7 @@ def under_srun(where: MPIEnv, pmi_library: str | None) -> MPIEnv:
     ('/usr/lib/libpmi2.so.0', False, 'tcp')
     """
     lib = where.library
-    env = {k: v for k, v in where.env.items() if lib is None or k not in lib.one_host}
+    env = dict(where.env) if lib is None else lib.across_hosts(where.env)
     if lib is not None and lib.srun_pmi_var and pmi_library:
         env[lib.srun_pmi_var] = pmi_library
     return MPIEnv(lib, where.python, None, (), env, forward=False)

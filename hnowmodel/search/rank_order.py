@@ -93,10 +93,8 @@ def rank_order(
     if tree.n != n:
         raise LayoutError(f"layout has {n} ranks but the tree has {tree.n}")
     var = _ops.variant_of(op, variant, profile)
-    schedule = None if native is None else native.schedule
-    if native is not None and native.varies:  # a default whose schedule depends on the size (Intel MPI's chunks)
-        run = native.on(layout, int(size))
-        schedule = native.schedule if run is None else run[1]
+    # a default's schedule can depend on the size and hosts (Intel MPI's chunks)
+    schedule = None if native is None else native.schedule_on(layout, int(size))
     # one message per edge (bcast): every edge carries ``size`` bytes, so the lines in force at ``size`` are exact
     # (and one pass is fast); scatter/gather edges carry subtrees' data, each at its own regime: the predictor
     # handles the full profile
@@ -177,10 +175,8 @@ def host_block_order(
     """
     n = len(layout)
     var = _ops.variant_of(op, variant, profile)
-    schedule = None if native is None else native.schedule
-    if native is not None and native.varies:  # a default whose schedule depends on the size (Intel MPI's chunks)
-        run = native.on(layout, int(size))
-        schedule = native.schedule if run is None else run[1]
+    # a default's schedule can depend on the size and hosts (Intel MPI's chunks)
+    schedule = None if native is None else native.schedule_on(layout, int(size))
     model = profile.at(size) if _ops.get(op).movement.one_message else profile
     blocks = [np.flatnonzero(layout.hosts == h) for h in range(layout.n_hosts)]
 
