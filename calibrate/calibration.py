@@ -474,8 +474,8 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[
         cpus = measure_cpus(pk, rt, hosts)
         layout, auto_info["cpu"] = cpu_split(layout, hosts, cpus)
         rt.progress(
-            f"hosts: CPU (memcpy of {CPU_PROBE_BYTES >> 20} MiB) "
-            + ", ".join(f"{h} {v['copy_us'] / 1000:.2f} ms" for h, v in cpus.items())
+            f"hosts: CPU (memcpy of {CPU_PROBE_BYTES >> 10} KiB in cache) "
+            + ", ".join(f"{h} {v['copy_us']:.2f} µs" for h, v in cpus.items())
         )
         rt.progress(
             "auto layout: "

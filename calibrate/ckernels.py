@@ -224,6 +224,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "hk_flowlist": [_c.c_int, _c.c_int, _I32, _I32, _I64, _c.c_int, _c.c_double, _c.c_double, _F64, _F64],
     # m, ring, reps, aligned, out
     "hk_copy": [_c.c_long, _c.c_long, _c.c_int, _c.c_int, _F64],
+    # m, copies, reps, out
+    "hk_cpu": [_c.c_long, _c.c_long, _c.c_int, _F64],
     # comm_f, a, b, m, reps, delay_us, aligned, out
     "hk_late": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64],
     "hk_verify": [_c.c_char_p, _c.c_long, _c.c_int],
@@ -432,6 +434,14 @@ class Kernels:
         ring = (self.size + 1) * int(m) if ring is None else int(ring)
         out = np.zeros(self._reps(reps), dtype=np.float64)
         self._check("hk_copy", self._lib.hk_copy(int(m), ring, out.size, int(bool(aligned)), out))
+        return out
+
+    def cpu(self, m: int, copies: int, reps: int) -> np.ndarray:
+        """The processor's speed: µs per ``memcpy`` of ``m`` bytes between two buffers that stay in the core's
+        caches, over ``copies`` copies back to back, one per repetition (long enough that a CPU quota slows it
+        evenly). Not collective."""
+        out = np.zeros(self._reps(reps), dtype=np.float64)
+        self._check("hk_cpu", self._lib.hk_cpu(int(m), int(copies), out.size, out))
         return out
 
     def late(

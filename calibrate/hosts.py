@@ -17,8 +17,9 @@ cost, on several hosts with the C kernels.
   nothing: its own NIC limits them). A measurement that did not hold the flows
   back is a lower bound (``seen`` false); the pairwise rates are lower bounds too;
 * :func:`nic_auto_layout` - ``--layout auto`` on several hosts: hosts grouped by their NICs;
-* :func:`measure_cpus`, :func:`cpu_split` - then each NIC group split by the hosts' CPUs (a ``memcpy`` of
-  :data:`~calibrate.protocol.CPU_PROBE_BYTES` timed on each host's first rank alone);
+* :func:`measure_cpus`, :func:`cpu_split` - then each NIC group split by the hosts' CPUs (``memcpy`` of
+  :data:`~calibrate.protocol.CPU_PROBE_BYTES` within the caches, back to back, timed on each host's first rank
+  alone);
 * :func:`nic_by_type` - one NIC per node type (the median of its hosts'; a direction no flow could fill is taken
   equal to the other direction when that one was seen and is larger: NICs are full duplex, the same both ways);
 * :func:`shm_pairs`, :func:`measure_shm` - per node type with a host of at least two ranks, the shared-memory
@@ -37,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .pairkernels import PairKernels, group_call
-from .protocol import CPU_PROBE_BYTES, CPU_TOLERANCE, GROUP_TOLERANCE, refill_gap_us
+from .protocol import CPU_PROBE_BYTES, CPU_PROBE_COPIES, CPU_TOLERANCE, GROUP_TOLERANCE, refill_gap_us
 from .stats import median_ci
 
 __all__ = [
@@ -358,7 +359,7 @@ def nic_auto_layout(
 
 
 #: Repetitions of the CPU probe per host.
-CPU_PROBE_REPS = 9
+CPU_PROBE_REPS = 5
 #: Rounds of the CPU probe, every host once per round: a host's probe is its least disturbed round's (the lowest
 #: median), so something else that runs on the machine for a moment does not make one host look slower (a CPU
 #: quota slows a host in every round).
@@ -366,18 +367,24 @@ CPU_PROBE_ROUNDS = 2
 
 
 def measure_cpus(pk: PairKernels, rt: Any, hosts: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Each host's CPU: its first rank's ``memcpy`` of :data:`~calibrate.protocol.CPU_PROBE_BYTES` between two
-    buffers (median µs over :data:`CPU_PROBE_REPS`, and the median's 95 % CI), timed while every other rank
-    sleeps, in :data:`CPU_PROBE_ROUNDS` rounds over the hosts, the round with the lowest median kept;
-    ``{host: {"copy_us", "ci_us", "bytes", "rounds_us"}}`` on every rank."""
+    """Each host's CPU: its first rank's ``memcpy`` of :data:`~calibrate.protocol.CPU_PROBE_BYTES` within the
+    core's caches, :data:`~calibrate.protocol.CPU_PROBE_COPIES` copies back to back per repetition (µs per copy:
+    the median over :data:`CPU_PROBE_REPS`, and the median's 95 % CI), timed while every other rank sleeps, in
+    :data:`CPU_PROBE_ROUNDS` rounds over the hosts, the round with the lowest median kept;
+    ``{host: {"copy_us", "ci_us", "bytes", "copies", "rounds_us"}}`` on every rank."""
     first: dict[str, int] = {}
     for r, h in enumerate(hosts):
         first.setdefault(h, r)
 
     def probe(_sub: Any) -> dict[str, Any]:
-        t = pk.world.copy(CPU_PROBE_BYTES, CPU_PROBE_REPS, ring=2 * CPU_PROBE_BYTES)
+        t = pk.world.cpu(CPU_PROBE_BYTES, CPU_PROBE_COPIES, CPU_PROBE_REPS)
         lo, hi = median_ci(list(t))
-        return {"copy_us": float(np.median(t)), "ci_us": [float(lo), float(hi)], "bytes": CPU_PROBE_BYTES}
+        return {
+            "copy_us": float(np.median(t)),
+            "ci_us": [float(lo), float(hi)],
+            "bytes": CPU_PROBE_BYTES,
+            "copies": CPU_PROBE_COPIES,
+        }
 
     with rt.step("host CPUs"):
         rounds = [{h: group_call(pk, [r], probe) for h, r in first.items()} for _ in range(CPU_PROBE_ROUNDS)]
@@ -420,7 +427,8 @@ def cpu_split(
             for h in g:
                 new[h] = t if len(split) == 1 else f"{t}-cpu{k + 1}"
     info = {
-        "method": f"each host's first rank alone: memcpy of {CPU_PROBE_BYTES} B (median µs); within a NIC group a "
+        "method": f"each host's first rank alone: memcpy of {CPU_PROBE_BYTES} B in its caches, {CPU_PROBE_COPIES} "
+        "back to back (median µs per copy); within a NIC group a "
         f"new CPU group where a host is more than {100 * CPU_TOLERANCE:g} % slower than the group's first and "
         "beyond both confidence intervals",
         "copy_us": {h: v["copy_us"] for h, v in cpus.items()},

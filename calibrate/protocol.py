@@ -30,6 +30,7 @@ __all__ = [
     "GROUP_TOLERANCE",
     "CPU_TOLERANCE",
     "CPU_PROBE_BYTES",
+    "CPU_PROBE_COPIES",
     "RESTED_SEND_MAX_BYTES",
     "FANOUT_SIZES",
     "QUEUED_MAX_BYTES",
@@ -86,9 +87,14 @@ GROUP_TOLERANCE = 0.05
 #: the faster one's, or the gap is within both medians' confidence intervals (as ranks on one host,
 #: :func:`calibrate.calibration.auto_layout`).
 CPU_TOLERANCE = 0.25
-#: Bytes of the CPU probe's ``memcpy`` (:func:`calibrate.hosts.measure_cpus`): several ms of work for one core, so
-#: longer than a CFS period (a host whose CPU share is a quota is slowed evenly) and out of the caches.
-CPU_PROBE_BYTES = 32 << 20
+#: Bytes of the CPU probe's ``memcpy`` (:func:`calibrate.hosts.measure_cpus`): source and destination stay in the
+#: core's caches, so the probe times the core. (A 32 MiB copy timed memory, whose speed differs between processes
+#: of one virtual machine by up to 25 %: 2.39-2.97 ms over 12 processes here, enough to split equal hosts.)
+CPU_PROBE_BYTES = 64 << 10
+#: Copies of :data:`CPU_PROBE_BYTES` timed back to back in one repetition of the CPU probe: about 40 ms of one
+#: core, many scheduler ticks and CFS periods, so a host whose CPU share is a quota is slowed evenly (the kernel
+#: enforces a quota at its tick, 4 ms here: a single copy of a few ms often runs unthrottled).
+CPU_PROBE_COPIES = 32768
 #: The rested send (:meth:`calibrate.ckernels.Kernels.rested_send`) is timed up to this size (bytes): what it
 #: adds to ``S`` comes from the token bucket's burst (a few KiB), the same from a few KiB on.
 RESTED_SEND_MAX_BYTES = 65536

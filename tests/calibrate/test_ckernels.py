@@ -271,9 +271,15 @@ ODD_SIZES_DRIVER = textwrap.dedent(
         k.coll("scatter", 0, m, 3, lead_us=10.0)
         k.recv(1, 0, m, 3)
     copy = [float(np.median(k.copy(m, 5))) for m in (8, 1 << 20)]
+    cpu = [float(np.median(k.cpu(m, 256, 3))) for m in (64, 65536)]
+    try:
+        k.cpu(0, 256, 3)
+        refused = False
+    except Exception as e:
+        refused = type(e).__name__
     late = {m: k.late(0, 1, m, 5, delay_us=300.0) for m in (8, 1 << 20)}
     if MPI.COMM_WORLD.rank == 0:
-        print(json.dumps({"copy": copy, "late": {m: float(np.median(v)) for m, v in late.items()}}))
+        print(json.dumps({"copy": copy, "cpu": cpu, "refused": refused, "late": {m: float(np.median(v)) for m, v in late.items()}}))
     """
 )
 
@@ -286,6 +292,9 @@ def test_odd_sizes_copy_and_late_receive(cache_home, tmp_path):
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert 0 < res["copy"][0] < res["copy"][1]  # copying 1 MiB takes longer than 8 B
+    # the CPU probe: µs per copy, more for 64 KiB than for 64 B; a copy of nothing is refused
+    assert 0 < res["cpu"][0] < res["cpu"][1]
+    assert res["refused"] == "KernelError"
     # MPICH on shared memory: 8 B goes eagerly (the send does not wait for the late receive), 1 MiB by rendezvous
     # (the send cannot finish before the receive is posted 300 µs later)
     assert res["late"]["8"] < 150 < res["late"][str(1 << 20)]
