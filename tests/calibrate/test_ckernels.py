@@ -279,7 +279,8 @@ ODD_SIZES_DRIVER = textwrap.dedent(
         refused = type(e).__name__
     late = {m: k.late(0, 1, m, 5, delay_us=300.0) for m in (8, 1 << 20)}
     if MPI.COMM_WORLD.rank == 0:
-        print(json.dumps({"copy": copy, "cpu": cpu, "refused": refused, "late": {m: float(np.median(v)) for m, v in late.items()}}))
+        late = {m: float(np.median(v)) for m, v in late.items()}
+        print(json.dumps({"copy": copy, "cpu": cpu, "refused": refused, "late": late}))
     """
 )
 
