@@ -372,14 +372,17 @@ def node_local_paths() -> list[str]:
     return [what for what, path in found.items() if path.is_relative_to("/tmp")]
 
 
-def rates_spec_file(folder: Path, name: str, rates_mbit) -> str:
+def rates_spec_file(folder: Path, name: str, rates_mbit, cpu_share: dict[int, float] | None = None) -> str:
     """A ``hnowmodel.cluster/1`` file in ``folder`` for hosts ``h1, h2, …`` with these NIC rates (Mbit/s, egress =
-    ingress), one slot each; its path."""
+    ingress), one slot each, host ``i`` (from 1) with ``cpu_share[i]`` of a core where given; its path."""
+    share = cpu_share or {}
     doc = {
         "schema": "hnowmodel.cluster/1",
         "name": name,
         "hosts": [
-            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1} for i, r in enumerate(rates_mbit, 1)
+            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1}
+            | ({"cpu_share": share[i]} if i in share else {})
+            for i, r in enumerate(rates_mbit, 1)
         ],
     }
     p = Path(folder) / f"{name}.json"

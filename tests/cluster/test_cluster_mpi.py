@@ -16,7 +16,7 @@ import pytest
 import hnowmodel.cluster as hc
 from hnowmodel.cluster import netns
 from hnowmodel.cluster.state import state_path
-from tests.helpers import check_compared_row, run_hnow
+from tests.helpers import check_compared_row, rates_spec_file, run_hnow
 
 from . import needs_netns
 
@@ -27,23 +27,6 @@ _NAME = f"m{os.getpid() % 100000}"  # this run's cluster names start with it: ne
 
 def hnow(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return run_hnow(*args, timeout=timeout)
-
-
-def _spec(tmp_path, name: str, rates: list[float], cpu_share: dict[int, float] | None = None) -> str:
-    """A spec of one host per rate (``h1``…), host ``i`` (from 1) with ``cpu_share[i]`` of a core where given."""
-    share = cpu_share or {}
-    doc = {
-        "schema": "hnowmodel.cluster/1",
-        "name": name,
-        "hosts": [
-            {"name": f"h{i}", "egress_mbit": r, "ingress_mbit": r, "slots": 1}
-            | ({"cpu_share": share[i]} if i in share else {})
-            for i, r in enumerate(rates, start=1)
-        ],
-    }
-    p = tmp_path / f"{name}.json"
-    p.write_text(json.dumps(doc))
-    return str(p)
 
 
 def _ranks_inside(name: str) -> dict[str, list[int]]:
@@ -65,7 +48,7 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     name = f"{_NAME}a"
     cleanup.append(name)
     # two speeds, mixed in host order
-    spec = _spec(tmp_path, name, [120, 30, 120, 30])
+    spec = rates_spec_file(tmp_path, name, [120, 30, 120, 30])
     prof_path = tmp_path / "prof.json"
     # 1. the command brings the cluster up for itself and takes it down after
     res = hnow("calibrate", "--np", "4", "--cluster", spec, "--layout", "auto", "--quick", "-o", str(prof_path))
@@ -141,7 +124,7 @@ def test_auto_layout_groups_three_speeds_in_mixed_order_then_by_cpu(tmp_path, cl
     name = f"{_NAME}b"
     cleanup.append(name)
     rates = [150, 40, 80, 150, 40]  # fast slow medium fast slow (5 hosts: the suite's longest calibration kept short)
-    spec = _spec(tmp_path, name, rates, cpu_share={5: 0.25})
+    spec = rates_spec_file(tmp_path, name, rates, cpu_share={5: 0.25})
     out = tmp_path / "p5.json"
     res = hnow(
         "calibrate",
@@ -223,7 +206,7 @@ def test_open_mpi_starts_its_ranks_inside_the_hosts(tmp_path):
     if missing:
         pytest.skip(f"no Open MPI environment here: {missing}")
     name = f"{_NAME}o"
-    spec = _spec(tmp_path, name, [100, 20, 100])
+    spec = rates_spec_file(tmp_path, name, [100, 20, 100])
     p = hnow("info", "--np", "3", "--cluster", spec, "--mpi", "openmpi", "--json", timeout=180)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
