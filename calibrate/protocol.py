@@ -89,7 +89,7 @@ GROUP_TOLERANCE = 0.05
 CPU_TOLERANCE = 0.25
 #: Bytes of the CPU probe's ``memcpy`` (:func:`calibrate.hosts.measure_cpus`): source and destination stay in the
 #: core's caches, so the probe times the core. (A 32 MiB copy timed memory, whose speed differs between processes
-#: of one virtual machine by up to 25 %: 2.39-2.97 ms over 12 processes here, enough to split equal hosts.)
+#: of one virtual machine: it split two hosts of equal processors in 2 of 5 runs of the test suite, 2026-11-26.)
 CPU_PROBE_BYTES = 64 << 10
 #: Copies of :data:`CPU_PROBE_BYTES` timed back to back in one repetition of the CPU probe: about 40 ms of one
 #: core, many scheduler ticks and CFS periods, so a host whose CPU share is a quota is slowed evenly (the kernel

@@ -4,7 +4,7 @@ A host with a slower CPU is emulated by a quota: its ranks together get ``cpu_sh
 ``QUOTA_US`` µs of CPU time per period of ``QUOTA_US / cpu_share`` µs (the kernel's smallest quota is 1 ms, so
 the period grows as the share shrinks). Work longer than a few periods then takes ``1 / cpu_share`` times as long;
 work shorter than one period is either untouched or delayed by a whole throttled stretch, so the quota slows long
-computations (the calibration's CPU probe, a 32 MiB ``memcpy``) evenly and short ones only now and then
+computations (the calibration's CPU probe, tens of ms of copies) evenly and short ones only now and then
 (docs/virtual-cluster.md, "A host with a slower CPU"). The cgroup is ``<root>/hnow-<cluster>-<host>`` under the
 cgroup-v1 ``cpu`` hierarchy or the cgroup-v2 root (where its ``cpu`` controller is enabled); the exec wrapper moves
 each rank's shell into it.
