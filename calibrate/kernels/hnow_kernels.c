@@ -701,35 +701,33 @@ int hk_copy(long m, long ring, int reps, int aligned, double *out) {
 }
 
 /* hk_cpu: the processor's speed, for telling hosts apart by CPU. out[i] = µs per memcpy of m bytes between two */
-/* buffers of m bytes (small enough to stay in the core's caches, so the copy times the core and not memory,   */
-/* whose speed differs from process to process on a virtual machine by up to 25 %), over `copies` copies back  */
-/* to back: tens of ms, many scheduler ticks and CFS periods, so a CPU quota slows it evenly (a single copy of  */
-/* a few ms often runs unthrottled: the quota is enforced at the tick). One untimed run of 16 copies first.   */
-/* The copied bytes are checked against their source.                                                         */
+/* page-aligned buffers of m bytes (small enough to stay in the core's caches, so the copy times the core and  */
+/* not memory, whose speed differs from process to process on a virtual machine), over `copies` copies back to */
+/* back: tens of ms, many scheduler ticks and CFS periods, so a CPU quota slows it evenly (a single copy of a   */
+/* few ms often runs unthrottled: the quota is enforced at the tick). One untimed run of 16 copies first. The   */
+/* copied bytes are checked against their source.                                                              */
 int hk_cpu(long m, long copies, int reps, double *out) {
     if (m < 1 || copies < 1 || reps < 1) return HK_EARGS;
-    void *a = NULL, *b = NULL;
-    if (posix_memalign(&a, HK_PAGE, (size_t)m) != 0) return HK_EALLOC;
-    if (posix_memalign(&b, HK_PAGE, (size_t)m) != 0) {
-        free(a);
-        return HK_EALLOC;
-    }
-    unsigned char *s = a, *d = b;
-    fill_pattern(s, m, 5);
-    memset(d, 0, (size_t)m);
-    for (int i = -1; i < reps; i++) {
-        long n = i < 0 ? 16 : copies;
-        int64_t t0 = now_ns();
-        for (long c = 0; c < n; c++) {
-            memcpy(d, s, (size_t)m);
-            __asm__ volatile("" ::: "memory"); /* every copy is done: none is merged away */
+    hk_buf src = {0}, dst = {0};
+    int rc = buf_alloc(&src, (size_t)m, 1);
+    if (rc == HK_OK) rc = buf_alloc(&dst, (size_t)m, 1);
+    if (rc == HK_OK) {
+        fill_pattern(src.p, m, 5);
+        memset(dst.p, 0, (size_t)m);
+        for (int i = -1; i < reps; i++) {
+            long n = i < 0 ? 16 : copies;
+            int64_t t0 = now_ns();
+            for (long c = 0; c < n; c++) {
+                memcpy(dst.p, src.p, (size_t)m);
+                __asm__ volatile("" ::: "memory"); /* every copy is done: none is merged away */
+            }
+            int64_t t1 = now_ns();
+            if (i >= 0) out[i] = ns_to_us(t1 - t0) / (double)copies;
         }
-        int64_t t1 = now_ns();
-        if (i >= 0) out[i] = ns_to_us(t1 - t0) / (double)copies;
+        rc = memcmp(dst.p, src.p, (size_t)m) == 0 ? HK_OK : HK_EPAYLOAD;
     }
-    int rc = memcmp(d, s, (size_t)m) == 0 ? HK_OK : HK_EPAYLOAD;
-    free(a);
-    free(b);
+    buf_free(&src);
+    buf_free(&dst);
     return rc;
 }
 
