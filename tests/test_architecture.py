@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.flow": 3,
     "hnowmodel.variants": 3,
     "hnowmodel.schedule": 3,
+    "hnowmodel.schedules": 3,  # collective algorithms as message schedules, evaluated by both engines
     "hnowmodel.movement": 3,
     "hnowmodel.ops": 3,
     "hnowmodel.ompi_fixed": 3,  # Open MPI's fixed rules: read by the registry (coll/han's levels) and the rules file
