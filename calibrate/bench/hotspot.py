@@ -97,7 +97,7 @@ def _predict(ctx: Ctx, k: int, m: int) -> float | None:
 
 
 def hotspot(ctx: Ctx) -> list[dict]:
-    from calibrate.collectives import Clock
+    from calibrate.timing import Clock
     from hnowmodel.errors import InputError
 
     ctx.need(2, "hotspot")
