@@ -1,6 +1,7 @@
 """The architecture, checked from the source: the import graph of ``hnowmodel`` and ``calibrate`` has no cycle, no
 module imports a layer above its own, ``hnowmodel`` never imports ``calibrate`` or ``mpi4py``, no source file cites a
-file outside the repository, and ``import hnowmodel`` stays light.
+file outside the repository, ``import hnowmodel`` stays light, and no module of ``hnowmodel``, ``calibrate`` or
+``experiments`` is over 600 lines nor any function over 80.
 
 The graph is read with :mod:`ast` (every ``import``, at module level and inside functions, relative imports resolved;
 ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``), so an import hidden in a
@@ -87,6 +88,16 @@ HNOWMODEL_NEVER = ("calibrate", "mpi4py")
 OUTSIDE_FILES = ("DESIGN.md", "../shared")
 # What ``import hnowmodel`` must not load (none of them is needed to predict; today it loads none of them)
 HEAVY = ("mpi4py", "matplotlib", "scipy", "networkx", "calibrate")
+
+# The house rules on size, in the two packages and the experiments: no module over MAX_MODULE_LINES lines (its
+# newlines), no function over MAX_FUNCTION_LINES (from ``def`` to its last line, decorators excluded)
+SHAPE_DIRS = ("hnowmodel", "calibrate", "experiments")
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+# Modules still over MAX_MODULE_LINES, each with what removes it (their functions are checked all the same)
+LONG_MODULES_KNOWN = {
+    "hnowmodel/ops.py",  # being split (issue #33)
+}
 
 
 # --- the graph ---------------------------------------------------------------------------------------------------
@@ -240,6 +251,31 @@ def forbidden_imports(outside: list[tuple[str, str, int]]) -> list[str]:
     ]
 
 
+def shape_violations(
+    root: Path = ROOT, dirs: tuple[str, ...] = SHAPE_DIRS, known: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
+    """Every module of ``dirs`` over :data:`MAX_MODULE_LINES` lines (counted as its newlines; ``known``: relative
+    paths let off) and every function over :data:`MAX_FUNCTION_LINES` (``def`` to its last line, decorators
+    excluded; methods and nested functions too), one line each naming the file and the line count."""
+    bad = []
+    for top in dirs:
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            text = path.read_text()
+            lines = text.count("\n")
+            if lines > MAX_MODULE_LINES and rel not in known:
+                bad.append(f"{rel}: {lines} lines (a module has at most {MAX_MODULE_LINES}: split it)")
+            for node in ast.walk(ast.parse(text, filename=str(path))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > MAX_FUNCTION_LINES:
+                        bad.append(
+                            f"{rel}:{node.lineno}: function {node.name} has {length} lines (at most "
+                            f"{MAX_FUNCTION_LINES}: extract helpers)"
+                        )
+    return bad
+
+
 # --- the tests -----------------------------------------------------------------------------------------------------
 
 
@@ -295,3 +331,36 @@ def test_import_hnowmodel_stays_light():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [], f"import hnowmodel loads {proc.stdout.split()}"
+
+
+def _function(name: str, lines: int, indent: str = "") -> str:
+    """The text of a function of ``lines`` lines (its ``def``, then assignments), indented by ``indent``."""
+    return f"{indent}def {name}():\n" + "".join(f"{indent}    x{i} = {i}\n" for i in range(lines - 1))
+
+
+def test_the_shape_reader_counts_modules_and_functions_as_the_rules_say(tmp_path):
+    """The reader itself, on made-up files: a module of 601 newlines is over, one of 600 is not; a function of 81
+    lines is over (a method too), one of 80 lines under two decorators is not; a known module is let off its length
+    but not its functions."""
+    files = {
+        "p/long.py": "\n" * 601,
+        "p/fits.py": "\n" * 600,
+        "p/funcs.py": _function("f", 81) + "\n\nclass C:\n" + _function("m", 81, "    "),
+        "p/deco.py": "@a\n@b\n" + _function("g", 80),
+        "q/known.py": "\n" * 700 + _function("h", 81),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    found = shape_violations(tmp_path, ("p", "q"), {"q/known.py"})
+    assert [f.split(" (")[0] for f in found] == [
+        "p/funcs.py:1: function f has 81 lines",
+        "p/funcs.py:85: function m has 81 lines",
+        "p/long.py: 601 lines",
+        "q/known.py:701: function h has 81 lines",
+    ]
+
+
+def test_no_module_over_600_lines_no_function_over_80():
+    found = shape_violations(known=LONG_MODULES_KNOWN)
+    assert not found, f"{len(found)} modules or functions too long:\n" + "\n".join(found)
