@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import ops
-from . import predict as model
+from .closedform import ptp
 from .errors import InputError, LayoutError
 from .layout import parse_layout
 from .params import Profile
@@ -65,7 +65,7 @@ def prediction_rows(
         return [
             {"op": "ptp", "tree": f"{a}->{b}" + (" (same host)" if same else ""), "size": s, "time_us": float(t)}
             for a, b, same in pairs
-            for s, t in zip(grid, model.ptp(prof, a, b, grid, same_host=same), strict=True)
+            for s, t in zip(grid, ptp(prof, a, b, grid, same_host=same), strict=True)
         ]
     if layout is None:
         if not prof.layout:
