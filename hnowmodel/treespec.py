@@ -11,7 +11,8 @@ A spec is one of
 * ``optimal[:OP][:SIZE]``: the best tree :func:`hnowmodel.search.best_tree` finds for operation OP at SIZE bytes,
   and ``fnf[:SIZE]``: the Fastest-Node-First broadcast tree at SIZE (:func:`hnowmodel.search.fnf`). A bare
   ``optimal`` or ``fnf`` is chosen per row, for the operation and size of the measurement it runs in
-  (:func:`resolve_all`), or for bcast at 0 bytes where there is no row (:func:`build_trees`, ``hnow predict``);
+  (:func:`resolve_all`) or of the prediction (:func:`hnowmodel.predict`, ``hnow predict``: at each size), or for
+  bcast at 0 bytes where there is no row (:func:`build_trees`);
   ``optimal:OP`` is chosen at 0 bytes, ``optimal:SIZE`` for bcast: fixed choices;
 * ``native`` or ``native:ALGO``: the MPI library's own collective (:mod:`hnowmodel.ops`); it resolves to None (its
   model tree is :attr:`hnowmodel.ops.NativeAlgorithm.model_tree`).
