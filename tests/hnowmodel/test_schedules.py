@@ -98,6 +98,32 @@ def test_repeated_ring_settles_to_its_unrolled_value_on_hosts():
             np.testing.assert_allclose(got, evaluate(prof, lay, flat, per_rank=True), rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_repeated_steps_settle_to_their_unrolled_value(seed):
+    # random repeated steps (some ranks idle, some only sending or only receiving, copies, steps that do not wait)
+    # on hosts with shared memory: the max-plus shortcut gives the number of running every repetition
+    rng = np.random.default_rng(seed)
+    n = 10
+    lay = Layout([str(t) for t in rng.choice(["fast", "slow"], 5).repeat(2)], hosts=np.arange(10) // 2)
+    steps = []
+    for _ in range(3):
+        k = int(rng.integers(1, n + 1))
+        src, dst = rng.permutation(n)[:k], rng.permutation(n)[:k]
+        keep = src != dst
+        copy = rng.choice([0.0, 500.0], n) if rng.random() < 0.3 else None
+        steps.append(
+            Step.of(src[keep], dst[keep], rng.uniform(0, 5000, keep.sum()), rng.uniform(0, 100, keep.sum()),
+                    copy_bytes=copy, waits=bool(rng.random() < 0.7), repeat=int(rng.integers(1, 40)))
+        )  # fmt: skip
+    fast = dataclasses.replace(HOSTS.types["fast"], Cc_us=3.0, Cm_us_per_byte=0.002, regimes=())
+    prof = dataclasses.replace(HOSTS, types={"fast": fast, "slow": HOSTS.types["slow"]})
+    s = MessageSchedule(n, tuple(steps))
+    flat = MessageSchedule(n, tuple(s.unrolled()))
+    got = evaluate(prof, lay, s, reduce_us_per_byte=0.003, per_rank=True)
+    np.testing.assert_allclose(got, evaluate(prof, lay, flat, reduce_us_per_byte=0.003, per_rank=True), rtol=1e-12)
+    assert evaluate(prof, lay, s) == pytest.approx(evaluate(prof, lay, flat), rel=1e-12)
+
+
 def test_evaluate_refuses_bad_input():
     s = S.ring_allgather(3, 8)
     with pytest.raises(LayoutError, match="3"):
