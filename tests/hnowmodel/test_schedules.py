@@ -18,6 +18,7 @@ from hnowmodel import schedules as S
 from hnowmodel.errors import InputError, LayoutError, ProfileError
 from hnowmodel.layout import Layout
 from hnowmodel.params import Link, NodeType, Profile, ShmCosts, paper_profile
+from hnowmodel.schedule import Schedule
 from hnowmodel.schedules.closed import evaluate
 from hnowmodel.schedules.steps import MessageSchedule, Step
 from hnowmodel.trees import binomial, make_tree, sequential, tree_names
@@ -174,6 +175,33 @@ def test_bcast_and_scatter_trees_on_hosts(family):
         np.testing.assert_allclose(bc, P.bcast(HOSTS, lay, tree, [m], per_rank=True)[0], rtol=1e-12)
         sc = evaluate(HOSTS, lay, S.from_tree(tree, tree.subtree_size * m), per_rank=True)
         np.testing.assert_allclose(sc, P.scatter(HOSTS, lay, tree, [m], per_rank=True)[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["binomial", "sequential", "kary:3", "chain", "ompi-binomial"])
+def test_scatter_with_the_roots_copy_is_the_paper_equations(family):
+    # the root copies its own block after its sends (MPICH) or before them (Open MPI: everyone else is C later)
+    types = {k: dataclasses.replace(t, Cc_us=7.0, Cm_us_per_byte=0.03, regimes=()) for k, t in PAPER.types.items()}
+    prof = dataclasses.replace(PAPER, types=types)
+    lay = ["slow", "fast", "fast", "slow", "fast", "slow", "slow"]
+    tree = make_tree(family, 7, root=3)
+    for m in SIZES[1:]:  # a copy of 0 bytes is no copy here, while eq. 8-9's root copy costs Cc even then
+        for first in (False, True):
+            sched = S.from_tree(tree, tree.subtree_size * m, root_copy_bytes=m, copy_first=first)
+            want = P.scatter(prof, lay, tree, [m], Schedule(root_copy=True, copy_first=first), per_rank=True)[0]
+            got = evaluate(prof, lay, sched, per_rank=True)
+            others = np.arange(7) != 3
+            np.testing.assert_allclose(got[others], want[others], rtol=1e-12)
+            assert evaluate(prof, lay, sched) == pytest.approx(want.max(), rel=1e-12)
+            if not first:  # the root is done once it has copied, after its sends (copy first: its done clock is
+                # the copy's end, its sends come after; the completion above is the same)
+                assert got[3] == pytest.approx(want[3], rel=1e-12)
+    lone = S.from_tree(make_tree("binomial", 1), 0.0, root_copy_bytes=100.0)
+    assert evaluate(prof, ["fast"], lone) == pytest.approx(7.0 + 3.0, rel=1e-12)
+    zero = S.from_tree(tree, 0.0, root_copy_bytes=0.0)
+    want = P.scatter(prof, lay, tree, [0], Schedule(root_copy=True), per_rank=True)[0]
+    got = evaluate(prof, lay, zero, per_rank=True)  # no copy: the root, which only sends, is done at 0
+    np.testing.assert_allclose(got[others], want[others], rtol=1e-12)
+    assert got[3] == 0.0 and want[3] > 7.0
 
 
 def test_binomial_bcast_generator_is_the_binomial_tree():
