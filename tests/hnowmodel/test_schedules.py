@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hnowmodel import ops, treespec
 from hnowmodel import predict as P
 from hnowmodel import schedules as S
 from hnowmodel.errors import InputError, LayoutError, ProfileError
@@ -22,6 +23,7 @@ from hnowmodel.schedule import Schedule
 from hnowmodel.schedules.closed import evaluate
 from hnowmodel.schedules.steps import MessageSchedule, Step
 from hnowmodel.trees import binomial, make_tree, sequential, tree_names
+from tests.golden_corpus import load, profiles
 
 PAPER = paper_profile()
 REALMPI = Profile.load(Path(__file__).parent.parent / "data" / "golden" / "realmpi_profile.json")  # piecewise
@@ -202,6 +204,40 @@ def test_scatter_with_the_roots_copy_is_the_paper_equations(family):
     got = evaluate(prof, lay, zero, per_rank=True)  # no copy: the root, which only sends, is done at 0
     np.testing.assert_allclose(got[others], want[others], rtol=1e-12)
     assert got[3] == 0.0 and want[3] > 7.0
+
+
+def test_golden_corpus_bcast_and_scatter_through_schedules():
+    # every closed-form (paper) bcast and scatter case of the golden corpus - trees of every family, per-rank
+    # times, the libraries' pinned natives with their root copies and common-start extras - compiled to a schedule
+    # and evaluated: the recorded number (rtol 1e-12). Gather is not among them: eq. 12 queues a parent's messages
+    # on its inbound link (i·X) and takes them in arrival order; a schedule fixes the order of the receives.
+    profs, checked = profiles(), 0
+    for row in load():
+        c = row["case"]
+        if c["kind"] not in ("predict", "per_rank", "native") or c["op"] == "gather" or c.get("variant") != "paper":
+            continue
+        prof, layout, sizes = profs[c["profile"]]
+        if c["kind"] == "native":
+            nat = next(a for a in ops.native_choices(c["op"], c["library"]) if a.algorithm == c["algorithm"])
+            assert not nat.varies
+            tree, sched = make_tree(nat.model_tree, len(layout), root=0, layout=layout), nat.schedule
+        else:
+            spec = treespec.parse_spec(c["tree"])
+            tree = treespec.resolve(spec, len(layout), root=c["root"], layout=layout, profile=prof)
+            sched = Schedule()
+        got = []
+        for m in sizes:
+            if c["op"] == "bcast":
+                s = S.from_tree(tree, m)
+            else:
+                copy = m if sched.root_copy else 0.0
+                s = S.from_tree(tree, tree.subtree_size * m, root_copy_bytes=copy, copy_first=sched.copy_first)
+            per_rank = c["kind"] == "per_rank"
+            extra = 0.0 if per_rank else sched.extra_us(prof, [m])[0]
+            got.append(np.asarray(evaluate(prof, layout, s, per_rank=per_rank)) + extra)
+        np.testing.assert_allclose(np.ravel(got), row["values"], rtol=1e-12, err_msg=str(c))
+        checked += 1
+    assert checked == 306  # 84 + 84 tree cases, 3 + 3 per-rank, 120 + 12 natives
 
 
 def test_binomial_bcast_generator_is_the_binomial_tree():
