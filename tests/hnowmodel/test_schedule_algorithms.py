@@ -121,6 +121,7 @@ def test_recursive_doubling_allreduce(n):
     assert s.n_steps == lg + (2 if rem else 0)
     want = [m if r < 2 * rem and r % 2 == 0 else (lg + 1) * m if r < 2 * rem else lg * m for r in range(n)]
     assert s.bytes_sent().tolist() == want
+    assert s.bytes_received().tolist() == want  # each hand-over comes back: the same counts the other way
 
 
 def test_recursive_doubling_allreduce_on_3_ranks_by_hand():
@@ -163,6 +164,7 @@ def test_rabenseifner_allreduce(n, extra):
         half = 2 * 4 * (pof2 - 1)
         want = [m if r < 2 * rem and r % 2 == 0 else half + m if r < 2 * rem else half for r in range(n)]
         assert s.bytes_sent().tolist() == want
+        assert s.bytes_received().tolist() == want
     assert s.bytes_sent().sum() == s.bytes_received().sum()
 
 
@@ -182,6 +184,7 @@ def test_ring_allreduce(n, count):
     if count is None:
         assert s.n_steps == 2 * (n - 1)
         assert s.bytes_sent().tolist() == [2 * (n - 1) * 3.0] * n
+        assert s.bytes_received().tolist() == [2 * (n - 1) * 3.0] * n
         assert all(st.repeat == n - 1 for st in s.steps)
 
 
@@ -203,6 +206,8 @@ def test_binomial_reduce_and_bcast(n, root):
     lg = math.ceil(math.log2(n)) if n > 1 else 0
     assert red.n_steps == lg
     assert red.bytes_sent().tolist() == [0.0 if r == root else m for r in range(n)]
+    # a rank receives from each of its children in the binomial tree (what it sends them in a bcast)
+    assert red.bytes_received().tolist() == S.from_tree(binomial(n, root), m).bytes_sent().tolist()
     if n > 1:  # every rank but the root copies its input into its work buffer first
         assert red.steps[0].copy_bytes.tolist() == [0.0 if r == root else m for r in range(n)]
     bc, tr = _traced(S.binomial_bcast, n, m, root)
@@ -238,8 +243,9 @@ def test_alltoalls_deliver_every_block(gen, n):
         want = [(c + (n if k == 0 else 0)) * m for k, c in enumerate(per_step)] + [2 * n * m] if n > 1 else [3 * m]
         assert [st.copy_bytes[0] for st in s.steps] == want
     else:
-        assert s.n_steps == max(n - 1, 1)
+        assert s.n_steps == max(n - 1, 1)  # one rank: a step of its own block's copy only
         assert s.bytes_sent().tolist() == [(n - 1) * m] * n
+    assert s.bytes_received().tolist() == s.bytes_sent().tolist()
 
 
 def test_bruck_alltoall_by_hand():
