@@ -12,18 +12,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hnowmodel import ops, treespec
 from hnowmodel import predict as P
 from hnowmodel import schedules as S
 from hnowmodel.errors import InputError, LayoutError, ProfileError
 from hnowmodel.layout import Layout
-from hnowmodel.params import Link, NodeType, Profile, ShmCosts, paper_profile
+from hnowmodel.params import Link, LinkRegime, NodeType, Profile, Regime, ShmCosts, paper_profile
 from hnowmodel.schedule import Schedule
 from hnowmodel.schedules.closed import evaluate
 from hnowmodel.schedules.steps import MessageSchedule, Step
 from hnowmodel.trees import binomial, make_tree, sequential, tree_names
 from tests.golden_corpus import load, profiles
+from tests.helpers import any_tree
 
 PAPER = paper_profile()
 REALMPI = Profile.load(Path(__file__).parent.parent / "data" / "golden" / "realmpi_profile.json")  # piecewise
@@ -238,6 +241,57 @@ def test_golden_corpus_bcast_and_scatter_through_schedules():
         np.testing.assert_allclose(np.ravel(got), row["values"], rtol=1e-12, err_msg=str(c))
         checked += 1
     assert checked == 306  # 84 + 84 tree cases, 3 + 3 per-rank, 120 + 12 natives
+
+
+_cost = st.floats(0, 200, allow_nan=False).map(lambda v: round(v, 2))
+_per_byte = st.floats(0, 0.5, allow_nan=False).map(lambda v: round(v, 4))
+
+
+def _lines(draw, bounds=(1000, None)):
+    return [(b, draw(_cost), draw(_per_byte)) for b in bounds]
+
+
+@st.composite
+def random_cases(draw):
+    """A random piecewise profile (1-3 types split at 1000 bytes, per-pair links, copy lines, shared memory), a
+    layout of random hosts (ranks maybe interleaved) and a tree of any family or shape."""
+    names = ["a", "b", "c"][: draw(st.integers(1, 3))]
+    types, shm = {}, {}
+    for t in names:
+        s_, r_, c_ = _lines(draw), _lines(draw), _lines(draw)
+        types[t] = NodeType.piecewise(t, [Regime(s[0], s[1], s[2], r[1], r[2], c[1], c[2]) for s, r, c in
+                                          zip(s_, r_, c_, strict=True)])  # fmt: skip
+        xs, ss, rs = _lines(draw, (500, None)), _lines(draw, (500, None)), _lines(draw, (500, None))
+        shm[t] = ShmCosts(
+            NodeType.piecewise(t, [Regime(a[0], a[1], a[2], b[1], b[2]) for a, b in zip(ss, rs, strict=True)]),
+            Link.piecewise([LinkRegime(*x) for x in xs]),
+        )
+    links = {(x, y): Link.piecewise([LinkRegime(*v) for v in _lines(draw, (4000, None))])
+             for x in names for y in names if draw(st.booleans())}  # fmt: skip
+    prof = Profile(types, Link.piecewise([LinkRegime(*v) for v in _lines(draw)]), links, shm=shm)
+    slots = draw(st.lists(st.integers(1, 4), min_size=1, max_size=6))
+    host_types = [draw(st.sampled_from(names)) for _ in slots]
+    layout = Layout([t for t, k in zip(host_types, slots, strict=True) for _ in range(k)],
+                    [h for h, k in enumerate(slots) for _ in range(k)])  # fmt: skip
+    if draw(st.booleans()):
+        layout = layout.take(draw(st.permutations(range(len(layout)))))
+    return prof, layout, any_tree(draw, len(layout))
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_cases())
+def test_random_trees_and_profiles_are_the_paper_equations(case):
+    prof, layout, tree = case
+    for m in (0, 7, 300, 1000, 1001, 5000):
+        want = P.bcast(prof, layout, tree, [m], per_rank=True)[0]
+        np.testing.assert_allclose(evaluate(prof, layout, S.from_tree(tree, m), per_rank=True), want, rtol=1e-12)
+        sub = tree.subtree_size * m
+        want = P.scatter(prof, layout, tree, [m], per_rank=True)[0]
+        np.testing.assert_allclose(evaluate(prof, layout, S.from_tree(tree, sub), per_rank=True), want, rtol=1e-12)
+        if m:  # the root's copy of its own block, after its sends
+            want = P.scatter(prof, layout, tree, [m], Schedule(root_copy=True), per_rank=True)[0]
+            got = evaluate(prof, layout, S.from_tree(tree, sub, root_copy_bytes=m), per_rank=True)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_binomial_bcast_generator_is_the_binomial_tree():
