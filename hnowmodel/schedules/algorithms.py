@@ -7,7 +7,9 @@ alltoalls are in :mod:`hnowmodel.schedules.alltoall`.
 Every generator takes the number of ranks ``n`` and a size ``m`` in bytes (what ``m`` is - a rank's block, the
 whole vector - is in its docstring) and returns a :class:`~hnowmodel.schedules.steps.MessageSchedule`. The local
 copies MPICH always makes are the steps' ``copy_bytes`` (copied at the step's start); the copy of a rank's input
-into its output buffer that ``MPI_IN_PLACE`` skips is left out (the caller's choice). A generator given ``trace`` (a
+into its output buffer that ``MPI_IN_PLACE`` skips is left out (the caller's choice). At ``m = 0`` MPICH returns
+before any message; a schedule keeps its 0-byte messages (each costs the lines' constants: the model's latency, as
+the tree predictors give it at 0 bytes). A generator given ``trace`` (a
 :class:`BlockTrace`) also records which blocks each message carries, step by step: what the tests' symbolic
 executor runs to prove that every rank ends up with the data the operation promises.
 
