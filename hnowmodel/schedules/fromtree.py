@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..closedform import _path_sum
 from ..errors import InputError
-from ..predict import _path_sum
 from ..trees import Tree
 from .steps import MessageSchedule, Step
 
@@ -112,7 +112,7 @@ def from_tree(
     ``root_copy_bytes``: the root copies its own block locally (:class:`hnowmodel.schedule.Schedule`'s
     ``root_copy``): down, after its last send (MPICH's scatter), or before its first with ``copy_first`` (Open
     MPI's); up, before its first receive (MPICH's gather). A copy of 0 bytes is no copy (MPICH's local copy of
-    nothing returns at once), where :func:`hnowmodel.predict.scatter` charges the copy line's constant ``Cc`` even
+    nothing returns at once), where :func:`hnowmodel.closedform.scatter` charges the copy line's constant ``Cc`` even
     at 0 bytes: the one size at which the two differ.
 
     >>> from hnowmodel.trees import sequential, binomial
