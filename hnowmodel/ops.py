@@ -33,8 +33,8 @@ from . import variants as _variants
 from .errors import InputError
 from .layout import hosts_of
 from .layout import one_per_host as _one_per_host
+from .libraries.openmpi.fixed import canonical, default_algorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
-from .ompi_fixed import canonical, default_algorithm
 from .schedule import DEFAULT, Schedule, as_schedule
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant

@@ -54,12 +54,12 @@ candidates, the library's default, the leaf for an algorithm, rendering and read
 
 from __future__ import annotations
 
+from ..libraries.intelmpi.export import ImpiSelection, adjust_runs, choose_impi, impi_env_text, parse_adjust
+from ..libraries.mpich.export import MpichSelection, choose_mpich, mpich_env_text
+from ..libraries.openmpi.export import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
 from .choose import NativeChoice
 from .files import FOLDER, FORMATS, ORDER_FORMATS, Export, write_export
-from .impi import ImpiSelection, adjust_runs, choose_impi, impi_env_text, parse_adjust
 from .make import LIBRARY_FORMATS, AlgorithmRequest, export
-from .mpich import MpichSelection, choose_mpich, mpich_env_text
-from .ompi import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
 from .order import export_order
 
 __all__ = [

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..libraries.intelmpi.export import choose_impi, impi_files
+from ..libraries.mpich.export import choose_mpich, mpich_files
+from ..libraries.openmpi.export import choose_ompi, ompi_files
 from ..params import Profile
 from .files import FOLDER, FORMATS, ORDER_FORMATS, Export
-from .impi import choose_impi, impi_files
-from .mpich import choose_mpich, mpich_files
-from .ompi import choose_ompi, ompi_files
 from .order import export_order
 
 __all__ = ["AlgorithmRequest", "LibraryFormat", "LIBRARY_FORMATS", "export"]

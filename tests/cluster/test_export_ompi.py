@@ -22,10 +22,11 @@ import subprocess
 import pytest
 
 import hnowmodel.cluster as hc
-from hnowmodel import ompi_rules, ops
+from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
+from hnowmodel.libraries.openmpi import rules as ompi_rules
 from hnowmodel.trees import make_tree
 from tests.helpers import COUNTERS as _COUNTERS
 from tests.helpers import env_of_file as _mpich_env

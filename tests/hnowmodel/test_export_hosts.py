@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
-from hnowmodel import mpich, ops
+from hnowmodel import ops
 from hnowmodel.export import (
     AlgorithmRequest,
     choose_mpich,
@@ -20,8 +20,9 @@ from hnowmodel.export import (
     mpich_env_text,
     ompi_env_text,
 )
-from hnowmodel.export.ompi import han_runs
 from hnowmodel.layout import Layout, parse_layout
+from hnowmodel.libraries.mpich import selection as mpich
+from hnowmodel.libraries.openmpi.export import han_runs
 from hnowmodel.params import Profile
 from hnowmodel.search import host_block_order
 from hnowmodel.trees import make_tree

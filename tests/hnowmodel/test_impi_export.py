@@ -13,7 +13,9 @@ from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.export import choose_impi, export
 from hnowmodel.export.choose import OpChoice, Pick
-from hnowmodel.export.impi import (
+from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.layout import parse_layout
+from hnowmodel.libraries.intelmpi.export import (
     TUNING_DEFAULT,
     AdjustRule,
     ImpiBackend,
@@ -22,8 +24,6 @@ from hnowmodel.export.impi import (
     format_adjust,
     parse_adjust,
 )
-from hnowmodel.export.make import AlgorithmRequest
-from hnowmodel.layout import parse_layout
 from hnowmodel.params import paper_profile
 from tests.helpers import paper_shm_profile
 

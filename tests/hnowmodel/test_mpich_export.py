@@ -10,10 +10,11 @@ import json
 import pytest
 
 import hnowmodel as hm
-from hnowmodel import mpich, ops
+from hnowmodel import ops
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
 from hnowmodel.export import AlgorithmRequest, choose_mpich, export
+from hnowmodel.libraries.mpich import selection as mpich
 
 
 # ---- MPICH 5.0's tree loops (src/mpi/coll/algorithms/treealgo/treeutil.c), transliterated line by line --------

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 import hnowmodel as hm
-from hnowmodel import ompi_rules as R
 from hnowmodel import ops
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
 from hnowmodel.export import FORMATS, LIBRARY_FORMATS, ORDER_FORMATS, AlgorithmRequest, choose_ompi, export
+from hnowmodel.libraries.openmpi import rules as R
 
 FFSF = ["fast", "fast", "slow", "fast"]
 SFSF = ["slow", "fast", "slow", "fast"]

@@ -27,12 +27,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import ops as _ops
-from ..errors import InputError
-from ..layout import one_per_host
-from ..params import Profile
-from ..sizes import format_size
-from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
+from ... import ops as _ops
+from ...errors import InputError
+from ...export.choose import (
+    Default,
+    NativeChoice,
+    OpChoice,
+    choose,
+    export_layout,
+    range_entries,
+    table_rows,
+    usage_text,
+)
+from ...layout import one_per_host
+from ...params import Profile
+from ...sizes import format_size
 
 __all__ = [
     "AdjustRule",

@@ -16,11 +16,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import mpich as table_io
-from .. import ops as _ops
-from ..errors import InputError
-from ..params import Profile
-from .choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+from ... import ops as _ops
+from ...errors import InputError
+from ...export.choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+from ...params import Profile
+from . import selection as table_io
 
 __all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files"]
 

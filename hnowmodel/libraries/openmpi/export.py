@@ -16,14 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import ompi_rules
-from .. import ops as _ops
-from ..errors import InputError
-from ..layout import Layout
-from ..ops import han_runs
-from ..params import Profile
-from ..sizes import format_size
-from .choose import (
+from ... import ops as _ops
+from ...errors import InputError
+from ...export.choose import (
     Default,
     NativeChoice,
     OpChoice,
@@ -34,6 +29,11 @@ from .choose import (
     table_rows,
     usage_text,
 )
+from ...layout import Layout
+from ...ops import han_runs
+from ...params import Profile
+from ...sizes import format_size
+from . import rules as ompi_rules
 
 __all__ = [
     "OMPI_RULES_FORMAT",

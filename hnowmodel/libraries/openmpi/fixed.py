@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .errors import InputError
+from ...errors import InputError
 
 __all__ = ["OPS", "default_algorithm", "canonical"]
 
