@@ -112,9 +112,9 @@ METHODS = TIMING_METHODS
 
 def native_env(library: str | None, ops: Sequence[str]) -> dict[str, str]:
     """The environment that pins ``library``'s own algorithm for each of ``ops`` (the operation registry's
-    :class:`hnowmodel.ops.NativeAlgorithm`); it must be set before ``MPI_Init``. ``library`` None: every library's
-    settings at once - what a rank sets before it knows which library mpi4py loads (MPICH ignores ``OMPI_MCA_*``,
-    Open MPI ignores ``MPIR_CVAR_*``): :func:`hnowmodel.ops.native_spec_env` of ``native``."""
+    :class:`hnowmodel.libraries.native.NativeAlgorithm`); it must be set before ``MPI_Init``. ``library`` None:
+    every library's settings at once - what a rank sets before it knows which library mpi4py loads (MPICH ignores
+    ``OMPI_MCA_*``, Open MPI ignores ``MPIR_CVAR_*``): :func:`hnowmodel.ops.native_spec_env` of ``native``."""
     from hnowmodel import ops as registry
 
     if library is None:

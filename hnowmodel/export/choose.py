@@ -21,6 +21,7 @@ import numpy as np
 from .. import ops as _ops
 from ..errors import InputError
 from ..layout import Layout, parse_layout
+from ..libraries.native import NativeAlgorithm
 from ..params import Profile
 from ..sizes import format_size
 from ..tables import table_text
@@ -85,7 +86,7 @@ class Default:
     hnow does not model it, then ``name`` says what it is and ``label`` how the note names it) and the ``leaf`` a
     file says where the default is kept."""
 
-    algorithm: _ops.NativeAlgorithm | None
+    algorithm: NativeAlgorithm | None
     leaf: Any
     name: str = ""
     label: str = ""
@@ -124,13 +125,13 @@ class Backend(Protocol):
     #: The library's name in :func:`hnowmodel.ops.native_choices` (``MPICH``, ``Open MPI``).
     library: str
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         """The algorithms a file can select for ``op``, in registry order."""
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         """What the library runs for ``op`` on ``n`` ranks at ``size`` bytes per rank without the file."""
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+    def leaf(self, nat: NativeAlgorithm) -> Any:
         """What the file says to run ``nat``."""
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> Any:
@@ -189,13 +190,13 @@ def _sizes(sizes: Any) -> list[int]:
 
 
 def _distinct(
-    op: str, choices: Sequence[_ops.NativeAlgorithm], layout: Sequence[str]
-) -> tuple[list[_ops.NativeAlgorithm], dict[str, str]]:
+    op: str, choices: Sequence[NativeAlgorithm], layout: Sequence[str]
+) -> tuple[list[NativeAlgorithm], dict[str, str]]:
     """The algorithms of ``choices`` that run differently on ``layout``'s ranks (kary:K for every K >= n-1 is one
     tree, a node-aware tree on one rank per host is its flat one, ...: predicted and offered once, the first in
     registry order), and each algorithm's representative."""
     n = len(layout)
-    cands: list[_ops.NativeAlgorithm] = []
+    cands: list[NativeAlgorithm] = []
     keys: list[Any] = []
     alias: dict[str, str] = {}
     for nat in choices:

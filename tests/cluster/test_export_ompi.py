@@ -56,7 +56,7 @@ def _export(tmp_path) -> tuple[dict, object]:
 def _children(m: int, rules=None) -> list[int]:
     """Children per rank of the bcast tree Open MPI runs on 4 ranks for ``m`` bytes under ``rules`` (None: none)."""
     leaf = ompi_rules.runs(rules, "bcast", 4, m)
-    nat = next(c for c in ops.native_choices("bcast", "Open MPI") if c.rule == leaf)
+    nat = next(c for c in ops.native_choices("bcast", "Open MPI") if c.leaf == leaf)
     return make_tree(nat.model_tree, 4).nchildren.tolist()
 
 

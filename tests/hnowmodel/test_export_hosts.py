@@ -148,7 +148,7 @@ def test_mpich_file_on_shared_hosts_selects_the_flat_winner_and_smp_where_alpha_
     at = {m: mpich.select(sel.table, "bcast", comm_size=7, msg_bytes=m, hierarchy="parent") for m in got}
     assert at[1024] == SMP_LEAF  # the same two-level tree, MPICH's own
     chosen = next(a for a in ops.native_choices("bcast", "MPICH") if a.algorithm == got[16384])
-    assert at[16384] == chosen.selection
+    assert at[16384] == chosen.leaf
     # other communicator sizes: MPICH's table as it was
     assert mpich.select(sel.table, "bcast", comm_size=6, msg_bytes=16384, hierarchy="parent") == mpich.select(
         mpich.default_table().table, "bcast", comm_size=6, msg_bytes=16384, hierarchy="parent"

@@ -1,3 +1,12 @@
-"""placeholder"""
+"""Intel MPI (2021.16), everything hnow knows about it: its algorithms and how each is pinned (:mod:`.algorithms`:
+``I_MPI_ADJUST_<OP>`` numbers, model trees, schedules), its default's choice where the wire showed it
+(:class:`TuningRows`, the bcast's chunks) and its export backend with its tuning format (:mod:`.export`: the
+``I_MPI_ADJUST_<OP>`` strings, format ``impi-env``). Its trees are MPICH's (``binomial``, ``kary``,
+``mpich-knomial1``) and Open MPI's linear one, from :mod:`hnowmodel.trees`. docs/intel-mpi.md.
+"""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+from .algorithms import ALGORITHMS, TuningRows
+
+__all__ = ["ALGORITHMS", "TuningRows"]

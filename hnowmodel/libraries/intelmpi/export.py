@@ -10,10 +10,10 @@ the library chooses as it would without the variable. The message size is the by
 scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_count × type``), as hnow's sizes are.
 :func:`parse_adjust` reads a string back as that says, :func:`adjust_runs` what it runs.
 
-The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with an ``adjust``
-number): binomial (1) for all three today. The default is Intel MPI's tuning file's choice, modelled where it is
-known which tree runs (``OPERATIONS[op].native["Intel MPI"].by_size``: 6 ranks, one per host, 16-256 KiB); elsewhere
-it is kept (not modelled, with a note) (docs/intel-mpi.md).
+The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with a ``leaf``, their
+``I_MPI_ADJUST`` number: :mod:`.algorithms`): binomial (1) for all three today. The default is Intel MPI's tuning
+file's choice, modelled where it is known which tree runs (its ``by_size``, :class:`.algorithms.TuningRows`: 6 ranks,
+one per host, 16-256 KiB); elsewhere it is kept (not modelled, with a note) (docs/intel-mpi.md).
 
 >>> rules = parse_adjust("1:0-65536@6-6;8:65537-262144@6-6")
 >>> [adjust_runs(rules, n, m) for n, m in ((6, 4096), (6, 100000), (5, 4096), (6, 1 << 20))]
@@ -42,6 +42,7 @@ from ...export.choose import (
 from ...layout import one_per_host
 from ...params import Profile
 from ...sizes import format_size
+from ..native import NativeAlgorithm
 
 __all__ = [
     "AdjustRule",
@@ -199,21 +200,23 @@ class ImpiBackend:
     #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
     one_per_host: bool = True
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        """What a string can pin (an ``adjust`` number), and the default (the tuning file's choice, kept by no rule)."""
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
+        """What a string can pin (a ``leaf``: an ``I_MPI_ADJUST`` number), and the default (the tuning file's choice,
+        kept by no rule)."""
         dflt = _ops.get(op).native.get(self.library)
-        return [c for c in _ops.native_choices(op, self.library) if c.adjust or c is dflt]
+        return [c for c in _ops.native_choices(op, self.library) if c.leaf or c is dflt]
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
-        """The tuning file's choice: modelled where :attr:`hnowmodel.ops.NativeAlgorithm.by_size` knows which tree
-        runs on ``n`` ranks at ``size`` bytes, else kept with a note."""
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
+        """The tuning file's choice: modelled where the default's
+        :attr:`~hnowmodel.libraries.native.NativeAlgorithm.by_size` knows which tree runs on ``n`` ranks at ``size``
+        bytes, else kept with a note."""
         dflt = _ops.get(op).native.get(self.library)
         if dflt is not None and dflt.tree_at(n, size, self.one_per_host) is not None:
             return Default(dflt, TUNING_DEFAULT, dflt.algorithm)
         return Default(None, TUNING_DEFAULT, "tuning-file", _LABEL)
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
-        return int(nat.adjust)  # the default's 0 is TUNING_DEFAULT: no rule
+    def leaf(self, nat: NativeAlgorithm) -> Any:
+        return int(nat.leaf or TUNING_DEFAULT)  # the default has no number: TUNING_DEFAULT, no rule
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> ImpiSelection:
         """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI reads them."""

@@ -20,6 +20,7 @@ from ... import ops as _ops
 from ...errors import InputError
 from ...export.choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
 from ...params import Profile
+from ..native import NativeAlgorithm
 from . import selection as table_io
 
 __all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files"]
@@ -83,7 +84,7 @@ _ALPHA_LEAF = {"composition=MPIDI_Bcast_intra_composition_alpha": {}}
 _ALPHA, _SMP = "composition:alpha", "smp"
 
 
-def _algorithm(op: str, name: str) -> _ops.NativeAlgorithm | None:
+def _algorithm(op: str, name: str) -> NativeAlgorithm | None:
     return next((a for a in _ops.native_algorithms(op, "MPICH") if a.algorithm == name), None)
 
 
@@ -106,12 +107,12 @@ class MpichBackend:
     def lib(self) -> table_io.DefaultTable:
         return table_io.default_table(self.libmpi)
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         base = tuple(_ops.native_choices(op, "MPICH"))
         alpha = _algorithm(op, _ALPHA)
         return base + (alpha,) if self.hierarchy == "parent" and alpha is not None else base
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         leaf = table_io.select(self.lib.table, op, comm_size=n, msg_bytes=size, hierarchy=self.hierarchy)
         if leaf is None:
             raise InputError(f"the MPICH default table selects nothing for {op} on {n} ranks at {size} B")
@@ -123,17 +124,17 @@ class MpichBackend:
             if comp is not None:  # beta, gamma: not modelled (the file, with the device's collectives off, runs leaf)
                 name = "composition:" + next(iter(comp)).rpartition("_")[2]
                 return Default(None, leaf, name, f"{name} (ch4 device)")
-        by_leaf = {json.dumps(c.selection, sort_keys=True): c for c in choices if c.selection}
+        by_leaf = {json.dumps(c.leaf, sort_keys=True): c for c in choices if c.leaf}
         nat = by_leaf.get(json.dumps(leaf, sort_keys=True))
         name = next(iter(leaf)).partition("=")[2]
         return Default(nat, leaf, name, name)
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+    def leaf(self, nat: NativeAlgorithm) -> Any:
         if nat.algorithm == _ALPHA:  # with the file in force the device's collectives are off: MPIR's smp
             smp = _algorithm("bcast", _SMP)
             assert smp is not None
-            return dict(smp.selection)
-        return dict(nat.selection)
+            return dict(smp.leaf)
+        return dict(nat.leaf)
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> MpichSelection:
         """The default table with the choices put in, checked as MPICH reads it and read back: every size asked

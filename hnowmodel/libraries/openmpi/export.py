@@ -30,10 +30,11 @@ from ...export.choose import (
     usage_text,
 )
 from ...layout import Layout
-from ...ops import han_runs
 from ...params import Profile
 from ...sizes import format_size
+from ..native import NativeAlgorithm
 from . import rules as ompi_rules
+from .algorithms import OMPI_KNOMIAL_RADIX, han_runs
 
 __all__ = [
     "OMPI_RULES_FORMAT",
@@ -180,27 +181,27 @@ class OmpiBackend:
     han_default: bool = False
     layout: Any = None
 
-    def _han(self, op: str) -> _ops.NativeAlgorithm | None:
+    def _han(self, op: str) -> NativeAlgorithm | None:
         return _ops.native_for("native:han:default", op, "Open MPI")
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.rule]
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
+        tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.leaf]
         han = self._han(op) if self.han_default else None
         return tuned + [han] if han is not None else tuned
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         if self.han_default:
             han = self._han(op)
             if han is not None and han.on(self.layout, size) is not None:
                 return Default(han, HAN_LEAF, han.algorithm, "coll/han (its own settings)")
             return Default(None, HAN_LEAF, "han", "coll/han (its own settings; its levels' algorithms not modelled)")
         number = ompi_rules.default_algorithm(op, n, size)
-        by_rule = {tuple(c.rule): c for c in choices}
+        by_rule = {tuple(c.leaf): c for c in choices if c.leaf is not None}
         name = ompi_rules.algorithm_name(op, number)
         return Default(by_rule.get(ompi_rules.canonical(op, number)), ompi_rules.FIXED, name, f"{name} ({number})")
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
-        return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.rule)
+    def leaf(self, nat: NativeAlgorithm) -> Any:
+        return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.leaf)
 
     def constrain(self, op: str, picks: Sequence[Pick]) -> Sequence[Pick]:
         """Where coll/han is the default it runs an operation at every size or hands it whole to tuned: keep han
@@ -281,7 +282,7 @@ def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
     for op in sel.han_left:
         env.update(han_op_to_tuned(op))
     if sel.uses_knomial:
-        env[_RADIX] = str(_ops.OMPI_KNOMIAL_RADIX)
+        env[_RADIX] = str(OMPI_KNOMIAL_RADIX)
     return env
 
 
@@ -318,7 +319,7 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         ),
     ]
     if sel.uses_knomial:
-        lines.append(f"# The file's knomial bcast was chosen with radix {_ops.OMPI_KNOMIAL_RADIX}, an MCA parameter.")
+        lines.append(f"# The file's knomial bcast was chosen with radix {OMPI_KNOMIAL_RADIX}, an MCA parameter.")
     if any(op == "scatter" for op, e in sel.entries.items() if e):
         lines += ["# " + x for x in textwrap.wrap(_SCATTER_NOTE, 110)]
     lines += [
