@@ -1,5 +1,5 @@
 """Open MPI's algorithms in the operation registry and ``choose_ompi``: what ``hnow export --format ompi-rules``
-chooses and the rules file it writes (read back as Open MPI reads it: hnowmodel.ompi_rules). No MPI here:
+chooses and the rules file it writes (read back as Open MPI reads it: hnowmodel.libraries.openmpi.rules). No MPI here:
 tests/cluster/test_export_ompi.py runs the file in Open MPI."""
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from ... import ops as _ops
 from ...errors import InputError
 from ...export.choose import (
     Default,
+    LibraryFormat,
     NativeChoice,
     OpChoice,
     choose,
@@ -55,6 +56,7 @@ __all__ = [
     "format_adjust",
     "choose_impi",
     "impi_files",
+    "FORMAT",
 ]
 
 #: The leaf that keeps Intel MPI's own choice (no rule: the tuning file decides).
@@ -282,3 +284,14 @@ def impi_files(sel: ImpiSelection, path: str, hostfile: str | None) -> tuple[str
     run = f"{pins + ' ' if pins else ''}mpiexec -n {len(sel.layout)}{where} ./app"
     words = ("Intel MPI's own choice", "no changes (Intel MPI's own choice is kept)")
     return text, text, usage_text("Intel MPI", "2021.16", sel, path, words, run, "impi-env.txt")
+
+
+def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:
+    return choose_impi(profile, layout, ops=ops, sizes=sizes)
+
+
+#: Intel MPI's format for :func:`hnowmodel.export.export`: the settings are the selection (``impi-env.txt``, twice);
+#: its hydra reads ``host:N`` from ``-machinefile`` (a ``hostfile``).
+FORMAT = LibraryFormat(
+    "impi-env", "impi-env", "hostfile", "impi", _choose, impi_files, "Intel MPI", "impi-env.txt", "impi-env.txt"
+)

@@ -1,5 +1,5 @@
 """Open MPI's export backend (format ``ompi-rules``): a coll/tuned rules file (Open MPI 5.0.x's text format, checked
-as Open MPI reads it, which otherwise drops a bad file without a word: :mod:`hnowmodel.ompi_rules`) that changes
+as Open MPI reads it, which otherwise drops a bad file without a word: :mod:`.rules`) that changes
 communicators of exactly that many ranks and hands every other case - sizes above the largest one asked for, other
 communicator sizes, sizes where the default is kept - back to the fixed rules (algorithm 0); and the settings that
 make Open MPI use it (``ompi-env.txt``).
@@ -20,6 +20,7 @@ from ... import ops as _ops
 from ...errors import InputError
 from ...export.choose import (
     Default,
+    LibraryFormat,
     NativeChoice,
     OpChoice,
     Pick,
@@ -45,6 +46,7 @@ __all__ = [
     "han_op_to_tuned",
     "ompi_env_text",
     "ompi_files",
+    "FORMAT",
 ]
 
 #: The leaf that keeps coll/han's default for an operation (where han is Open MPI's default).
@@ -170,8 +172,8 @@ def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpCh
 @dataclass(frozen=True)
 class OmpiBackend:
     """Open MPI for :func:`hnowmodel.export.choose.choose`: what its fixed rules run
-    (:func:`hnowmodel.ompi_rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
-    :data:`hnowmodel.ompi_rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
+    (:func:`.rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
+    :data:`.rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
     default on ``layout``'s ranks (:func:`han_runs`) with its own settings (``native:han:default``, modelled where
     hnow knows its levels' algorithms): a candidate and the default, leaf :data:`HAN_LEAF`; an operation leaves han
     for tuned only where tuned is predicted faster at every size asked for (:meth:`constrain`: han hands an
@@ -239,8 +241,8 @@ def choose_ompi(
     """For each of ``ops`` and ``sizes`` (bytes per rank) on ``layout`` (default: the profile's calibration
     layout), the fastest algorithm Open MPI's coll/tuned can be told to run by a rules file
     (:func:`hnowmodel.ops.native_choices` with a ``rule``, predicted under :func:`hnowmodel.ops.default_variant`,
-    root 0) against the one Open MPI's fixed rules run there (:func:`hnowmodel.ompi_rules.default_algorithm`), and
-    the rules file that runs the choices for a communicator of exactly that many ranks (:mod:`hnowmodel.ompi_rules`).
+    root 0) against the one Open MPI's fixed rules run there (:func:`.rules.default_algorithm`), and
+    the rules file that runs the choices for a communicator of exactly that many ranks (:mod:`.rules`).
     Where the default is chosen, or is an algorithm hnow does not model (kept, with a note), the file says
     "fixed rules" (algorithm 0), as it does above the largest size and for every other communicator size. The
     text is read back as Open MPI reads it: every size must run what was chosen, and everything else the
@@ -338,3 +340,14 @@ def ompi_files(sel: OmpiSelection, path: str, rankfile: str | None) -> tuple[str
     words = ("Open MPI's fixed rules", "no changes (Open MPI's fixed rules are predicted best)")
     usage = usage_text("Open MPI", "5.0.x", sel, path, words, _run_line(sel, path, rankfile), "ompi-env.txt")
     return sel.text, ompi_env_text(sel, path, rankfile), usage
+
+
+def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:
+    return choose_ompi(profile, layout, ops=ops, sizes=sizes)
+
+
+#: Open MPI's format for :func:`hnowmodel.export.export`: ``ompi-rules.conf`` and ``ompi-env.txt``, its rank order a
+#: ``rankfile``.
+FORMAT = LibraryFormat(
+    "ompi-rules", "ompi-env", "rankfile", "ompi", _choose, ompi_files, "Open MPI", "ompi-rules.conf", "ompi-env.txt"
+)
