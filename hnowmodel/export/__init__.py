@@ -55,7 +55,8 @@ chooser, the backend protocol, :class:`~.choose.LibraryFormat`), :mod:`.make` (:
 
 from __future__ import annotations
 
-from ..libraries.intelmpi.export import ImpiSelection, adjust_runs, choose_impi, impi_env_text, parse_adjust
+from ..libraries.intelmpi.adjust import adjust_runs, parse_adjust
+from ..libraries.intelmpi.export import ImpiSelection, choose_impi, impi_env_text
 from ..libraries.mpich.export import MpichSelection, choose_mpich, mpich_env_text
 from ..libraries.openmpi.export import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
 from .choose import NativeChoice

@@ -1,14 +1,14 @@
 """The MPI libraries hnow knows, one package each: :data:`LIBRARIES` (name -> :class:`Library`).
 
 A library's package holds everything hnow knows about it: its algorithms and how each is pinned
-(``<package>.algorithms``: :class:`~hnowmodel.libraries.native.NativeAlgorithm` s by operation, its default's
-selection logic), its tuning-file format (MPICH's selection JSON: :mod:`hnowmodel.libraries.mpich.selection`; Open
-MPI's fixed rules and rules file: :mod:`hnowmodel.libraries.openmpi.fixed`, :mod:`hnowmodel.libraries.openmpi.rules`;
-Intel MPI's ``I_MPI_ADJUST_*`` strings: in its export backend) and its export backend (``<package>.export``, with
-its :class:`~hnowmodel.export.choose.LibraryFormat` as ``FORMAT``). The operation registry (:mod:`hnowmodel.ops`)
+(``<package>.algorithms``: :class:`~hnowmodel.libraries.native.NativeAlgorithm` s by operation, its default's selection
+logic), its tuning-file format (MPICH's selection JSON: :mod:`hnowmodel.libraries.mpich.selection`; Open MPI's fixed
+rules and rules file: :mod:`hnowmodel.libraries.openmpi.fixed`, :mod:`hnowmodel.libraries.openmpi.rules`; Intel MPI's
+``I_MPI_ADJUST_*`` strings: :mod:`hnowmodel.libraries.intelmpi.adjust`) and its export backend (``<package>.export``,
+with its :class:`~hnowmodel.export.choose.LibraryFormat` as ``FORMAT``). The operation registry (:mod:`hnowmodel.ops`)
 reads each operation's algorithms from here (:func:`natives`), the export (:mod:`hnowmodel.export`) each library's
-format (:attr:`Library.export`). Adding a library is one package and one entry here. How a library is *launched*
-(its ``mpiexec``, environment, hostfile) is :mod:`hnowmodel.jobs.mpienv`'s.
+format (:attr:`Library.export`). Adding a library is one package and one entry here. How a library is *launched* (its
+``mpiexec``, environment, hostfile) is :mod:`hnowmodel.jobs.mpienv`'s.
 
 Layers: the packages (their algorithms, file formats) are in the model's layer (L3, beside :mod:`hnowmodel.ops`);
 each one's ``export`` module is in the export's (L5: ``hnowmodel.libraries.*.export``).

@@ -21,6 +21,7 @@ from typing import Any
 from ...layout import one_per_host as _one_per_host
 from ...schedule import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
+from .adjust import adjust_variable
 
 __all__ = ["ALGORITHMS", "TuningRows"]
 
@@ -57,7 +58,7 @@ class TuningRows:
 def _impi(op: str, number: int, model_tree: str, name: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
     """Intel MPI's ``op`` algorithm ``number``, forced by ``I_MPI_ADJUST_<OP>=<number>`` (every size, every
     communicator)."""
-    return NativeAlgorithm(name, {f"I_MPI_ADJUST_{op.upper()}": str(number)}, model_tree, schedule, leaf=number)
+    return NativeAlgorithm(name, {adjust_variable(op): str(number)}, model_tree, schedule, leaf=number)
 
 
 # Intel MPI's default (no I_MPI_ADJUST_*: its tuning file tuning_generic_shm-ofi.dat decides by collective,
@@ -91,7 +92,7 @@ def _impi_default(
     op: str, rows: tuple[tuple[int, int, int, str], ...], schedule: Schedule = DEFAULT
 ) -> NativeAlgorithm:
     """Intel MPI's own choice for ``op`` (nothing pinned), modelled where ``rows`` say which tree runs."""
-    unset = (f"I_MPI_ADJUST_{op.upper()}",)
+    unset = (adjust_variable(op),)
     return NativeAlgorithm("default", {}, rows[0][3], schedule, by_size=TuningRows(rows), unset=unset)
 
 
