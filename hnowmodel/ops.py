@@ -8,7 +8,8 @@ executors and of the C kernels), and each MPI library's own algorithms for it, r
 runs, with the :class:`~hnowmodel.schedule.Schedule` it runs it by); the ``native`` tree specs are resolved here.
 
 Adding an operation is one entry in :data:`OPERATIONS` + its predictors (in :mod:`hnowmodel.variants`' entries) +
-its kernel (in :mod:`calibrate.collectives`); nothing else lists the operations.
+its kernel (in :mod:`calibrate.collectives`), and for ``--tree native`` each library's algorithms for it (an entry
+of its package's ``ALGORITHMS``); nothing else lists the operations.
 
 >>> names()
 ('bcast', 'scatter', 'gather')
