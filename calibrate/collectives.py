@@ -74,6 +74,7 @@ import numpy as np
 
 from hnowmodel.launchers import library_name
 from hnowmodel.ops import check_native, native_for, native_name, native_spec_env, native_spec_unset
+from hnowmodel.ops import names as op_names
 from hnowmodel.options import (
     MEASURE_OPS,
     NATIVE,
@@ -124,9 +125,9 @@ def native_env(library: str | None, ops: Sequence[str]) -> dict[str, str]:
 
 #: MPICH control variables that pin MPI_Bcast/Scatter/Gather to the binomial algorithm (verified with
 #: ``mpivars`` of MPICH 5.0.2), from the operation registry.
-MPICH_PIN: dict[str, str] = native_env("MPICH", ("bcast", "scatter", "gather"))
+MPICH_PIN: dict[str, str] = native_env("MPICH", op_names())
 #: Open MPI MCA parameters that pin them to coll/tuned's binomial algorithms (bcast 6, scatter 2, gather 2).
-OMPI_PIN: dict[str, str] = native_env("Open MPI", ("bcast", "scatter", "gather"))
+OMPI_PIN: dict[str, str] = native_env("Open MPI", op_names())
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

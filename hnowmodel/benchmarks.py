@@ -21,7 +21,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from . import variants
+from . import ops, variants
 from .errors import InputError
 from .io import write_json_atomic
 from .params import Profile
@@ -316,7 +316,7 @@ def check_options(options: Mapping[str, Any], np: int | None = None) -> dict[str
             if m.strip() not in ("polling", "bandwidth-loop"):
                 raise InputError(f"--methods: unknown method {m.strip()!r} (choose from: polling, bandwidth-loop)")
     if "variant" in o:
-        closed_form = [v for v in variants.for_op("gather") if not variants.get(v).flow_level]
+        closed_form = [v for v in ops.get("gather").variants if not variants.get(v).flow_level]
         if o["variant"] not in closed_form:  # hotspot's root link, no link capacities to share
             raise InputError(
                 f"--variant: unknown gather variant {o['variant']!r} (choose from: {', '.join(closed_form)})"

@@ -39,6 +39,16 @@ class Movement:
             raise InputError(f"unknown edge data {self.edge_data!r} (choose from: {', '.join(EDGE_DATA)})")
 
     @property
+    def label(self) -> str:
+        """A few words for messages: ``one message down``, ``subtree blocks up``, ...
+
+        >>> SUBTREE_UP.label
+        'subtree blocks up'
+        """
+        what = "one message" if self.one_message else "subtree blocks"
+        return f"{what} {'up' if self.toward_root else 'down'}"
+
+    @property
     def one_message(self) -> bool:
         """Every edge carries the one m-byte message (so every edge is in the regime of m itself)."""
         return self.edge_data == "one"

@@ -730,7 +730,7 @@ class Profile:
     ``nodes`` is the layout seen at calibration (list of ``{"rank","host","type"}``), ``provenance`` says how the
     numbers were obtained (fit quality, confidence intervals), ``extensions`` holds optional extra measurements
     (e.g. queue costs from ``hnow bench``). Load with :meth:`load` / :meth:`from_dict`, save with :meth:`save`
-    (always ``hnowmodel.profile/2``).
+    (``hnowmodel.profile/3`` when it has host terms, ``shm`` or ``nic``; else ``hnowmodel.profile/2``).
 
     Parameters are piecewise in the size: a consumer that works at one size ``m`` uses :meth:`at` (a regime-free
     profile with the lines in force at ``m``); a vectorised one groups its sizes with :meth:`segments`.
@@ -991,7 +991,8 @@ class Profile:
         return cls(types, network, links, tuple(nodes), dict(prov), dict(ext), rdv, shm, nic)
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``hnowmodel.profile/2`` document for this profile (every parameter set as ``{"regimes": [...]}``)."""
+        """The document for this profile: ``hnowmodel.profile/3`` with ``hosts`` when it has host terms, else
+        ``hnowmodel.profile/2`` (every parameter set as ``{"regimes": [...]}``)."""
         doc: dict[str, Any] = {
             "schema": PROFILE_SCHEMA_V3 if self.shm or self.nic else PROFILE_SCHEMA,
             "types": {n: t.to_dict() for n, t in self.types.items()},
@@ -1016,14 +1017,14 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | Path) -> Profile:
-        """Load and validate a profile file (``/2`` or ``/1``); the name ``paper`` gives :func:`paper_profile`."""
+        """Load and validate a profile file (``/3``, ``/2`` or ``/1``); ``paper`` gives :func:`paper_profile`."""
         if str(path) == "paper":
             return paper_profile()
         return cls.from_dict(read_json(path, "profile"), where=f"profile {str(path)!r}")
 
     def save(self, path: str | Path, *, overwrite: bool = True) -> Path:
-        """Write the profile as ``hnowmodel.profile/2``, atomically (temporary file, then rename);
-        ``overwrite=False`` refuses an existing file (:class:`~hnowmodel.errors.InputError`)."""
+        """Write the profile (:meth:`to_dict`: ``/3`` with host terms, else ``/2``) atomically (temporary file, then
+        rename); ``overwrite=False`` refuses an existing file (:class:`~hnowmodel.errors.InputError`)."""
         return write_json_atomic(path, self.to_dict(), overwrite=overwrite)
 
     @property

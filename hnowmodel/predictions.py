@@ -83,11 +83,12 @@ def prediction_rows(
     for name in names:
         if name == "sequential" and order == "best":
             # the best order depends on the size: one tree per size
-            times = [float(var.predict(op, prof, lay, best_sequential(prof, lay, op, s, root), [s])[0]) for s in grid]
+            what = ops.get(op)
+            times = [float(var.predict(what, prof, lay, best_sequential(prof, lay, op, s, root), [s])[0]) for s in grid]
         else:
             tree = resolve(parse_spec(name), len(lay), root=root, layout=lay, profile=prof)
             if tree is None:
                 raise InputError(f"--tree {name}: the MPI library's own collective has no prediction here")
-            times = var.predict(op, prof, lay, tree, grid)
+            times = var.predict(ops.get(op), prof, lay, tree, grid)
         rows += [{"op": op, "tree": name, "size": s, "time_us": float(t)} for s, t in zip(grid, times, strict=True)]
     return rows

@@ -45,6 +45,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.flow": 3,
     "hnowmodel.variants": 3,
     "hnowmodel.schedule": 3,
+    "hnowmodel.schedules": 3,  # collective algorithms as message schedules, evaluated by both engines
     "hnowmodel.movement": 3,
     "hnowmodel.ops": 3,
     # the MPI libraries, one package each (algorithms and how they are pinned, their file formats): read by the registry
@@ -236,6 +237,43 @@ def outside_citations() -> list[str]:
     return bad
 
 
+#: Where operation names may be listed: the operation registry, and each MPI library's package (its own tables of the
+#: operations it implements: control variables, rule ids, algorithm numbers).
+OP_LISTS_ALLOWED = ("hnowmodel/ops.py", "hnowmodel/libraries/")
+
+
+def operation_lists(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Every list, tuple, set or dict (its keys) written in the source that names two or more registered operations
+    (string literals), outside :data:`OP_LISTS_ALLOWED` and ``__all__``: a second list of the operations, which the
+    next operation would have to be added to by hand. Read the registry instead (``hnowmodel.ops.names()``, an
+    ``Operation``'s fields)."""
+    from hnowmodel import ops
+
+    names = set(ops.names())
+    bad = []
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith(OP_LISTS_ALLOWED):
+                continue
+            tree = ast.parse(path.read_text(), filename=rel)
+            exempt = {
+                id(node.value)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+            }
+            for node in ast.walk(tree):
+                if id(node) in exempt:
+                    continue
+                elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+                if not isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) or elts is None:
+                    continue
+                found = {e.value for e in elts if isinstance(e, ast.Constant) and e.value in names}
+                if len(found) >= 2:
+                    bad.append(f"{rel}:{node.lineno}: lists the operations {sorted(found)}")
+    return bad
+
+
 def forbidden_imports(outside: list[tuple[str, str, int]]) -> list[str]:
     """Imports of mpi4py (or calibrate) by hnowmodel modules, from the imports of outside modules."""
     return [
@@ -293,6 +331,22 @@ def test_layers_hold_no_cycle_no_upward_import_no_outside_citation():
     graph, _ = import_graph()
     found = cycles(graph) + layer_violations(graph) + outside_citations()
     assert not found, f"{len(found)} architecture violations:\n" + "\n".join(found)
+
+
+def test_operation_names_are_listed_only_in_the_registry(tmp_path):
+    """Adding an operation is one registry entry: no other module keeps a list of the operations (the reader itself
+    is checked on a made-up package first)."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.py").write_text(
+        '__all__ = ["bcast", "gather"]\nOPS = ("bcast", "gather")\nONE = {"bcast": 1}\n'
+        'T = {"scatter": 1, "gather": 2}\n'
+    )
+    assert operation_lists(tmp_path, ("p",)) == [
+        "p/a.py:2: lists the operations ['bcast', 'gather']",
+        "p/a.py:4: lists the operations ['gather', 'scatter']",
+    ]
+    found = operation_lists()
+    assert not found, "operation names listed outside the registry:\n" + "\n".join(found)
 
 
 def test_import_hnowmodel_stays_light():

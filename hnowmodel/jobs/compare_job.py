@@ -59,7 +59,7 @@ class CompareSettings:
 
     testbed: str | None = None
     layout: Any = None
-    ops: Any = ("bcast", "scatter", "gather")
+    ops: Any = _ops.names()
     trees: Any = ("binomial", "sequential")
     sizes: Any = (0, 1024, 4096, 16384)
     root: int = 0

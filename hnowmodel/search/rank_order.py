@@ -103,12 +103,12 @@ def rank_order(
     shared = not one_per_host(layout)
 
     def cost(pos_types: Sequence[str]) -> float:
-        return float(var.predict(op, model, list(pos_types), tree, [size], schedule)[0])
+        return float(var.predict(_ops.get(op), model, list(pos_types), tree, [size], schedule)[0])
 
     def cost_of(perm: Sequence[int]) -> float:
         """The time with tree position p given to rank perm[p] (which keeps its host: ``Layout.take``)."""
         if shared:
-            return float(var.predict(op, model, layout.take(perm), tree, [size], schedule)[0])  # type: ignore[attr-defined]
+            return float(var.predict(_ops.get(op), model, layout.take(perm), tree, [size], schedule)[0])  # type: ignore[attr-defined]
         return cost([layout[r] for r in perm])
 
     baseline = cost(layout) if not shared else cost_of(np.arange(n))
@@ -184,7 +184,7 @@ def host_block_order(
         perm = np.concatenate([blocks[h] for h in order])
         lay = layout.take(perm)
         t = make_tree(tree, n, layout=lay, profile=profile)
-        return float(var.predict(op, model, lay, t, [size], schedule)[0])
+        return float(var.predict(_ops.get(op), model, lay, t, [size], schedule)[0])
 
     ident = tuple(range(layout.n_hosts))
     baseline = cost(ident)
