@@ -38,12 +38,14 @@ __all__ = ["Library", "LIBRARIES", "natives", "NativeAlgorithm", "OpAlgorithms"]
 class Library:
     """One MPI library: ``name`` (as :attr:`hnowmodel.ops.Operation.native` and ``hm.measure`` results name it),
     ``package`` (its package under :mod:`hnowmodel.libraries`), ``algorithms`` (operation -> its
-    :class:`OpAlgorithms`; an operation it has none for is left out) and ``export`` (the module of its export
-    backend, whose ``FORMAT`` :mod:`hnowmodel.export` lists: named, not imported, since it sits in a layer above)."""
+    :class:`OpAlgorithms`; an operation it has none for is left out), ``summary`` (the versions hnow's knowledge
+    of it was checked against) and :attr:`export` (the module of its export backend, whose ``FORMAT``
+    :mod:`hnowmodel.export` lists: named, not imported, since it sits in a layer above)."""
 
     name: str
     package: str
     algorithms: Mapping[str, OpAlgorithms]
+    summary: str = ""
 
     @property
     def export(self) -> str:
@@ -54,9 +56,11 @@ class Library:
 #: Every MPI library hnow pins and exports for, in the order they are listed everywhere (natives, formats).
 LIBRARIES: Mapping[str, Library] = MappingProxyType(
     {
-        "MPICH": Library("MPICH", "hnowmodel.libraries.mpich", _mpich.ALGORITHMS),
-        "Open MPI": Library("Open MPI", "hnowmodel.libraries.openmpi", _openmpi.ALGORITHMS),
-        "Intel MPI": Library("Intel MPI", "hnowmodel.libraries.intelmpi", _intelmpi.ALGORITHMS),
+        "MPICH": Library("MPICH", "hnowmodel.libraries.mpich", _mpich.ALGORITHMS, "MPICH 5.0.x, ch4"),
+        "Open MPI": Library(
+            "Open MPI", "hnowmodel.libraries.openmpi", _openmpi.ALGORITHMS, "Open MPI 5.0.x, coll/tuned and coll/han"
+        ),
+        "Intel MPI": Library("Intel MPI", "hnowmodel.libraries.intelmpi", _intelmpi.ALGORITHMS, "Intel MPI 2021.16"),
     }
 )
 
