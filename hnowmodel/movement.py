@@ -1,6 +1,6 @@
 """How a collective's data moves over a tree edge: the one fact of an operation that the model engines read.
 
-An operation (:mod:`hnowmodel.ops`) names its :class:`Movement`; the predictors (:mod:`hnowmodel.predict`,
+An operation (:mod:`hnowmodel.ops`) names its :class:`Movement`; the predictors (:mod:`hnowmodel.closedform`,
 :mod:`hnowmodel.flow`) and the searches (:mod:`hnowmodel.search`) branch on the movement's properties, never on
 the operation's name.
 

@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from . import closedform as _closedform
 from . import flow as _flow
-from . import predict as _predict
 from .errors import InputError, LayoutError
 from .layout import hosts_of, one_per_host
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
@@ -178,7 +178,7 @@ class BoundPredictor:
 
 
 #: The tree engines of each data movement: the paper's closed form, and the flow engine's.
-_PAPER = {ONE_DOWN: _predict.bcast, SUBTREE_DOWN: _predict.scatter, SUBTREE_UP: _predict.gather}
+_PAPER = {ONE_DOWN: _closedform.bcast, SUBTREE_DOWN: _closedform.scatter, SUBTREE_UP: _closedform.gather}
 _FLOW = {ONE_DOWN: _flow.bcast, SUBTREE_DOWN: _flow.scatter, SUBTREE_UP: _flow.gather}
 _DOWN = (ONE_DOWN, SUBTREE_DOWN)
 
@@ -196,7 +196,7 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType(
             Variant(
                 "link",
                 "eq. 10-12 with the receiver's link carrying one message at a time",
-                {SUBTREE_UP: partial(_predict.gather, one_at_a_time=True)},
+                {SUBTREE_UP: partial(_closedform.gather, one_at_a_time=True)},
             ),
             Variant(
                 "paper",

@@ -41,7 +41,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.trees": 2,
     # L3: the model engine - predictors, the flow engine and its queue disciplines, variants and schedules, the
     # operation registry, the reference (paper) numbers, the emulated testbed, the fit report
-    "hnowmodel.predict": 3,
+    "hnowmodel.closedform": 3,  # the paper's closed-form engine (hm.predict.bcast/scatter/gather are its functions)
     "hnowmodel.flow": 3,
     "hnowmodel.variants": 3,
     "hnowmodel.schedule": 3,
@@ -58,6 +58,7 @@ LAYERS: dict[str, int] = {
     # L5: what composes the model for the library - tree specs, options, predictions, reports, benchmarks, the
     # export to MPI libraries (and its per-library backends), the virtual cluster
     "hnowmodel.treespec": 5,
+    "hnowmodel.predict": 5,  # the one public entry, hm.predict: tree specs and variants over both engines
     "hnowmodel.options": 5,
     "hnowmodel.predictions": 5,
     "hnowmodel.report": 5,

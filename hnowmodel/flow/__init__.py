@@ -1,6 +1,6 @@
 """The network as shared links: a flow-level simulation of bcast, scatter and gather over any tree.
 
-The paper's model (:mod:`hnowmodel.predict`) keeps a sender busy ``S`` per message and sends one message after
+The paper's model (:mod:`hnowmodel.closedform`) keeps a sender busy ``S`` per message and sends one message after
 another. Over TCP that is not what happens: ``MPI_Send`` of tens to hundreds of KiB returns as soon as the kernel's
 socket buffers take the data, so a rank's messages to its children are **on the wire at the same time** and share
 its outgoing link, and messages converging on one rank share its incoming link. This module models that the way

@@ -143,7 +143,7 @@ def best_tree(
     small enough. Scatter and gather: the sequential tree in its exact best order
     (:mod:`~hnowmodel.search.orders`; exact among sequential trees), the binomial and hierarchical trees and the
     FNF/ECEF shapes (``auto``: both; ``fnf``/``ecef``: that one) are compared under the op's own model
-    (:mod:`hnowmodel.predict`: subtree data per edge off the sequential tree) and the fastest is returned; ``exact``
+    (:mod:`hnowmodel.closedform`: subtree data per edge off the sequential tree) and the fastest is returned; ``exact``
     is then False (not a proof over all trees). ``variant`` is the operation's model variant
     (:mod:`hnowmodel.variants`; None: its default for ``profile``, the one ``hnow compare`` compares under). The
     candidates are built under the paper's equations; under a flow-level variant (the default on a network
