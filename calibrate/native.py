@@ -1,8 +1,8 @@
 """The MPI library's own collectives in ``python -m calibrate measure`` (and the calibration's interleaved natives):
 the environment that pins their algorithms before ``MPI_Init`` (from the operation registry,
-:class:`hnowmodel.ops.NativeAlgorithm`), the checks of ``native:ALGO`` specs, what a run was pinned to (for the
-result document), and :class:`NativeExecutor`, which calls ``MPI_Bcast``/``MPI_Scatter``/``MPI_Gather`` with the
-tree executor's set-up/check interface.
+:class:`hnowmodel.libraries.native.NativeAlgorithm`), the checks of ``native:ALGO`` specs, what a run was pinned to
+(for the result document), and :class:`NativeExecutor`, which calls ``MPI_Bcast``/``MPI_Scatter``/``MPI_Gather``
+with the tree executor's set-up/check interface.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ __all__ = [
 
 def native_env(library: str | None, ops: Sequence[str]) -> dict[str, str]:
     """The environment that pins ``library``'s own algorithm for each of ``ops`` (the operation registry's
-    :class:`hnowmodel.ops.NativeAlgorithm`); it must be set before ``MPI_Init``. ``library`` None: every library's
-    settings at once - what a rank sets before it knows which library mpi4py loads (MPICH ignores ``OMPI_MCA_*``,
-    Open MPI ignores ``MPIR_CVAR_*``): :func:`hnowmodel.ops.native_spec_env` of ``native``."""
+    :class:`hnowmodel.libraries.native.NativeAlgorithm`); it must be set before ``MPI_Init``. ``library`` None: every
+    library's settings at once - what a rank sets before it knows which library mpi4py loads (MPICH ignores
+    ``OMPI_MCA_*``, Open MPI ignores ``MPIR_CVAR_*``): :func:`hnowmodel.ops.native_spec_env` of ``native``."""
     from hnowmodel import ops as registry
 
     if library is None:

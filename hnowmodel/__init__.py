@@ -16,8 +16,7 @@ from . import (
     export,
     jobs,
     layout,
-    mpich,
-    ompi_rules,
+    libraries,
     ops,
     options,
     outside,
@@ -47,6 +46,11 @@ from .jobs import (
     setup_openmpi,
 )
 from .layout import parse_layout
+
+# the MPI libraries' file formats under their old facade names (hm.mpich: MPICH's selection JSON; hm.ompi_rules:
+# Open MPI's rules file), now in the libraries' packages
+from .libraries.mpich import selection as mpich
+from .libraries.openmpi import rules as ompi_rules
 from .params import Link, NodeType, Profile, paper_profile
 from .sizes import parse_sizes
 
@@ -76,6 +80,7 @@ __all__ = [
     "testbed",
     "errors",
     "layout",
+    "libraries",
     "options",
     "outside",
     "params",

@@ -5,7 +5,8 @@ runs it: whether the root copies its own block locally (and before or after its 
 parent posts its receives, whether a relay's message waits for its parent's posted receive, whether every message
 waits so (synchronous sends), and whether the times are taken from a common start (every rank starting together,
 the receive posted with the send). Each variant (:mod:`hnowmodel.variants`) takes from the schedule what it
-models and ignores the rest; a native algorithm (:class:`hnowmodel.ops.NativeAlgorithm`) carries its schedule.
+models and ignores the rest; a native algorithm (:class:`hnowmodel.libraries.native.NativeAlgorithm`) carries its
+schedule.
 
 >>> Schedule(root_copy=True, copy_first=True).copy_first
 True

@@ -15,7 +15,7 @@ A spec is one of
   bcast at 0 bytes where there is no row (:func:`build_trees`);
   ``optimal:OP`` is chosen at 0 bytes, ``optimal:SIZE`` for bcast: fixed choices;
 * ``native`` or ``native:ALGO``: the MPI library's own collective (:mod:`hnowmodel.ops`); it resolves to None (its
-  model tree is :attr:`hnowmodel.ops.NativeAlgorithm.model_tree`).
+  model tree is :attr:`hnowmodel.libraries.native.NativeAlgorithm.model_tree`).
 
 This module sits above :mod:`hnowmodel.search` (it imports trees, ops and search; nothing below imports it).
 

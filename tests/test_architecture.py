@@ -24,8 +24,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("hnowmodel", "calibrate")
 
 # The layers of hnowmodel, lowest first: a module may import its own layer and the layers below it, never above.
-# Keys are module-name prefixes (matched on whole dotted parts; the longest match wins), so a module that a refactor
-# adds inside a package (``hnowmodel.flow.engine``, ``hnowmodel.jobs.compare``) is in its package's layer.
+# Keys are module-name prefixes (matched on whole dotted parts; the longest match wins; a ``*`` part matches any one
+# part), so a module that a refactor adds inside a package (``hnowmodel.flow.engine``, ``hnowmodel.jobs.compare``) is
+# in its package's layer, and a library package added under ``hnowmodel.libraries`` needs no entry of its own.
 LAYERS: dict[str, int] = {
     # L0: leaves - errors, file I/O, sizes, units, printed tables
     "hnowmodel.errors": 0,
@@ -48,7 +49,8 @@ LAYERS: dict[str, int] = {
     "hnowmodel.schedules": 3,  # collective algorithms as message schedules, evaluated by both engines
     "hnowmodel.movement": 3,
     "hnowmodel.ops": 3,
-    "hnowmodel.ompi_fixed": 3,  # Open MPI's fixed rules: read by the registry (coll/han's levels) and the rules file
+    # the MPI libraries, one package each (algorithms and how they are pinned, their file formats): read by the registry
+    "hnowmodel.libraries": 3,
     "hnowmodel.reference": 3,
     "hnowmodel.testbed": 3,
     "hnowmodel.fitreport": 3,
@@ -63,8 +65,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.report": 5,
     "hnowmodel.benchmarks": 5,
     "hnowmodel.export": 5,
-    "hnowmodel.mpich": 5,
-    "hnowmodel.ompi_rules": 5,
+    "hnowmodel.libraries.*.export": 5,  # each library's export backend (``*``: any one dotted part, every library)
     "hnowmodel.cluster": 5,
     "hnowmodel.outside": 5,  # outside benchmarks' output (IMB, OSU) read and checked against a profile
     # L6: jobs - what runs under MPI, started as a child process (specs, launcher, wire protocol, results, API)
@@ -95,10 +96,8 @@ HEAVY = ("mpi4py", "matplotlib", "scipy", "networkx", "calibrate")
 SHAPE_DIRS = ("hnowmodel", "calibrate", "experiments")
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80
-# Modules still over MAX_MODULE_LINES, each with what removes it (their functions are checked all the same)
-LONG_MODULES_KNOWN = {
-    "hnowmodel/ops.py",  # being split (issue #33)
-}
+# Modules still over MAX_MODULE_LINES, each with what removes it (their functions are checked all the same): none
+LONG_MODULES_KNOWN: set[str] = set()
 
 
 # --- the graph ---------------------------------------------------------------------------------------------------
@@ -173,6 +172,8 @@ def layer_of(module: str) -> int | None:
 
     >>> layer_of("hnowmodel.flow.gather"), layer_of("hnowmodel.jobs.compare_job"), layer_of("hnowmodel.flowers")
     (3, 6, None)
+    >>> layer_of("hnowmodel.libraries.mpich.export"), layer_of("hnowmodel.libraries.mpich.selection")
+    (5, 3)
     """
     if module == FACADE:
         return FACADE_LAYER
@@ -180,6 +181,9 @@ def layer_of(module: str) -> int | None:
     for prefix, lay in LAYERS.items():
         if prefix.endswith("_"):  # a family of modules: hnowmodel.flow_*
             covers = module.startswith(prefix)
+        elif "*" in prefix:  # one part that matches any: hnowmodel.libraries.*.export
+            want, parts = prefix.split("."), module.split(".")
+            covers = len(parts) >= len(want) and all(w in ("*", p) for w, p in zip(want, parts, strict=False))
         else:
             covers = module == prefix or module.startswith(prefix + ".")
         if covers and len(prefix) > best:
@@ -346,7 +350,8 @@ def test_the_graph_reader_sees_imports_inside_functions_and_resolves_relative_on
     # the real packages: calibrate reaches hnowmodel, and the table covers modules a refactor may add
     real, _ = import_graph()
     assert any(a.startswith("calibrate") and b.startswith("hnowmodel") for a, b in real.edges)
-    assert layer_of("hnowmodel.export.mpich") == 5 and layer_of("hnowmodel.cli.compare") == 8
+    assert layer_of("hnowmodel.export.make") == 5 and layer_of("hnowmodel.cli.compare") == 8
+    assert layer_of("hnowmodel.libraries.openmpi.export") == 5 and layer_of("hnowmodel.libraries.openmpi.rules") == 3
     assert layer_of("hnowmodel") == FACADE_LAYER and layer_of("hnowmodel.newthing") is None
 
 

@@ -12,36 +12,37 @@ rank, host, type), it finds the rank order under which ``op`` over the native tr
 * ``rankfile`` — Open MPI (``mpirun --map-by rankfile:file=rankfile``): ``rank N=host slot=S``;
 * ``keys`` — JSON ``{"keys": [...]}``: ``MPI_Comm_split(comm, 0, keys[rank])`` reorders an already running job.
 
-**MPICH's algorithm per operation and message size** (:func:`choose_mpich`, format ``mpich-json``: :mod:`.mpich`).
-For each operation and size, every algorithm MPICH can be told to run that hnow models
-(:func:`hnowmodel.ops.native_choices`:
-bcast binomial, ``MPIR_Bcast_intra_tree`` kary / knomial_1 / knomial_2 with k = 2..8; scatter and gather binomial
-only) is predicted under the profile's default variant, and the fastest is chosen; adjacent sizes with the same
-choice become one range (``avg_msg_size<=N``, a range ending at its largest size). ``mpich-coll.json`` is MPICH's
-own default table (read from the installed ``libmpi``: :mod:`hnowmodel.mpich`) with the choices put in for a
-communicator of exactly that many ranks; sizes above the largest one asked for, other communicator sizes, and
-sizes where the library's default is an algorithm hnow does not model (e.g. bcast by scatter + allgather from
-8 ranks and 12 KiB) keep the library's default. ``mpich-env.txt`` has the settings that make MPICH use it.
+**MPICH's algorithm per operation and message size** (:func:`choose_mpich`, format ``mpich-json``:
+:mod:`hnowmodel.libraries.mpich.export`). For each operation and size, every algorithm MPICH can be told to run that
+hnow models (:func:`hnowmodel.ops.native_choices`: bcast binomial, ``MPIR_Bcast_intra_tree`` kary / knomial_1 /
+knomial_2 with k = 2..8; scatter and gather binomial only) is predicted under the profile's default variant, and the
+fastest is chosen; adjacent sizes with the same choice become one range (``avg_msg_size<=N``, a range ending at its
+largest size). ``mpich-coll.json`` is MPICH's own default table (read from the installed ``libmpi``:
+:mod:`hnowmodel.libraries.mpich.selection`) with the choices put in for a communicator of exactly that many ranks; sizes
+above the largest one asked for, other communicator sizes, and sizes where the library's default is an algorithm hnow
+does not model (e.g. bcast by scatter + allgather from 8 ranks and 12 KiB) keep the library's default. ``mpich-env.txt``
+has the settings that make MPICH use it.
 
-**Open MPI's algorithm per operation and message size** (:func:`choose_ompi`, format ``ompi-rules``: :mod:`.ompi`).
-The same choice among what Open MPI's coll/tuned can be told to run by a rules file (bcast basic_linear, pipeline, chain
-with 1..8 chains, binary_tree, binomial, knomial with the default radix 4; scatter and gather basic_linear and
-binomial; no segmentation), against what Open MPI's fixed rules run there (:mod:`hnowmodel.ompi_rules`).
-``ompi-rules.conf`` (Open MPI 5.0.x's text format, checked as Open MPI reads it, which otherwise drops a bad
-file without a word) changes communicators of exactly that many ranks and hands every other case - sizes above
-the largest one asked for, other communicator sizes, sizes where the default is kept - back to the fixed rules
-(algorithm 0). ``ompi-env.txt`` has the settings that make Open MPI use it.
+**Open MPI's algorithm per operation and message size** (:func:`choose_ompi`, format ``ompi-rules``:
+:mod:`hnowmodel.libraries.openmpi.export`). The same choice among what Open MPI's coll/tuned can be told to run by a
+rules file (bcast basic_linear, pipeline, chain with 1..8 chains, binary_tree, binomial, knomial with the default radix
+4; scatter and gather basic_linear and binomial; no segmentation), against what Open MPI's fixed rules run there
+(:mod:`hnowmodel.libraries.openmpi.rules`). ``ompi-rules.conf`` (Open MPI 5.0.x's text format, checked as Open MPI reads
+it, which otherwise drops a bad file without a word) changes communicators of exactly that many ranks and hands every
+other case - sizes above the largest one asked for, other communicator sizes, sizes where the default is kept - back to
+the fixed rules (algorithm 0). ``ompi-env.txt`` has the settings that make Open MPI use it.
 
-**Intel MPI's algorithm per operation and message size** (:func:`choose_impi`, format ``impi-env``: :mod:`.impi`).
-``I_MPI_ADJUST_BCAST/SCATTER/GATHER`` strings (``ALG:FROM-TO@NP-NP`` rules) among the Intel MPI algorithms hnow
-models, against Intel MPI's own choice (its tuning file, which hnow does not read: kept, with a note).
-``impi-env.txt`` has the settings.
+**Intel MPI's algorithm per operation and message size** (:func:`choose_impi`, format ``impi-env``:
+:mod:`hnowmodel.libraries.intelmpi.export`). ``I_MPI_ADJUST_BCAST/SCATTER/GATHER`` strings (``ALG:FROM-TO@NP-NP`` rules)
+among the Intel MPI algorithms hnow models, against Intel MPI's own choice (its tuning file, which hnow does not read:
+kept, with a note). ``impi-env.txt`` has the settings.
 
 All are one chooser (:func:`.choose.choose`) over a small per-library backend (:class:`.choose.Backend`: the
 candidates, the library's default, the leaf for an algorithm, rendering and reading back its file);
-:data:`LIBRARY_FORMATS` lists each library's format for :func:`export`. The package, by idea: :mod:`.files`
-(:class:`Export`, :data:`FORMATS`, :func:`write_export`), :mod:`.order`, :mod:`.choose`, :mod:`.mpich`,
-:mod:`.ompi`, :mod:`.impi`, :mod:`.make` (:func:`export`).
+:data:`LIBRARY_FORMATS` lists each library's format for :func:`export`, from each library's package
+(:data:`hnowmodel.libraries.LIBRARIES`: ``hnowmodel/libraries/<lib>/export.py``, its ``FORMAT``). The package, by
+idea: :mod:`.files` (:class:`Export`, :data:`FORMATS`, :func:`write_export`), :mod:`.order`, :mod:`.choose` (the
+chooser, the backend protocol, :class:`~.choose.LibraryFormat`), :mod:`.make` (:func:`export`).
 
 >>> from hnowmodel.params import Profile, paper_profile
 >>> doc = paper_profile().to_dict()
@@ -54,12 +55,13 @@ candidates, the library's default, the leaf for an algorithm, rendering and read
 
 from __future__ import annotations
 
+from ..libraries.intelmpi.adjust import adjust_runs, parse_adjust
+from ..libraries.intelmpi.export import ImpiSelection, choose_impi, impi_env_text
+from ..libraries.mpich.export import MpichSelection, choose_mpich, mpich_env_text
+from ..libraries.openmpi.export import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
 from .choose import NativeChoice
 from .files import FOLDER, FORMATS, ORDER_FORMATS, Export, write_export
-from .impi import ImpiSelection, adjust_runs, choose_impi, impi_env_text, parse_adjust
 from .make import LIBRARY_FORMATS, AlgorithmRequest, export
-from .mpich import MpichSelection, choose_mpich, mpich_env_text
-from .ompi import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
 from .order import export_order
 
 __all__ = [

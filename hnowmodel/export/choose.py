@@ -1,5 +1,7 @@
 """The one chooser of an MPI library's algorithm per operation and message size, over a small per-library
-:class:`Backend` (MPICH's selection JSON: :mod:`.mpich`; Open MPI's rules file: :mod:`.ompi`).
+:class:`Backend` (MPICH's selection JSON: :mod:`hnowmodel.libraries.mpich.export`; Open MPI's rules file:
+:mod:`hnowmodel.libraries.openmpi.export`; Intel MPI's strings: :mod:`hnowmodel.libraries.intelmpi.export`), and
+what each library's backend gives the export (:class:`LibraryFormat`: its ``FORMAT``).
 
 For each operation and size, every algorithm the library can be told to run that hnow models
 (:func:`hnowmodel.ops.native_choices`) is predicted under the profile's default variant (root 0), and the fastest
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +23,7 @@ import numpy as np
 from .. import ops as _ops
 from ..errors import InputError
 from ..layout import Layout, parse_layout
+from ..libraries.native import NativeAlgorithm
 from ..params import Profile
 from ..sizes import format_size
 from ..tables import table_text
@@ -37,6 +40,7 @@ __all__ = [
     "table_rows",
     "range_entries",
     "usage_text",
+    "LibraryFormat",
 ]
 
 
@@ -85,7 +89,7 @@ class Default:
     hnow does not model it, then ``name`` says what it is and ``label`` how the note names it) and the ``leaf`` a
     file says where the default is kept."""
 
-    algorithm: _ops.NativeAlgorithm | None
+    algorithm: NativeAlgorithm | None
     leaf: Any
     name: str = ""
     label: str = ""
@@ -124,13 +128,13 @@ class Backend(Protocol):
     #: The library's name in :func:`hnowmodel.ops.native_choices` (``MPICH``, ``Open MPI``).
     library: str
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         """The algorithms a file can select for ``op``, in registry order."""
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         """What the library runs for ``op`` on ``n`` ranks at ``size`` bytes per rank without the file."""
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+    def leaf(self, nat: NativeAlgorithm) -> Any:
         """What the file says to run ``nat``."""
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> Any:
@@ -189,13 +193,13 @@ def _sizes(sizes: Any) -> list[int]:
 
 
 def _distinct(
-    op: str, choices: Sequence[_ops.NativeAlgorithm], layout: Sequence[str]
-) -> tuple[list[_ops.NativeAlgorithm], dict[str, str]]:
+    op: str, choices: Sequence[NativeAlgorithm], layout: Sequence[str]
+) -> tuple[list[NativeAlgorithm], dict[str, str]]:
     """The algorithms of ``choices`` that run differently on ``layout``'s ranks (kary:K for every K >= n-1 is one
     tree, a node-aware tree on one rank per host is its flat one, ...: predicted and offered once, the first in
     registry order), and each algorithm's representative."""
     n = len(layout)
-    cands: list[_ops.NativeAlgorithm] = []
+    cands: list[NativeAlgorithm] = []
     keys: list[Any] = []
     alias: dict[str, str] = {}
     for nat in choices:
@@ -341,3 +345,26 @@ def usage_text(
     )
     lines.append(f"{library}: {run_line}   (or source {env_file})")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class LibraryFormat:
+    """One MPI library's algorithm selection format, as its export backend gives it (``FORMAT`` in
+    ``hnowmodel/libraries/<lib>/export.py``; :data:`hnowmodel.export.LIBRARY_FORMATS` lists them in the order of
+    :data:`hnowmodel.libraries.LIBRARIES`): its ``format`` (a key of :data:`hnowmodel.export.FORMATS`, written to
+    ``file_name``), the key of its settings file (``env``, written to ``env_file_name``), the rank order format its
+    launcher reads (``order_format``), the key of its selection in :meth:`hnowmodel.export.Export.to_dict`
+    (``key``), how to choose (``choose(profile, layout, ops, sizes, hosts, request)`` -> a selection with
+    ``to_dict()``; ``request``: :class:`hnowmodel.export.AlgorithmRequest`) and its files (``files(selection, path,
+    order_path)`` -> the file, the settings file, the usage text); ``library``: whose algorithms it selects (the
+    key of :attr:`hnowmodel.ops.Operation.native`), the one a rank order exported beside it is chosen for."""
+
+    format: str
+    env: str
+    order_format: str
+    key: str
+    choose: Callable[[Profile, Sequence[str] | None, Sequence[str], Sequence[int], Any, Any], Any]
+    files: Callable[[Any, str, str | None], tuple[str, str, str]]
+    library: str
+    file_name: str
+    env_file_name: str

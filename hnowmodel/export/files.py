@@ -1,36 +1,45 @@
 """What an export made (:class:`Export`: the files' texts, how to use them, what they were made from), the formats
-and their file names (:data:`FORMATS`), and writing them into a folder (:func:`write_export`)."""
+and their file names (:data:`FORMATS`; each MPI library's from its package: :data:`LIBRARY_FORMATS`), and writing
+them into a folder (:func:`write_export`)."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..io import atomic_write, check_output
+from ..libraries import LIBRARIES
 from ..search.rank_order import RankOrder
+from .choose import LibraryFormat
 
-__all__ = ["FORMATS", "ORDER_FORMATS", "FOLDER", "FILE_NAMES", "Export", "write_export"]
+__all__ = ["FORMATS", "ORDER_FORMATS", "FOLDER", "FILE_NAMES", "LIBRARY_FORMATS", "Export", "write_export"]
 
+
+def _library_formats() -> Mapping[str, LibraryFormat]:
+    """Each library's ``FORMAT`` from its export backend (:attr:`hnowmodel.libraries.Library.export`: named in the
+    registry, which sits a layer below the backends), in registry order, by format name."""
+    found = (importlib.import_module(lib.export).FORMAT for lib in LIBRARIES.values())
+    return MappingProxyType({f.format: f for f in found})
+
+
+#: Each MPI library's algorithm selection format, in the order :func:`hnowmodel.export.export` writes them.
+LIBRARY_FORMATS: Mapping[str, LibraryFormat] = _library_formats()
+#: The formats that carry a rank order (from :func:`hnowmodel.export.export_order`).
+ORDER_FORMATS = ("hostfile", "rankfile", "keys")
 #: What :func:`hnowmodel.export.export` writes: format name -> file name (``mpich-json`` also writes
-#: ``mpich-env.txt``, ``ompi-rules`` ``ompi-env.txt``).
+#: ``mpich-env.txt``, ``ompi-rules`` ``ompi-env.txt``: :data:`FILE_NAMES`).
 FORMATS: Mapping[str, str] = {
     "hostfile": "hostfile",
     "rankfile": "rankfile",
     "keys": "keys.json",
-    "mpich-json": "mpich-coll.json",
-    "ompi-rules": "ompi-rules.conf",
-    "impi-env": "impi-env.txt",
+    **{f.format: f.file_name for f in LIBRARY_FORMATS.values()},
 }
-#: The formats that carry a rank order (from :func:`hnowmodel.export.export_order`).
-ORDER_FORMATS = ("hostfile", "rankfile", "keys")
 #: Every file's name by its key in :attr:`Export.files` (a format, or a library's settings file).
-FILE_NAMES: Mapping[str, str] = {
-    **FORMATS,
-    "mpich-env": "mpich-env.txt",
-    "ompi-env": "ompi-env.txt",
-}  # impi-env: FORMATS
+FILE_NAMES: Mapping[str, str] = {**FORMATS, **{f.env: f.env_file_name for f in LIBRARY_FORMATS.values()}}
 #: Stands for the output folder in texts made before it is known (:meth:`Export.placed` fills it in).
 FOLDER = "<DIR>"
 

@@ -1,9 +1,10 @@
 """Every file of the formats asked for in one :class:`~hnowmodel.export.files.Export` (:func:`export`): the rank
-order formats, then each MPI library's algorithm selection (:data:`LIBRARY_FORMATS`: one entry per library)."""
+order formats, then each MPI library's algorithm selection (:data:`LIBRARY_FORMATS`: one entry per library, from
+its package's export backend)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,10 +12,8 @@ from typing import Any
 from .. import ops as _ops
 from ..errors import InputError
 from ..params import Profile
-from .files import FOLDER, FORMATS, ORDER_FORMATS, Export
-from .impi import choose_impi, impi_files
-from .mpich import choose_mpich, mpich_files
-from .ompi import choose_ompi, ompi_files
+from .choose import LibraryFormat
+from .files import FOLDER, FORMATS, LIBRARY_FORMATS, ORDER_FORMATS, Export
 from .order import export_order
 
 __all__ = ["AlgorithmRequest", "LibraryFormat", "LIBRARY_FORMATS", "export"]
@@ -25,68 +24,12 @@ class AlgorithmRequest:
     """What the algorithm selection formats (``mpich-json``, ``ompi-rules``, ``impi-env``) are chosen for: ``ops``
     (default all three), ``sizes`` (bytes per rank; default the rank order's ``size``), ``layout`` (one type per
     rank; default the profile's) and ``libmpi`` (the MPICH library whose default table to start from; default
-    :func:`hnowmodel.mpich.find_libmpi`)."""
+    :func:`hnowmodel.libraries.mpich.selection.find_libmpi`)."""
 
     ops: Sequence[str] | None = None
     sizes: Sequence[int] | None = None
     layout: Sequence[str] | None = None
     libmpi: str | Path | None = None
-
-
-#: ``choose(profile, layout, ops, sizes, hosts, request)`` -> a selection with ``to_dict()``.
-Chooser = Callable[[Profile, Sequence[str] | None, Sequence[str], Sequence[int], Any, AlgorithmRequest], Any]
-
-
-@dataclass(frozen=True)
-class LibraryFormat:
-    """One MPI library's algorithm selection format: its ``format`` (a key of :data:`FORMATS`), the key of its
-    settings file (``env``), the rank order format its launcher reads (``order_format``), the key of its selection
-    in :meth:`Export.to_dict` (``key``), how to choose (``choose``) and its files (``files(selection, path,
-    order_path)`` -> the file, the settings file, the usage text); ``library``: whose algorithms it selects (the
-    key of :attr:`hnowmodel.ops.Operation.native`), the one a rank order exported beside it is chosen for."""
-
-    format: str
-    env: str
-    order_format: str
-    key: str
-    choose: Chooser
-    files: Callable[[Any, str, str | None], tuple[str, str, str]]
-    library: str = "MPICH"
-
-
-#: Each library's format, in the order :func:`export` writes them.
-LIBRARY_FORMATS: Mapping[str, LibraryFormat] = {
-    "mpich-json": LibraryFormat(
-        "mpich-json",
-        "mpich-env",
-        "hostfile",
-        "mpich",
-        lambda prof, lay, ops, sizes, hosts, req: choose_mpich(
-            prof, lay, ops=ops, sizes=sizes, libmpi=req.libmpi, hosts=hosts
-        ),
-        mpich_files,
-        "MPICH",
-    ),
-    "ompi-rules": LibraryFormat(
-        "ompi-rules",
-        "ompi-env",
-        "rankfile",
-        "ompi",
-        lambda prof, lay, ops, sizes, hosts, req: choose_ompi(prof, lay, ops=ops, sizes=sizes),
-        ompi_files,
-        "Open MPI",
-    ),
-    # Intel MPI: the settings are the selection (impi-env.txt, twice); its hydra reads host:N from -machinefile
-    "impi-env": LibraryFormat(
-        "impi-env",
-        "impi-env",
-        "hostfile",
-        "impi",
-        lambda prof, lay, ops, sizes, hosts, req: choose_impi(prof, lay, ops=ops, sizes=sizes),
-        impi_files,
-        "Intel MPI",
-    ),
-}
 
 
 def _formats(formats: Sequence[str], layout: Sequence[str] | None) -> list[str]:

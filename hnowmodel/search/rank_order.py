@@ -19,7 +19,7 @@ import numpy as np
 from .. import ops as _ops
 from ..errors import LayoutError
 from ..layout import Layout, hosts_of, one_per_host
-from ..ops import NativeAlgorithm
+from ..libraries.native import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
 

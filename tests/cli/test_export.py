@@ -64,8 +64,8 @@ def test_refuses_a_profile_without_hosts_and_a_full_folder(tmp_path):
 
 
 def _needs_mpich() -> None:
-    from hnowmodel import mpich
     from hnowmodel.errors import InputError
+    from hnowmodel.libraries.mpich import selection as mpich
 
     try:
         mpich.find_libmpi()
@@ -131,7 +131,7 @@ def test_mpich_json_bad_input_is_one_line_and_writes_nothing(tmp_path, args, say
 
 def test_ompi_rules_with_its_settings(tmp_path):
     """No MPI needed: the rules file comes from the profile and Open MPI's fixed rules as hnow transcribes them."""
-    from hnowmodel import ompi_rules
+    from hnowmodel.libraries.openmpi import rules as ompi_rules
 
     out = tmp_path / "ex"
     args = ["export", "--profile", "paper", "--layout", "SFSF", "--format", "ompi-rules", "--ops", "bcast"]

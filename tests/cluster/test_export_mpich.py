@@ -86,8 +86,8 @@ def test_the_exported_file_runs_the_chosen_tree_and_the_default_elsewhere(tmp_pa
 
 def test_a_bad_key_in_the_file_fails_mpi_init_loudly(tmp_path):
     pytest.importorskip("mpi4py")
-    from hnowmodel import mpich
     from hnowmodel.errors import InputError
+    from hnowmodel.libraries.mpich import selection as mpich
 
     try:
         mpich.find_libmpi()

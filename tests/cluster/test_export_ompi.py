@@ -22,10 +22,11 @@ import subprocess
 import pytest
 
 import hnowmodel.cluster as hc
-from hnowmodel import ompi_rules, ops
+from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
+from hnowmodel.libraries.openmpi import rules as ompi_rules
 from hnowmodel.trees import make_tree
 from tests.helpers import COUNTERS as _COUNTERS
 from tests.helpers import env_of_file as _mpich_env
@@ -55,7 +56,7 @@ def _export(tmp_path) -> tuple[dict, object]:
 def _children(m: int, rules=None) -> list[int]:
     """Children per rank of the bcast tree Open MPI runs on 4 ranks for ``m`` bytes under ``rules`` (None: none)."""
     leaf = ompi_rules.runs(rules, "bcast", 4, m)
-    nat = next(c for c in ops.native_choices("bcast", "Open MPI") if c.rule == leaf)
+    nat = next(c for c in ops.native_choices("bcast", "Open MPI") if c.leaf == leaf)
     return make_tree(nat.model_tree, 4).nchildren.tolist()
 
 

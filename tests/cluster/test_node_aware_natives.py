@@ -22,10 +22,10 @@ import pytest
 
 import hnowmodel.cluster as hc
 from hnowmodel import ops
-from hnowmodel.export.ompi import han_op_to_tuned
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
 from hnowmodel.layout import Layout
+from hnowmodel.libraries.openmpi.export import han_op_to_tuned
 from hnowmodel.trees import make_tree
 from tests.helpers import COUNTERS
 

@@ -10,7 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
-from hnowmodel import mpich, ops
+from hnowmodel import ops
 from hnowmodel.export import (
     AlgorithmRequest,
     choose_mpich,
@@ -20,8 +20,9 @@ from hnowmodel.export import (
     mpich_env_text,
     ompi_env_text,
 )
-from hnowmodel.export.ompi import han_runs
 from hnowmodel.layout import Layout, parse_layout
+from hnowmodel.libraries.mpich import selection as mpich
+from hnowmodel.libraries.openmpi.export import han_runs
 from hnowmodel.params import Profile
 from hnowmodel.search import host_block_order
 from hnowmodel.trees import make_tree
@@ -147,7 +148,7 @@ def test_mpich_file_on_shared_hosts_selects_the_flat_winner_and_smp_where_alpha_
     at = {m: mpich.select(sel.table, "bcast", comm_size=7, msg_bytes=m, hierarchy="parent") for m in got}
     assert at[1024] == SMP_LEAF  # the same two-level tree, MPICH's own
     chosen = next(a for a in ops.native_choices("bcast", "MPICH") if a.algorithm == got[16384])
-    assert at[16384] == chosen.selection
+    assert at[16384] == chosen.leaf
     # other communicator sizes: MPICH's table as it was
     assert mpich.select(sel.table, "bcast", comm_size=6, msg_bytes=16384, hierarchy="parent") == mpich.select(
         mpich.default_table().table, "bcast", comm_size=6, msg_bytes=16384, hierarchy="parent"

@@ -13,17 +13,17 @@ from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.export import choose_impi, export
 from hnowmodel.export.choose import OpChoice, Pick
-from hnowmodel.export.impi import (
+from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.layout import parse_layout
+from hnowmodel.libraries.intelmpi.adjust import (
     TUNING_DEFAULT,
     AdjustRule,
-    ImpiBackend,
     adjust_runs,
     adjust_variable,
     format_adjust,
     parse_adjust,
 )
-from hnowmodel.export.make import AlgorithmRequest
-from hnowmodel.layout import parse_layout
+from hnowmodel.libraries.intelmpi.export import ImpiBackend
 from hnowmodel.params import paper_profile
 from tests.helpers import paper_shm_profile
 

@@ -10,10 +10,11 @@ import json
 import pytest
 
 import hnowmodel as hm
-from hnowmodel import mpich, ops
+from hnowmodel import ops
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
 from hnowmodel.export import AlgorithmRequest, choose_mpich, export
+from hnowmodel.libraries.mpich import selection as mpich
 
 
 # ---- MPICH 5.0's tree loops (src/mpi/coll/algorithms/treealgo/treeutil.c), transliterated line by line --------
@@ -113,19 +114,19 @@ def test_every_mpich_bcast_algorithm_is_pinned_by_cvars_and_by_a_leaf():
     assert choices[0] is ops.get("bcast").native["MPICH"]
     names = [c.algorithm for c in choices]
     assert len(set(names)) == len(names) and {"tree:kary:3", "tree:knomial_1:2", "tree:knomial_2:3"} <= set(names)
-    assert names[-1] == "smp" and choices[-1].selection == {"algorithm=MPIR_Bcast_intra_smp": {}}  # node-aware
+    assert names[-1] == "smp" and choices[-1].leaf == {"algorithm=MPIR_Bcast_intra_smp": {}}  # node-aware
     for c in choices[1:-1]:
         assert c.env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "tree" and c.env["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
         _, tree_type, k = c.algorithm.split(":")
-        assert c.selection == {
+        assert c.leaf == {
             "algorithm=MPIR_Bcast_intra_tree": {f"tree_type={tree_type}": {}, f"k={k}": {}, "is_non_blocking=0": {}}
         }
         assert T.make_tree(c.model_tree, 7).n == 7
     for op in ("scatter", "gather"):
         assert [c.algorithm for c in ops.native_choices(op, "MPICH")] == ["binomial"]
     for op in ("bcast", "scatter", "gather"):  # each library's algorithms carry only their own library's leaf
-        assert all(not c.rule for c in ops.native_choices(op, "MPICH"))
-        assert all(not c.selection for c in ops.native_choices(op, "Open MPI"))
+        assert all(isinstance(c.leaf, dict) for c in ops.native_choices(op, "MPICH"))  # a selection-JSON leaf
+        assert all(c.leaf is None or isinstance(c.leaf, tuple) for c in ops.native_choices(op, "Open MPI"))
 
 
 # ---- the table -----------------------------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ def test_the_fastest_algorithm_is_chosen_and_written_for_its_sizes_only():
         assert r.default == "binomial" and r.chosen != "binomial"
         assert r.chosen_us == min(r.candidates_us.values()) < r.default_us == r.candidates_us["binomial"]
         assert r.gain_pct == pytest.approx(100 * (r.default_us - r.chosen_us) / r.default_us)
-        want = next(c.selection for c in ops.native_choices("bcast", "MPICH") if c.algorithm == r.chosen)
+        want = next(c.leaf for c in ops.native_choices("bcast", "MPICH") if c.algorithm == r.chosen)
         assert mpich.select(sel.table, "bcast", comm_size=4, msg_bytes=r.size_bytes) == want
     # one range per run of equal choices, ending at its largest size; larger messages keep the default
     assert sel.entries["bcast"][-1][0] == 262144 and bcast[0].from_bytes == 0

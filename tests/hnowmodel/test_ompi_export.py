@@ -1,5 +1,5 @@
 """Open MPI's algorithms in the operation registry and ``choose_ompi``: what ``hnow export --format ompi-rules``
-chooses and the rules file it writes (read back as Open MPI reads it: hnowmodel.ompi_rules). No MPI here:
+chooses and the rules file it writes (read back as Open MPI reads it: hnowmodel.libraries.openmpi.rules). No MPI here:
 tests/cluster/test_export_ompi.py runs the file in Open MPI."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 import hnowmodel as hm
-from hnowmodel import ompi_rules as R
 from hnowmodel import ops
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
 from hnowmodel.export import FORMATS, LIBRARY_FORMATS, ORDER_FORMATS, AlgorithmRequest, choose_ompi, export
+from hnowmodel.libraries.openmpi import OMPI_KNOMIAL_RADIX
+from hnowmodel.libraries.openmpi import rules as R
 
 FFSF = ["fast", "fast", "slow", "fast"]
 SFSF = ["slow", "fast", "slow", "fast"]
@@ -29,14 +30,14 @@ def test_every_open_mpi_algorithm_is_pinned_by_mca_and_by_a_rule():
             number = int(c.env[f"OMPI_MCA_coll_tuned_{op}_algorithm"])
             assert c.env["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1" and c.env["OMPI_MCA_coll"] == "^han"
             assert T.make_tree(c.model_tree, 7).n == 7
-            if c.algorithm.startswith("knomial:") and c.algorithm != f"knomial:{ops.OMPI_KNOMIAL_RADIX}":
-                assert c.rule == ()  # the radix is an MCA parameter: no rules-file leaf runs knomial:3
+            if c.algorithm.startswith("knomial:") and c.algorithm != f"knomial:{OMPI_KNOMIAL_RADIX}":
+                assert c.leaf is None  # the radix is an MCA parameter: no rules-file leaf runs knomial:3
                 continue
-            assert c.rule[0] == number and c.rule == R.canonical(op, *c.rule)
-            assert R.algorithm_name(op, c.rule[0], c.rule[1]) in (c.algorithm, c.algorithm.split(":")[0])
+            assert c.leaf[0] == number and c.leaf == R.canonical(op, *c.leaf)
+            assert R.algorithm_name(op, c.leaf[0], c.leaf[1]) in (c.algorithm, c.algorithm.split(":")[0])
     bcast = {c.algorithm: c for c in ops.native_choices("bcast", "Open MPI")}
     assert (
-        bcast["chain:3"].rule == (2, 3, 0)
+        bcast["chain:3"].leaf == (2, 3, 0)
         and bcast["chain:3"].env["OMPI_MCA_coll_tuned_bcast_algorithm_chain_fanout"] == "3"
     )
     assert bcast["binary_tree"].model_tree == "ompi-tree:2" and bcast["pipeline"].model_tree == "chain"
@@ -101,7 +102,7 @@ def test_a_heterogeneous_layout_gets_non_default_choices_and_a_file_that_runs_th
     for r in sel.rows:
         got = R.runs(back, r.op, 4, r.size_bytes)
         if r.chosen != r.default:
-            want = next(c.rule for c in ops.native_choices(r.op, "Open MPI") if c.algorithm == r.chosen)
+            want = next(c.leaf for c in ops.native_choices(r.op, "Open MPI") if c.algorithm == r.chosen)
             assert got == want, r
         else:
             assert got == R.runs(None, r.op, 4, r.size_bytes), r

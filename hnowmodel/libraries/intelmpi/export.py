@@ -3,134 +3,50 @@ chosen algorithm per message-size range on communicators of exactly the exported
 other case - sizes above the largest one asked for, other communicator sizes, sizes where the default is kept - to
 Intel MPI's own choice (its tuning file).
 
-The string's syntax (Intel MPI's developer reference, "I_MPI_ADJUST Family"): rules separated by ``;``, each
-``<algorithm>[:<conditions>]``, a condition ``<m1>-<m2>`` (message sizes, bytes, both included) optionally followed by
-``@<p1>-<p2>`` (process counts, both included); the first rule whose conditions hold is used, and where none does
-the library chooses as it would without the variable. The message size is the bytes per rank (bcast: the message;
-scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_count × type``), as hnow's sizes are.
-:func:`parse_adjust` reads a string back as that says, :func:`adjust_runs` what it runs.
+The strings' syntax, and reading them back as Intel MPI does, are :mod:`.adjust`'s. The message size is the bytes
+per rank (bcast: the message; scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_count ×
+type``), as hnow's sizes are.
 
-The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with an ``adjust``
-number): binomial (1) for all three today. The default is Intel MPI's tuning file's choice, modelled where it is
-known which tree runs (``OPERATIONS[op].native["Intel MPI"].by_size``: 6 ranks, one per host, 16-256 KiB); elsewhere
-it is kept (not modelled, with a note) (docs/intel-mpi.md).
-
->>> rules = parse_adjust("1:0-65536@6-6;8:65537-262144@6-6")
->>> [adjust_runs(rules, n, m) for n, m in ((6, 4096), (6, 100000), (5, 4096), (6, 1 << 20))]
-[1, 8, None, None]
+The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with a ``leaf``, their
+``I_MPI_ADJUST`` number: :mod:`.algorithms`): binomial (1) for all three today. The default is Intel MPI's tuning
+file's choice, modelled where it is known which tree runs (its ``by_size``, :class:`.algorithms.TuningRows`: 6 ranks,
+one per host, 16-256 KiB); elsewhere it is kept (not modelled, with a note) (docs/intel-mpi.md).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import ops as _ops
-from ..errors import InputError
-from ..layout import one_per_host
-from ..params import Profile
-from ..sizes import format_size
-from .choose import Default, NativeChoice, OpChoice, choose, export_layout, range_entries, table_rows, usage_text
+from ... import ops as _ops
+from ...errors import InputError
+from ...export.choose import (
+    Default,
+    LibraryFormat,
+    NativeChoice,
+    OpChoice,
+    choose,
+    export_layout,
+    range_entries,
+    table_rows,
+    usage_text,
+)
+from ...layout import one_per_host
+from ...params import Profile
+from ...sizes import format_size
+from ..native import NativeAlgorithm
+from .adjust import TUNING_DEFAULT, AdjustRule, adjust_runs, adjust_variable, format_adjust, parse_adjust
 
 __all__ = [
-    "AdjustRule",
     "ImpiSelection",
     "ImpiBackend",
-    "TUNING_DEFAULT",
-    "adjust_variable",
-    "parse_adjust",
-    "adjust_runs",
-    "format_adjust",
     "choose_impi",
     "impi_files",
+    "FORMAT",
 ]
 
-#: The leaf that keeps Intel MPI's own choice (no rule: the tuning file decides).
-TUNING_DEFAULT = 0
 _LABEL = "(its tuning file's choice, not known for this many ranks and size)"
-
-
-def adjust_variable(op: str) -> str:
-    """The variable that pins ``op``'s algorithm.
-
-    >>> adjust_variable("scatter")
-    'I_MPI_ADJUST_SCATTER'
-    """
-    return f"I_MPI_ADJUST_{op.upper()}"
-
-
-@dataclass(frozen=True)
-class AdjustRule:
-    """One rule of an ``I_MPI_ADJUST_<OP>`` string: ``algorithm`` for message sizes ``lo..hi`` bytes and process
-    counts ``plo..phi`` (both ends included; None: any)."""
-
-    algorithm: int
-    lo: int | None = None
-    hi: int | None = None
-    plo: int | None = None
-    phi: int | None = None
-
-    def holds(self, n: int, size: int) -> bool:
-        """Whether the rule applies on ``n`` processes at ``size`` bytes."""
-        size_ok = self.lo is None or self.lo <= size <= (self.hi if self.hi is not None else self.lo)
-        procs_ok = self.plo is None or self.plo <= n <= (self.phi if self.phi is not None else self.plo)
-        return size_ok and procs_ok
-
-    def text(self) -> str:
-        out = str(self.algorithm)
-        if self.lo is not None:
-            out += f":{self.lo}" + (f"-{self.hi}" if self.hi is not None else "")
-            if self.plo is not None:
-                out += f"@{self.plo}" + (f"-{self.phi}" if self.phi is not None else "")
-        return out
-
-
-_RULE = re.compile(r"^(\d+)(?::(\d+)(?:-(\d+))?(?:@(\d+)(?:-(\d+))?)?)?$")
-
-
-def parse_adjust(text: str, name: str = "I_MPI_ADJUST") -> tuple[AdjustRule, ...]:
-    """The rules of an ``I_MPI_ADJUST_<OP>`` value; :class:`InputError` naming the rule that is not
-    ``ALG[:M1[-M2][@P1[-P2]]]`` with whole decimal numbers and increasing ranges.
-
-    >>> parse_adjust("1")[0].holds(64, 10**9)
-    True
-    >>> parse_adjust("1:10-5")
-    Traceback (most recent call last):
-    ...
-    hnowmodel.errors.InputError: I_MPI_ADJUST rule '1:10-5': the range 10-5 does not increase
-    """
-    rules = []
-    for part in (p.strip() for p in text.strip().split(";")):
-        if not part:
-            continue
-        m = _RULE.match(part)
-        if not m:
-            raise InputError(f"{name} rule {part!r}: expected ALG[:M1[-M2][@P1[-P2]]] (whole decimal numbers)")
-        alg, lo, hi, plo, phi = (int(g) if g is not None else None for g in m.groups())
-        for a, b in ((lo, hi), (plo, phi)):
-            if a is not None and b is not None and b < a:
-                raise InputError(f"{name} rule {part!r}: the range {a}-{b} does not increase")
-        if alg < 1:
-            raise InputError(f"{name} rule {part!r}: algorithm numbers start at 1")
-        rules.append(AdjustRule(alg, lo, hi, plo, phi))
-    return tuple(rules)
-
-
-def adjust_runs(rules: Sequence[AdjustRule], n: int, size: int) -> int | None:
-    """The algorithm ``rules`` run on ``n`` processes at ``size`` bytes per rank (the first rule that holds), None
-    where none does (Intel MPI's own choice)."""
-    return next((r.algorithm for r in rules if r.holds(n, size)), None)
-
-
-def format_adjust(rules: Sequence[AdjustRule]) -> str:
-    """The ``I_MPI_ADJUST_<OP>`` value of ``rules``.
-
-    >>> format_adjust([AdjustRule(1, 0, 65536, 6, 6)])
-    '1:0-65536@6-6'
-    """
-    return ";".join(r.text() for r in rules)
 
 
 @dataclass(frozen=True)
@@ -190,21 +106,23 @@ class ImpiBackend:
     #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
     one_per_host: bool = True
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        """What a string can pin (an ``adjust`` number), and the default (the tuning file's choice, kept by no rule)."""
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
+        """What a string can pin (a ``leaf``: an ``I_MPI_ADJUST`` number), and the default (the tuning file's choice,
+        kept by no rule)."""
         dflt = _ops.get(op).native.get(self.library)
-        return [c for c in _ops.native_choices(op, self.library) if c.adjust or c is dflt]
+        return [c for c in _ops.native_choices(op, self.library) if c.leaf or c is dflt]
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
-        """The tuning file's choice: modelled where :attr:`hnowmodel.ops.NativeAlgorithm.by_size` knows which tree
-        runs on ``n`` ranks at ``size`` bytes, else kept with a note."""
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
+        """The tuning file's choice: modelled where the default's
+        :attr:`~hnowmodel.libraries.native.NativeAlgorithm.by_size` knows which tree runs on ``n`` ranks at ``size``
+        bytes, else kept with a note."""
         dflt = _ops.get(op).native.get(self.library)
         if dflt is not None and dflt.tree_at(n, size, self.one_per_host) is not None:
             return Default(dflt, TUNING_DEFAULT, dflt.algorithm)
         return Default(None, TUNING_DEFAULT, "tuning-file", _LABEL)
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
-        return int(nat.adjust)  # the default's 0 is TUNING_DEFAULT: no rule
+    def leaf(self, nat: NativeAlgorithm) -> Any:
+        return int(nat.leaf or TUNING_DEFAULT)  # the default has no number: TUNING_DEFAULT, no rule
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> ImpiSelection:
         """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI reads them."""
@@ -270,3 +188,14 @@ def impi_files(sel: ImpiSelection, path: str, hostfile: str | None) -> tuple[str
     run = f"{pins + ' ' if pins else ''}mpiexec -n {len(sel.layout)}{where} ./app"
     words = ("Intel MPI's own choice", "no changes (Intel MPI's own choice is kept)")
     return text, text, usage_text("Intel MPI", "2021.16", sel, path, words, run, "impi-env.txt")
+
+
+def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:
+    return choose_impi(profile, layout, ops=ops, sizes=sizes)
+
+
+#: Intel MPI's format for :func:`hnowmodel.export.export`: the settings are the selection (``impi-env.txt``, twice);
+#: its hydra reads ``host:N`` from ``-machinefile`` (a ``hostfile``).
+FORMAT = LibraryFormat(
+    "impi-env", "impi-env", "hostfile", "impi", _choose, impi_files, "Intel MPI", "impi-env.txt", "impi-env.txt"
+)

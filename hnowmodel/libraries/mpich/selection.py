@@ -44,8 +44,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError, MPIRunError
-from .launchers import find_launcher
+from ...errors import InputError, MPIRunError
+from ...launchers import find_launcher
 
 __all__ = [
     "DefaultTable",

@@ -1,7 +1,7 @@
 """Open MPI 5.0.x's fixed rules: which coll/tuned algorithm runs by default for bcast, scatter and gather, by
 communicator size and message size (``coll_tuned_decision_fixed.c``), and what an algorithm number runs as
-(:func:`canonical`). The model's registry (:mod:`hnowmodel.ops`: coll/han's default runs these rules on each of its
-levels) and the rules file (:mod:`hnowmodel.ompi_rules`, which says "the fixed rules" for a range) both read it.
+(:func:`canonical`). The model's registry (:mod:`.algorithms`: coll/han's default runs these rules on each of its
+levels) and the rules file (:mod:`.rules`, which says "the fixed rules" for a range) both read it.
 
 >>> default_algorithm("bcast", 3, 16384), default_algorithm("scatter", 3, 32768)
 (1, 1)
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .errors import InputError
+from ...errors import InputError
 
 __all__ = ["OPS", "default_algorithm", "canonical"]
 

@@ -1,5 +1,5 @@
 """MPICH's export backend (format ``mpich-json``): MPICH's own default selection table (read from the installed
-``libmpi``: :mod:`hnowmodel.mpich`) with the chosen algorithms put in for a communicator of exactly that many
+``libmpi``: :mod:`.selection`) with the chosen algorithms put in for a communicator of exactly that many
 ranks, checked as MPICH reads it, and the settings that make MPICH use it (``mpich-env.txt``).
 
 Sizes above the largest one asked for, other communicator sizes, and sizes where the library's default is an
@@ -16,13 +16,23 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import mpich as table_io
-from .. import ops as _ops
-from ..errors import InputError
-from ..params import Profile
-from .choose import Default, NativeChoice, OpChoice, choose, export_layout, table_rows, usage_text
+from ... import ops as _ops
+from ...errors import InputError
+from ...export.choose import (
+    Default,
+    LibraryFormat,
+    NativeChoice,
+    OpChoice,
+    choose,
+    export_layout,
+    table_rows,
+    usage_text,
+)
+from ...params import Profile
+from ..native import NativeAlgorithm
+from . import selection as table_io
 
-__all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files"]
+__all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files", "FORMAT"]
 
 #: Control variables that beat MPICH's selection file for the operations hnow exports.
 _OVERRIDES = tuple(f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM" for op in ("bcast", "scatter", "gather"))
@@ -83,7 +93,7 @@ _ALPHA_LEAF = {"composition=MPIDI_Bcast_intra_composition_alpha": {}}
 _ALPHA, _SMP = "composition:alpha", "smp"
 
 
-def _algorithm(op: str, name: str) -> _ops.NativeAlgorithm | None:
+def _algorithm(op: str, name: str) -> NativeAlgorithm | None:
     return next((a for a in _ops.native_algorithms(op, "MPICH") if a.algorithm == name), None)
 
 
@@ -93,7 +103,7 @@ class MpichBackend:
     needed) looked up as MPICH does for ranks whose nodes make ``hierarchy``; a leaf is ``{"algorithm=…": {…}}``.
 
     On a ``parent`` communicator (several nodes, some with several ranks) MPICH's default bcast is the ch4 device's
-    (its own table, :attr:`hnowmodel.mpich.DefaultTable.ch4`): composition alpha where that table says so, a
+    (its own table, :attr:`.selection.DefaultTable.ch4`): composition alpha where that table says so, a
     candidate too. A file can select only MPICH's own (``MPIR_*``) algorithms, which run with the device's
     collectives off; there alpha's leaf is ``MPIR_Bcast_intra_smp``, the same two-level tree (leaders' binomial,
     then each node's), so alpha's sizes keep their tree when the file changes others."""
@@ -106,12 +116,12 @@ class MpichBackend:
     def lib(self) -> table_io.DefaultTable:
         return table_io.default_table(self.libmpi)
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         base = tuple(_ops.native_choices(op, "MPICH"))
         alpha = _algorithm(op, _ALPHA)
         return base + (alpha,) if self.hierarchy == "parent" and alpha is not None else base
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         leaf = table_io.select(self.lib.table, op, comm_size=n, msg_bytes=size, hierarchy=self.hierarchy)
         if leaf is None:
             raise InputError(f"the MPICH default table selects nothing for {op} on {n} ranks at {size} B")
@@ -123,17 +133,17 @@ class MpichBackend:
             if comp is not None:  # beta, gamma: not modelled (the file, with the device's collectives off, runs leaf)
                 name = "composition:" + next(iter(comp)).rpartition("_")[2]
                 return Default(None, leaf, name, f"{name} (ch4 device)")
-        by_leaf = {json.dumps(c.selection, sort_keys=True): c for c in choices if c.selection}
+        by_leaf = {json.dumps(c.leaf, sort_keys=True): c for c in choices if c.leaf}
         nat = by_leaf.get(json.dumps(leaf, sort_keys=True))
         name = next(iter(leaf)).partition("=")[2]
         return Default(nat, leaf, name, name)
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
+    def leaf(self, nat: NativeAlgorithm) -> Any:
         if nat.algorithm == _ALPHA:  # with the file in force the device's collectives are off: MPIR's smp
             smp = _algorithm("bcast", _SMP)
             assert smp is not None
-            return dict(smp.selection)
-        return dict(nat.selection)
+            return dict(smp.leaf)
+        return dict(nat.leaf)
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> MpichSelection:
         """The default table with the choices put in, checked as MPICH reads it and read back: every size asked
@@ -181,10 +191,10 @@ def choose_mpich(
     """For each of ``ops`` and ``sizes`` (bytes per rank) on ``layout`` (default: the profile's calibration
     layout), the fastest algorithm MPICH can run (:func:`hnowmodel.ops.native_choices`, predicted under
     :func:`hnowmodel.ops.default_variant`, root 0) against the one its default table picks, and that table with the
-    choices put in (:func:`hnowmodel.mpich.with_entries`), checked as MPICH reads it and read back: every size
+    choices put in (:func:`.selection.with_entries`), checked as MPICH reads it and read back: every size
     must select what was chosen. ``hosts`` (default: the profile's, when the layout is the profile's) tell which
     ranks share a node; without them one rank per node is assumed. ``libmpi``: the MPICH library whose default
-    table to start from (default: :func:`hnowmodel.mpich.find_libmpi`)."""
+    table to start from (default: :func:`.selection.find_libmpi`)."""
     notes: list[str] = []
     layout, own_hosts = export_layout(profile, layout)
     hosts = own_hosts if hosts is None else hosts
@@ -242,3 +252,14 @@ def mpich_files(sel: MpichSelection, path: str, hostfile: str | None) -> tuple[s
     words = ("MPICH's default table", "MPICH's default table, unchanged (its defaults are predicted best)")
     usage = usage_text("MPICH", sel.version or "?", sel, path, words, _run_line(sel, path, hostfile), "mpich-env.txt")
     return json.dumps(sel.table, indent=1) + "\n", mpich_env_text(sel, path, hostfile), usage
+
+
+def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:
+    return choose_mpich(profile, layout, ops=ops, sizes=sizes, libmpi=req.libmpi, hosts=hosts)
+
+
+#: MPICH's format for :func:`hnowmodel.export.export`: ``mpich-coll.json`` and ``mpich-env.txt``, its rank order a
+#: hydra ``hostfile``.
+FORMAT = LibraryFormat(
+    "mpich-json", "mpich-env", "hostfile", "mpich", _choose, mpich_files, "MPICH", "mpich-coll.json", "mpich-env.txt"
+)

@@ -44,8 +44,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from .errors import InputError
-from .ompi_fixed import canonical, default_algorithm
+from ...errors import InputError
+from .fixed import canonical, default_algorithm
 
 __all__ = [
     "COLLECTIVE_IDS",

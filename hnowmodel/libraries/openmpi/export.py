@@ -1,5 +1,5 @@
 """Open MPI's export backend (format ``ompi-rules``): a coll/tuned rules file (Open MPI 5.0.x's text format, checked
-as Open MPI reads it, which otherwise drops a bad file without a word: :mod:`hnowmodel.ompi_rules`) that changes
+as Open MPI reads it, which otherwise drops a bad file without a word: :mod:`.rules`) that changes
 communicators of exactly that many ranks and hands every other case - sizes above the largest one asked for, other
 communicator sizes, sizes where the default is kept - back to the fixed rules (algorithm 0); and the settings that
 make Open MPI use it (``ompi-env.txt``).
@@ -16,15 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import ompi_rules
-from .. import ops as _ops
-from ..errors import InputError
-from ..layout import Layout
-from ..ops import han_runs
-from ..params import Profile
-from ..sizes import format_size
-from .choose import (
+from ... import ops as _ops
+from ...errors import InputError
+from ...export.choose import (
     Default,
+    LibraryFormat,
     NativeChoice,
     OpChoice,
     Pick,
@@ -34,6 +30,12 @@ from .choose import (
     table_rows,
     usage_text,
 )
+from ...layout import Layout
+from ...params import Profile
+from ...sizes import format_size
+from ..native import NativeAlgorithm
+from . import rules as ompi_rules
+from .algorithms import OMPI_KNOMIAL_RADIX, han_runs
 
 __all__ = [
     "OMPI_RULES_FORMAT",
@@ -44,6 +46,7 @@ __all__ = [
     "han_op_to_tuned",
     "ompi_env_text",
     "ompi_files",
+    "FORMAT",
 ]
 
 #: The leaf that keeps coll/han's default for an operation (where han is Open MPI's default).
@@ -169,8 +172,8 @@ def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpCh
 @dataclass(frozen=True)
 class OmpiBackend:
     """Open MPI for :func:`hnowmodel.export.choose.choose`: what its fixed rules run
-    (:func:`hnowmodel.ompi_rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
-    :data:`hnowmodel.ompi_rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
+    (:func:`.rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
+    :data:`.rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
     default on ``layout``'s ranks (:func:`han_runs`) with its own settings (``native:han:default``, modelled where
     hnow knows its levels' algorithms): a candidate and the default, leaf :data:`HAN_LEAF`; an operation leaves han
     for tuned only where tuned is predicted faster at every size asked for (:meth:`constrain`: han hands an
@@ -180,27 +183,27 @@ class OmpiBackend:
     han_default: bool = False
     layout: Any = None
 
-    def _han(self, op: str) -> _ops.NativeAlgorithm | None:
+    def _han(self, op: str) -> NativeAlgorithm | None:
         return _ops.native_for("native:han:default", op, "Open MPI")
 
-    def candidates(self, op: str) -> Sequence[_ops.NativeAlgorithm]:
-        tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.rule]
+    def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
+        tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.leaf]
         han = self._han(op) if self.han_default else None
         return tuned + [han] if han is not None else tuned
 
-    def default(self, op: str, n: int, size: int, choices: Sequence[_ops.NativeAlgorithm]) -> Default:
+    def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         if self.han_default:
             han = self._han(op)
             if han is not None and han.on(self.layout, size) is not None:
                 return Default(han, HAN_LEAF, han.algorithm, "coll/han (its own settings)")
             return Default(None, HAN_LEAF, "han", "coll/han (its own settings; its levels' algorithms not modelled)")
         number = ompi_rules.default_algorithm(op, n, size)
-        by_rule = {tuple(c.rule): c for c in choices}
+        by_rule = {tuple(c.leaf): c for c in choices if c.leaf is not None}
         name = ompi_rules.algorithm_name(op, number)
         return Default(by_rule.get(ompi_rules.canonical(op, number)), ompi_rules.FIXED, name, f"{name} ({number})")
 
-    def leaf(self, nat: _ops.NativeAlgorithm) -> Any:
-        return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.rule)
+    def leaf(self, nat: NativeAlgorithm) -> Any:
+        return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.leaf)
 
     def constrain(self, op: str, picks: Sequence[Pick]) -> Sequence[Pick]:
         """Where coll/han is the default it runs an operation at every size or hands it whole to tuned: keep han
@@ -238,8 +241,8 @@ def choose_ompi(
     """For each of ``ops`` and ``sizes`` (bytes per rank) on ``layout`` (default: the profile's calibration
     layout), the fastest algorithm Open MPI's coll/tuned can be told to run by a rules file
     (:func:`hnowmodel.ops.native_choices` with a ``rule``, predicted under :func:`hnowmodel.ops.default_variant`,
-    root 0) against the one Open MPI's fixed rules run there (:func:`hnowmodel.ompi_rules.default_algorithm`), and
-    the rules file that runs the choices for a communicator of exactly that many ranks (:mod:`hnowmodel.ompi_rules`).
+    root 0) against the one Open MPI's fixed rules run there (:func:`.rules.default_algorithm`), and
+    the rules file that runs the choices for a communicator of exactly that many ranks (:mod:`.rules`).
     Where the default is chosen, or is an algorithm hnow does not model (kept, with a note), the file says
     "fixed rules" (algorithm 0), as it does above the largest size and for every other communicator size. The
     text is read back as Open MPI reads it: every size must run what was chosen, and everything else the
@@ -281,7 +284,7 @@ def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
     for op in sel.han_left:
         env.update(han_op_to_tuned(op))
     if sel.uses_knomial:
-        env[_RADIX] = str(_ops.OMPI_KNOMIAL_RADIX)
+        env[_RADIX] = str(OMPI_KNOMIAL_RADIX)
     return env
 
 
@@ -318,7 +321,7 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         ),
     ]
     if sel.uses_knomial:
-        lines.append(f"# The file's knomial bcast was chosen with radix {_ops.OMPI_KNOMIAL_RADIX}, an MCA parameter.")
+        lines.append(f"# The file's knomial bcast was chosen with radix {OMPI_KNOMIAL_RADIX}, an MCA parameter.")
     if any(op == "scatter" for op, e in sel.entries.items() if e):
         lines += ["# " + x for x in textwrap.wrap(_SCATTER_NOTE, 110)]
     lines += [
@@ -337,3 +340,14 @@ def ompi_files(sel: OmpiSelection, path: str, rankfile: str | None) -> tuple[str
     words = ("Open MPI's fixed rules", "no changes (Open MPI's fixed rules are predicted best)")
     usage = usage_text("Open MPI", "5.0.x", sel, path, words, _run_line(sel, path, rankfile), "ompi-env.txt")
     return sel.text, ompi_env_text(sel, path, rankfile), usage
+
+
+def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:
+    return choose_ompi(profile, layout, ops=ops, sizes=sizes)
+
+
+#: Open MPI's format for :func:`hnowmodel.export.export`: ``ompi-rules.conf`` and ``ompi-env.txt``, its rank order a
+#: ``rankfile``.
+FORMAT = LibraryFormat(
+    "ompi-rules", "ompi-env", "rankfile", "ompi", _choose, ompi_files, "Open MPI", "ompi-rules.conf", "ompi-env.txt"
+)

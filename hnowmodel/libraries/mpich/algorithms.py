@@ -1,0 +1,129 @@
+"""MPICH's algorithms as hnow pins them (MPICH 5.0.x): the control variables (``MPIR_CVAR_*``) that make MPICH run
+each one, the tree that models it and the schedule it runs it by; each one's ``leaf`` is the leaf of MPICH's
+collective selection JSON that runs it (``{"algorithm=NAME": {"param=value": {}, ...}}``, every parameter the
+algorithm reads: MPICH does not default the missing ones; :mod:`.selection` reads and writes that file), None for
+what the file cannot name (a ch4 composition). :data:`ALGORITHMS` is what the operation registry reads.
+
+>>> [a.algorithm for a in ALGORITHMS["bcast"].choices][:3]
+['binomial', 'tree:kary:2', 'tree:kary:3']
+>>> ALGORITHMS["bcast"].native.leaf
+{'algorithm=MPIR_Bcast_intra_binomial': {}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from ...schedule import DEFAULT, Schedule
+from ..native import NativeAlgorithm, OpAlgorithms
+
+__all__ = ["ALGORITHMS", "MPICH_TREE_KS"]
+
+# MPICH 5.0.x control variables (checked with the wheel's ``mpivars``): binomial for all three, the ch4 device's
+# own collectives off (they would bypass the choice) and an inapplicable choice is an error, not a silent fallback.
+_MPICH_COMMON = {"MPIR_CVAR_DEVICE_COLLECTIVES": "none", "MPIR_CVAR_COLLECTIVE_FALLBACK": "error"}
+
+
+def _mpich(cvar: str, schedule: Schedule = DEFAULT) -> NativeAlgorithm:
+    name = cvar.split("_")[2].capitalize()  # MPIR_CVAR_BCAST_INTRA_ALGORITHM -> Bcast
+    leaf = {f"algorithm=MPIR_{name}_intra_binomial": {}}
+    return NativeAlgorithm("binomial", {cvar: "binomial", **_MPICH_COMMON}, "binomial", schedule, leaf=leaf)
+
+
+#: The branching factors offered for MPICH's tree bcast (``kary`` from 2, ``knomial_1`` from 2, ``knomial_2`` from
+#: 3: its k = 2 is the binomial tree).
+MPICH_TREE_KS = range(2, 9)
+
+
+def _mpich_tree_bcast(tree_type: str, k: int) -> NativeAlgorithm:
+    """``MPIR_Bcast_intra_tree`` with ``tree_type``, branching ``k`` and blocking sends (``is_non_blocking=0``, as
+    the binomial bcast sends): by control variables or by a selection-JSON leaf; its model tree sends in MPICH's
+    child order (:mod:`hnowmodel.trees`: ``kary`` = ``MPII_Treeutil_tree_kary_init``, ``mpich-knomial1``/``2``)."""
+    model = {"kary": "kary", "knomial_1": "mpich-knomial1", "knomial_2": "mpich-knomial2"}[tree_type]
+    env = {
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "tree",
+        "MPIR_CVAR_BCAST_TREE_TYPE": tree_type,
+        "MPIR_CVAR_BCAST_TREE_KVAL": str(k),
+        "MPIR_CVAR_BCAST_IS_NON_BLOCKING": "0",
+        **_MPICH_COMMON,
+    }
+    leaf = {"algorithm=MPIR_Bcast_intra_tree": {f"tree_type={tree_type}": {}, f"k={k}": {}, "is_non_blocking=0": {}}}
+    return NativeAlgorithm(f"tree:{tree_type}:{k}", env, f"{model}:{k}", leaf=leaf)
+
+
+# MPIR_Bcast_intra_smp (src/mpi/coll/bcast/bcast_intra_smp.c, MPICH 5.0.1). Below MPIR_CVAR_BCAST_SHORT_MSG_SIZE
+# (12288 B) or on fewer than MPIR_CVAR_BCAST_MIN_PROCS (8) ranks: a root that is not its node's leader (node_comm
+# rank 0, the node's lowest rank) sends the message to it, MPIR_Bcast over node_roots_comm (the leaders, in rank
+# order) from the root's leader, then MPIR_Bcast over every node_comm from its leader, the root's node included
+# (so the leader sends the root its own message back: no tree edge, left out). Those inner calls run on child
+# communicators, where the forced "smp" does not apply: MPICH falls back (MPIR_CVAR_COLLECTIVE_FALLBACK=silent; with
+# "error" the call fails) to its auto selection, which for a child communicator (comm_hierarchy=any in the built-in
+# table) picks binomial below 8 ranks at any size and up to 12288 B beyond. So the model tree
+# mpich-smp:binomial/binomial is the algorithm for every size on fewer than 8 ranks, and below 12288 B on any
+# number; from 8 ranks and 12288 B smp runs an intra-node bcast on the root's node first (power-of-two sizes below
+# MPIR_CVAR_BCAST_LONG_MSG_SIZE) or scatter + ring allgather, and the leaders' bcast is scatter + allgather: no tree,
+# not modelled (docs/native-algorithms.md). Device collectives off, so MPIR_Bcast is MPICH's own for every level.
+_MPICH_SMP_BCAST = NativeAlgorithm(
+    "smp",
+    {
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "smp",
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "none",
+        "MPIR_CVAR_COLLECTIVE_FALLBACK": "silent",
+    },
+    "mpich-smp:binomial/binomial",
+    leaf={"algorithm=MPIR_Bcast_intra_smp": {}},
+)
+# MPICH's default bcast with its device collectives on (MPIR_CVAR_DEVICE_COLLECTIVES=percoll, the default): ch4's
+# MPID_Bcast selects by its own table (maint/tuning/coll/ch4/generic.json): on a node-aware (parent) communicator of
+# fewer than 8 ranks composition alpha at every size, from 8 ranks alpha below 12288 B, beta (power-of-two sizes,
+# below 524288 B) or gamma beyond. Composition alpha (MPIDI_Bcast_intra_composition_alpha, ch4_coll_impl.h): the
+# root sends to its node's leader if it is not the leader, the netmod bcast over node_roots_comm (MPIR's auto
+# selection for a child communicator: binomial, as for smp), then the shm bcast over every node_comm from its leader
+# (the root's node included, the duplicate again). The shm bcast (MPIDI_POSIX_mpi_bcast, posix_generic.json) is
+# release_gather: the first MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD - 1 (4) calls on a node_comm fall back to MPIR's
+# binomial, later ones copy the message through a shared-memory buffer that the node's ranks read (flags, not
+# messages). Modelled by the same two-level binomial tree, an intra-host edge costing one shared-memory message:
+# exact for the inter-host part, an approximation inside hosts (release_gather is no tree). Pinned by
+# MPIR_CVAR_BCAST_COMPOSITION=1 (alpha at every size and communicator size); MPICH's own selection file cannot
+# name a composition (pinned_only). So for 6 ranks on 3 hosts x 2 at 16-256 KiB MPICH's default runs exactly this.
+# Scatter and gather have no smp algorithm in MPICH: their ch4 composition alpha is the netmod's call on the whole
+# communicator (MPIR's binomial: the pinned "binomial" entries).
+_MPICH_ALPHA_BCAST = NativeAlgorithm(
+    "composition:alpha",
+    {
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "all",
+        "MPIR_CVAR_BCAST_COMPOSITION": "1",
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM": "auto",
+        "MPIR_CVAR_COLLECTIVE_FALLBACK": "error",
+    },
+    "mpich-smp:binomial/binomial",
+)
+
+_MPICH_BCAST_TREES = (
+    *(_mpich_tree_bcast("kary", k) for k in MPICH_TREE_KS),
+    *(_mpich_tree_bcast("knomial_1", k) for k in MPICH_TREE_KS),
+    *(_mpich_tree_bcast("knomial_2", k) for k in MPICH_TREE_KS if k > 2),
+    _MPICH_SMP_BCAST,
+)
+
+
+#: MPICH's algorithms by operation. Scatter and gather: binomial only (their ch4 composition alpha is the netmod's
+#: call on the whole communicator, MPIR's binomial: the pinned entries). MPIR_Gather_intra_binomial: blocking receives
+#: from rank+1, +2, +4, ...; a relay sends its block and the received ones as one struct datatype, which moves only
+#: into a posted receive (docs/native-algorithms.md).
+ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
+    {
+        # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
+        "bcast": OpAlgorithms(
+            _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"), _MPICH_BCAST_TREES, pinned_only=(_MPICH_ALPHA_BCAST,)
+        ),
+        "scatter": OpAlgorithms(_mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", Schedule(root_copy=True))),
+        "gather": OpAlgorithms(
+            _mpich(
+                "MPIR_CVAR_GATHER_INTRA_ALGORITHM",
+                Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
+            )
+        ),
+    }
+)
