@@ -1,0 +1,251 @@
+"""A message schedule under the flow engine, step by step with numpy: for large regular schedules (rounds where
+every rank does the same thing: ring, recursive doubling, Bruck, pairwise exchange) on thousands of ranks.
+
+The ranks follow the rules of :mod:`hnowmodel.schedules.flows` exactly (when each rank reaches a step, copies,
+posts, pays a first send's busy time, when a rendezvous message may flow, when a receive completes), computed for
+all of a step's messages at once. Only the network is simplified, per step:
+
+* a message between two ranks of one host takes its fixed shared-memory transfer, as in the event-driven evaluator;
+* the step's messages between hosts are taken to **overlap**: their rates are the max-min fair shares
+  (:func:`~hnowmodel.flow.network.max_min_rates`) of the hosts' NICs among all of them, each capped at its pair's
+  rate, held from its start to its end (the event-driven evaluator recomputes them whenever a flow starts or
+  ends);
+* flows of **different steps** do not share a link: a link carries one step's flows after the other's (a flow
+  starts once the links it crosses have carried the flows of earlier steps: busy until their last end);
+* **token buckets**: a link refills at its capacity while idle (between the end of its last flow and the first
+  start of the next step's), up to the burst; a step's flows on a link split its tokens equally, each passing
+  ``min(bytes, its share on both links)`` at once; a flow with bytes left is then shaped on both links and capped at
+  its pair's rate (the event-driven network lets a link refill while a flow uses less than its capacity).
+
+So the two evaluators agree exactly (to rounding) where no link ever carries two flows at once and buckets are
+shared out as above (every flow through a link is its bottleneck, or the profile has no burst); elsewhere the
+difference is measured in ``experiments/perf_schedule_flow.py``.
+
+A step repeated unchanged (``Step.repeat``) runs until one repetition (or ``p`` of them, a periodic regime of
+period ``p`` up to ``max_period``) advances every clock the step reads and writes by one amount ``λ``, the same
+token counts and first-send flags; since each step is made of sums and maxima of times, every later repetition
+then does the same, and the remaining ones are added as ``remaining·λ`` at once.
+
+>>> from hnowmodel.params import Link, NodeType, Profile
+>>> from hnowmodel.schedules.steps import MessageSchedule, Step
+>>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(0, 0.01))      # 100 bytes/µs on every link
+>>> ring = MessageSchedule(4, (Step.of([0, 1, 2, 3], [1, 2, 3, 0], 1000, repeat=10**6),), "ring")
+>>> simulate_rounds(prof, ["f"] * 4, ring).completion_us                   # 10**6 steps of 10 µs
+10000000.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..flow.costs import MessageCosts
+from ..flow.network import max_min_rates
+from ..layout import hosts_of
+from ..params import Profile
+from .flowrun import ReduceRate, ScheduleRun, link_sharing, prepare
+from .steps import MessageSchedule, Step
+
+__all__ = ["simulate_rounds"]
+
+_INF = np.inf
+
+
+def _per_message(keys: list[np.ndarray], pairs: tuple[np.ndarray, np.ndarray, np.ndarray], fn: Callable) -> np.ndarray:
+    """``fn(s, d, b)`` of each message, called once per distinct row of ``keys`` (the scalar costs, cached)."""
+    src, dst, b = pairs
+    if src.size == 0:
+        return np.zeros(0)
+    uniq, first, inv = np.unique(np.stack(keys, axis=1), axis=0, return_index=True, return_inverse=True)
+    vals = np.array([fn(int(src[j]), int(dst[j]), float(b[j])) for j in first], dtype=float)
+    return vals[inv.ravel()]
+
+
+class _Plan:
+    """What one step costs, message by message, independent of time: the overheads, the shared-memory transfers,
+    the flows' links, pair caps and ``Xc``, who copies what."""
+
+    def __init__(self, s: Step, cost: MessageCosts, ti: np.ndarray, hosts: np.ndarray, gamma: np.ndarray) -> None:
+        n_hosts = int(hosts.max()) + 1 if hosts.size else 0
+        self.src, self.dst, self.b = s.src, s.dst, s.nbytes
+        self.waits = s.waits
+        src, dst, b = self.src, self.dst, self.b
+        self.inter = hosts[src] != hosts[dst]
+        pairs = (src, dst, b)
+        key = [ti[src].astype(float), ti[dst].astype(float), self.inter.astype(float), b]
+        self.S = _per_message(key, pairs, lambda a, d, x: cost.send(a, x, d))
+        self.R = _per_message(key, pairs, lambda a, d, x: cost.recv(d, x, a))
+        self.fsb = _per_message(key[2:], pairs, lambda a, d, x: cost.first_send_busy(x))
+        self.gred = gamma[dst] * s.reduce_bytes
+        self.rdv = np.array([cost.rendezvous(x) for x in np.unique(b)], dtype=bool)[np.searchsorted(np.unique(b), b)]
+        shm = ~self.inter
+        sh = (src[shm], dst[shm], b[shm])
+        self.x_shm = _per_message([ti[sh[0]].astype(float), sh[2]], sh, lambda a, d, x: cost.shm_transfer(a, x))
+        fl = (src[self.inter], dst[self.inter], b[self.inter])
+        fkey = [ti[fl[0]].astype(float), ti[fl[1]].astype(float), fl[2]]
+        self.xc = _per_message(fkey, fl, cost.latency)
+        self.pair = _per_message(fkey, fl, cost.pair_rate)
+        self.e, self.i = hosts[fl[0]], n_hosts + hosts[fl[1]]
+        self.fb = fl[2]
+        if s.copy_bytes is None:
+            self.copiers = np.zeros(0, dtype=np.int64)
+        else:
+            self.copiers = np.flatnonzero(s.copy_bytes > 0)
+        cb = s.copy_bytes[self.copiers] if self.copiers.size else np.zeros(0)
+        self.C = np.array([cost.copy(int(r), float(x)) for r, x in zip(self.copiers, cb, strict=True)], dtype=float)
+        self.ranks = np.unique(np.concatenate([src, dst, self.copiers]))
+        self.links = np.unique(np.concatenate([self.e, self.i]))
+        self.others = np.setdiff1d(self.ranks, dst)  # the ranks that do not receive in this step
+
+
+class _Rounds:
+    """Every rank's clocks and every link's state, advanced one step at a time."""
+
+    def __init__(self, n: int, cap: np.ndarray, burst: float, weighted: bool) -> None:
+        self.clock, self.recv_t, self.done, self.posted = (np.zeros(n) for _ in range(4))
+        self.first = np.ones(n, dtype=bool)
+        self.cap, self.burst, self.weighted = cap, burst, weighted
+        self.free = np.zeros(cap.size)  # when each link carried its last flow (and its bucket started refilling)
+        self.tok = np.full(cap.size, float(burst))
+        self.n_hosts = cap.size // 2
+
+    def step(self, p: _Plan) -> None:
+        reach = np.maximum(self.clock, self.recv_t) if p.waits else self.clock.copy()
+        t = reach.copy()
+        if p.copiers.size:
+            t[p.copiers] = reach[p.copiers] + p.C
+            self.done[p.copiers] = np.maximum(self.done[p.copiers], t[p.copiers])
+        src, dst = p.src, p.dst
+        t_post = t[src] + p.S
+        busy = self.first[src] & p.inter
+        after = np.where(busy, t_post + p.fsb, t_post)
+        self.first[src] &= ~p.inter
+        t[src] = after
+        self.posted[src] = after
+        self.clock[p.ranks] = t[p.ranks]
+        start = np.where(p.rdv, np.maximum(t_post, reach[dst]), t_post)
+        arrival = np.empty(src.size)
+        arrival[~p.inter] = start[~p.inter] + p.x_shm
+        if p.e.size:
+            arrival[p.inter] = self._flows(p, start[p.inter])
+        r_end = np.maximum(np.maximum(arrival, t[dst]), self.recv_t[dst]) + p.R + p.gred
+        self.recv_t[dst] = r_end
+        self.done[dst] = np.maximum(self.done[dst], r_end)
+
+    def _flows(self, p: _Plan, start: np.ndarray) -> np.ndarray:
+        """When each of the step's flows between hosts is delivered (see the module's network rules)."""
+        e, i, b, free = p.e, p.i, p.fb, self.free
+        start = np.maximum(start, np.maximum(free[e], free[i]))
+        nl = self.cap.size
+        rem = b
+        if self.burst > 0:
+            t0 = np.full(nl, _INF)
+            np.minimum.at(t0, e, start)
+            np.minimum.at(t0, i, start)
+            used = np.isfinite(t0)
+            tok = self.tok.copy()
+            tok[used] = np.minimum(self.burst, tok[used] + self.cap[used] * (t0[used] - free[used]))
+            k = np.bincount(np.concatenate([e, i]), minlength=nl)
+            grab = np.minimum(b, np.minimum(tok[e] / k[e], tok[i] / k[i]))
+            rem = b - grab
+            taken = np.bincount(np.concatenate([e, i]), np.concatenate([grab, grab]), minlength=nl)
+            self.tok[used] = np.maximum(0.0, tok[used] - taken[used])
+        h = self.n_hosts
+        w = np.where(np.isfinite(p.pair), p.pair, 1.0) if self.weighted else None
+        go = rem > 0
+        rate = np.full(b.size, _INF)
+        if go.any():
+            rate[go] = max_min_rates(
+                e[go], i[go] - h, p.pair[go], self.cap[:h], self.cap[h:], None if w is None else w[go]
+            )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            end = np.where(go, start + rem / rate, start)
+        np.maximum.at(free, e, end)
+        np.maximum.at(free, i, end)
+        return end + p.xc
+
+    def snapshot(self, p: _Plan) -> tuple[np.ndarray, ...]:
+        """The times the step reads and writes (which one repetition must advance uniformly), then its other state."""
+        times = (self.clock[p.ranks], self.recv_t[p.dst], self.done[p.dst], self.posted[p.src], self.free[p.links])
+        extra = (self.done[p.copiers],)
+        return np.concatenate(times + extra), self.tok[p.links].copy(), self.first[p.src].copy()
+
+    def inert(self, p: _Plan) -> bool:
+        """Whether the receive clocks of the step's non-receivers cannot matter any more (at or before their clock)."""
+        return not p.waits or bool(np.all(self.recv_t[p.others] <= self.clock[p.others]))
+
+    def shift(self, p: _Plan, lam: float) -> None:
+        """Advance every clock the step reads and writes by ``lam`` µs."""
+        for arr, idx in ((self.clock, p.ranks), (self.recv_t, p.dst), (self.done, p.dst), (self.posted, p.src)):
+            arr[idx] += lam
+        self.free[p.links] += lam
+        if p.copiers.size:
+            self.done[p.copiers] += lam
+
+
+def _uniform(a: tuple, b: tuple, burst: float) -> float | None:
+    """The common advance ``λ`` (µs) from snapshot ``a`` to ``b`` if every time moved by it and nothing else
+    changed; None otherwise."""
+    ta, tb = a[0], b[0]
+    if ta.size == 0 or not np.array_equal(a[2], b[2]):
+        return None
+    d = tb - ta
+    lam = float(d[0])
+    scale = 1e-12 * (1.0 + float(np.max(np.abs(tb))))
+    if lam <= 0 or np.any(np.abs(d - lam) > 16 * scale):
+        return None
+    if a[1].size and np.any(np.abs(a[1] - b[1]) > 1e-9 * (burst + 1.0)):
+        return None
+    return lam
+
+
+def _repeat(st: _Rounds, p: _Plan, times: int, max_period: int) -> None:
+    """Run step ``p`` ``times`` times, skipping ahead once a periodic regime is seen."""
+    hist = [st.snapshot(p)]
+    j = 0
+    while j < times:
+        st.step(p)
+        j += 1
+        hist.append(st.snapshot(p))
+        if j == times or not st.inert(p):
+            continue
+        for period in range(1, min(max_period, j) + 1):
+            lam = _uniform(hist[-1 - period], hist[-1], st.burst)
+            if lam is not None:
+                skip = (times - j) // period
+                st.shift(p, skip * lam)
+                j += skip * period
+                hist = [st.snapshot(p)]
+                break
+        if len(hist) > max_period + 1:
+            hist.pop(0)
+
+
+def simulate_rounds(
+    profile: Profile,
+    layout: Sequence[str],
+    schedule: MessageSchedule,
+    *,
+    reduce_us_per_byte: ReduceRate = 0.0,
+    sharing: str = "maxmin",
+    max_period: int = 4,
+) -> ScheduleRun:
+    """Evaluate ``schedule`` step by step with numpy (the module's rules); the arguments as
+    :func:`hnowmodel.schedules.flows.simulate`; ``max_period``: the longest periodic regime of a repeated step looked
+    for (repetitions)."""
+    how = link_sharing(sharing)
+    cost, egress, ingress, gamma = prepare(profile, layout, schedule, reduce_us_per_byte)
+    hosts = np.asarray(hosts_of(layout), dtype=np.int64)
+    ti = profile.type_index(list(layout))
+    st = _Rounds(schedule.n, np.concatenate([egress, ingress]).astype(float), cost.burst, how.weighted)
+    for s in schedule.steps:
+        p = _Plan(s, cost, ti, hosts, gamma)
+        if s.repeat == 1:
+            st.step(p)
+        else:
+            _repeat(st, p, int(s.repeat), max(1, int(max_period)))
+    done, posted = st.done, st.posted
+    done.flags.writeable = posted.flags.writeable = False
+    completion = float(done.max()) if done.size else 0.0
+    return ScheduleRun(schedule.name, done, posted, completion, (), "rounds")
