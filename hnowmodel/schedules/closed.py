@@ -1,0 +1,216 @@
+"""The closed-form (paper) engine over a message schedule: each message costs the sender's ``S``, the wire's ``X``
+and the receiver's ``R`` at the message's own size and regime (Banikazemi et al., eq. 1-4), and every rank works
+through the schedule's steps by the rules of :mod:`hnowmodel.schedules.steps`.
+
+Each rank keeps two clocks (µs): ``posted``, when it posted its last send, and ``done``, when it completed its last
+receive (and the reduction of it), local copy included. A step, vectorised over its messages (no Python loop over
+messages or ranks):
+
+* a rank with ``copy_bytes`` copies first: from ``max(posted, done)`` for ``C(copy_bytes)`` (the type's copy line,
+  ``Cc_us``/``Cm_us_per_byte``); both clocks become its end;
+* a send starts at ``max(posted, done)`` when the step ``waits``, else at ``posted``; ``posted[src] = start +
+  S_src(b)`` and the message arrives at ``posted[src] + X_src,dst(b)``;
+* ``done[dst] = max(done[dst], posted[dst], arrival) + R_dst(b) + gamma_dst * reduce_bytes`` (``posted[dst]``
+  after the receiver's own send of the step).
+
+Between two ranks of one host (the layout's ``hosts``) ``S``, ``X`` and ``R`` are the type's shared-memory ones
+(:meth:`~hnowmodel.params.Profile.shm_costs`). The completion is the max over ranks of ``max(posted, done)``.
+
+On a tree compiled by :func:`~hnowmodel.schedules.fromtree.from_tree` these rules are eq. 6-7 (bcast) and the
+scatter of :func:`hnowmodel.predict.scatter` exactly (``tests/hnowmodel/test_schedules.py`` checks every tree
+family to 1e-12); a gather compiled from a tree receives its children in the tree's send order, not eq. 12's
+arrival order.
+
+>>> from hnowmodel.params import paper_profile
+>>> from hnowmodel.schedules.steps import MessageSchedule, Step
+>>> ring = MessageSchedule(3, (Step.of([0, 1, 2], [1, 2, 0], 0.0, repeat=2),), "ring")
+>>> evaluate(paper_profile(), ["fast"] * 3, ring)   # S + X + R = 170, then a send once received: + 170
+340.0
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError, LayoutError
+from ..layout import hosts_of, one_per_host
+from ..params import Profile
+from .steps import MessageSchedule, Step
+
+__all__ = ["evaluate", "step_costs"]
+
+#: Relative tolerance to which one repetition of a step must advance every clock by the same amount before the
+#: remaining repetitions are added in one go (max-plus linearity, see :func:`evaluate`).
+RTOL = 1e-12
+
+
+def _gamma(profile: Profile, ti: np.ndarray, reduce_us_per_byte: float | Mapping[str, float]) -> np.ndarray:
+    """µs per reduced byte of every rank (a float for all, or per node type; a type left out: 0)."""
+    if isinstance(reduce_us_per_byte, Mapping):
+        unknown = sorted(set(reduce_us_per_byte) - set(profile.types))
+        if unknown:
+            raise InputError(f"reduce_us_per_byte: unknown node type {unknown[0]!r} (profile has: "
+                             f"{', '.join(profile.types)})")  # fmt: skip
+        per_type = np.array([float(reduce_us_per_byte.get(t, 0.0)) for t in profile.types])
+    else:
+        per_type = np.full(len(profile.types), float(reduce_us_per_byte))
+    if not np.all(np.isfinite(per_type)) or np.any(per_type < 0):
+        raise InputError("reduce_us_per_byte: must be finite numbers of µs per byte >= 0")
+    return per_type[ti]
+
+
+def step_costs(
+    profile: Profile, ti: np.ndarray, hosts: np.ndarray | None, step: Step
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(S, X, R)`` in µs of each message of ``step`` (arrays in the step's message order), each at the message's
+    own byte count and regime: the sender's send line, the link's (per type pair) and the receiver's receive line;
+    between two ranks of one host (``hosts``; None: one rank per host) the type's shared-memory lines.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> s, x, r = step_costs(paper_profile(), np.array([0, 1]), None, Step.of([0], [1], 100))
+    >>> s.tolist(), x.tolist(), r.tolist()
+    ([65.0], [24.0], [132.0])
+    """
+    src, dst, b = step.src, step.dst, step.nbytes
+    names = list(profile.types)
+    ts, td = ti[src], ti[dst]
+    S, X, R = np.empty(b.size), profile.network.us(b), np.empty(b.size)
+    X = np.array(X, dtype=float, copy=True)
+    for i, name in enumerate(names):
+        t = profile.types[name]
+        sm, dm = ts == i, td == i
+        if sm.any():
+            S[sm] = t.send_us(b[sm])
+        if dm.any():
+            R[dm] = t.recv_us(b[dm])
+    for (a, c), link in profile.links.items():
+        lm = (ts == names.index(a)) & (td == names.index(c))
+        if lm.any():
+            X[lm] = link.us(b[lm])
+    if hosts is not None:
+        same = hosts[src] == hosts[dst]
+        for i in np.unique(ts[same]):
+            shm = profile.shm_costs(names[int(i)])  # raises, naming the type, when the profile has none
+            sm = same & (ts == i)
+            S[sm], X[sm], R[sm] = shm.node.send_us(b[sm]), shm.link.us(b[sm]), shm.node.recv_us(b[sm])
+    return S, X, R
+
+
+class _Clocks:
+    """The two clocks of every rank and one step's update of them (see the module's rules)."""
+
+    def __init__(self, profile: Profile, ti: np.ndarray, hosts: np.ndarray | None, gamma: np.ndarray) -> None:
+        n = ti.size
+        self.profile, self.ti, self.hosts, self.gamma = profile, ti, hosts, gamma
+        self.posted, self.done = np.zeros(n), np.zeros(n)
+        self._costs: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def costs(self, step: Step) -> tuple[np.ndarray, ...]:
+        """The step's S, X, R + reduction (per message) and copy (per rank, None: no copy), computed once."""
+        got = self._costs.get(id(step))
+        if got is None:
+            S, X, R = step_costs(self.profile, self.ti, self.hosts, step)
+            RG = R + self.gamma[step.dst] * step.reduce_bytes
+            C = None
+            if step.copy_bytes is not None and np.any(step.copy_bytes > 0):
+                C = np.zeros(self.ti.size)
+                for i, name in enumerate(self.profile.types):
+                    tm = self.ti == i
+                    C[tm] = self.profile.types[name].copy_us(step.copy_bytes[tm])
+            got = self._costs[id(step)] = (S, X, RG, C, step.copy_bytes)  # the step keeps id() valid
+        return got
+
+    def run(self, step: Step) -> None:
+        """Advance the clocks by one run of ``step``."""
+        S, X, RG, C, cb = self.costs(step)
+        P, D = self.posted, self.done
+        if C is not None:
+            cm = cb > 0
+            t = np.maximum(P[cm], D[cm]) + C[cm]
+            P[cm] = t
+            D[cm] = t
+        src, dst = step.src, step.dst
+        start = np.maximum(P[src], D[src]) if step.waits else P[src]
+        P[src] = start + S
+        arrival = P[src] + X
+        D[dst] = np.maximum(np.maximum(D[dst], P[dst]), arrival) + RG
+
+    def repeat(self, step: Step, times: int) -> None:
+        """``times`` runs of ``step``: iterate until one run advances every clock the step moves by the same λ
+        (the clocks it leaves alone being dominated by the rank's other clock), then add the rest as ``k·λ``."""
+        S, X, RG, C, cb = self.costs(step)
+        moves_p = np.zeros(self.ti.size, dtype=bool)
+        moves_d = np.zeros(self.ti.size, dtype=bool)
+        moves_p[step.src] = True
+        moves_d[step.dst] = True
+        if C is not None:
+            moves_p |= cb > 0
+            moves_d |= cb > 0
+        for k in range(times):
+            before_p, before_d = self.posted[moves_p], self.done[moves_d]
+            self.run(step)
+            left = times - k - 1
+            if left == 0:
+                return
+            adv = np.concatenate([self.posted[moves_p] - before_p, self.done[moves_d] - before_d])
+            if adv.size == 0:
+                return
+            lam = float(adv.max())
+            scale = float(max(np.abs(self.posted).max(), np.abs(self.done).max()))
+            if np.all(np.abs(adv - lam) <= RTOL * abs(lam) + 8 * np.finfo(float).eps * scale) and np.all(
+                self.posted[~moves_p] <= self.done[~moves_p]
+            ) and np.all(self.done[~moves_d] <= self.posted[~moves_d]):  # fmt: skip
+                self.posted[moves_p] += left * lam
+                self.done[moves_d] += left * lam
+                return
+
+
+def _type_hosts(profile: Profile, layout: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    if len(layout) != n:
+        raise LayoutError(f"layout has {len(layout)} ranks but the schedule has {n}")
+    ti = profile.type_index(layout)
+    return ti, (None if one_per_host(layout) else hosts_of(layout))
+
+
+def evaluate(
+    profile: Profile,
+    layout: Sequence[str],
+    schedule: MessageSchedule,
+    *,
+    reduce_us_per_byte: float | Mapping[str, float] = 0.0,
+    per_rank: bool = False,
+) -> float | np.ndarray:
+    """Completion time (µs) of ``schedule`` on ``layout`` under the closed-form model (the module's rules): the max
+    over ranks of their two clocks. ``per_rank``: each rank's ``done`` clock instead (``(n,)``, µs), when it
+    completed its last receive, reduction or copy (0 for a rank that only sends: a bcast's root).
+
+    ``reduce_us_per_byte``: what reducing one byte costs the receiver (µs; one float, or per node type); the
+    profile has no such term yet.
+
+    A step repeated ``k`` times is iterated only until one repetition advances every clock it moves by the same
+    amount λ (to a relative 1e-12; a clock the step leaves alone must lie below the rank's other clock): the step
+    is max-plus linear in the clocks, so each further repetition adds exactly λ again, and the remaining ones are
+    added as ``remaining·λ`` at once (a ring on 2048 ranks settles after a few dozen steps, not 2047).
+
+    >>> from hnowmodel.params import paper_profile
+    >>> from hnowmodel.schedules.steps import MessageSchedule, Step
+    >>> red = MessageSchedule(2, (Step.of([1], [0], 100, 100),), "reduce")
+    >>> evaluate(paper_profile(), ["fast", "fast"], red, reduce_us_per_byte=0.01)  # 65 + 24 + 97 + 1
+    187.0
+    """
+    if not isinstance(schedule, MessageSchedule):
+        raise InputError(f"evaluate: expected a MessageSchedule, got {type(schedule).__name__}")
+    ti, hosts = _type_hosts(profile, layout, schedule.n)
+    clocks = _Clocks(profile, ti, hosts, _gamma(profile, ti, reduce_us_per_byte))
+    for step in schedule.steps:
+        if step.repeat == 1:
+            clocks.run(step)
+        else:
+            clocks.repeat(step, int(step.repeat))
+    if per_rank:
+        return clocks.done.copy()
+    if schedule.n == 0:
+        return 0.0
+    return float(max(clocks.posted.max(), clocks.done.max()))
