@@ -10,8 +10,10 @@ all of a step's messages at once. Only the network is simplified, per step:
   (:func:`~hnowmodel.flow.network.max_min_rates`) of the hosts' NICs among all of them, each capped at its pair's
   rate, held from its start to its end (the event-driven evaluator recomputes them whenever a flow starts or
   ends);
-* flows of **different steps** do not share a link: a link carries one step's flows after the other's (a flow
-  starts once the links it crosses have carried the flows of earlier steps: busy until their last end);
+* flows of **different steps** are not shared out: each link is a work-conserving server instead, so a flow ends
+  no earlier than the link has carried, at its capacity, the bytes of earlier steps' flows and of this step's
+  (a sender's batch of non-blocking sends, a tree's later children); a flow that leaves its links room keeps its
+  own rate;
 * **token buckets**: a link refills at its capacity while idle (between the end of its last flow and the first
   start of the next step's), up to the burst; a step's flows on a link split its tokens equally, each passing
   ``min(bytes, its share on both links)`` at once; a flow with bytes left is then shaped on both links and capped at
@@ -97,6 +99,7 @@ class _Plan:
         self.ranks = np.unique(np.concatenate([src, dst, self.copiers]))
         self.links = np.unique(np.concatenate([self.e, self.i]))
         self.others = np.setdiff1d(self.ranks, dst)  # the ranks that do not receive in this step
+        self.rates: dict[bytes, np.ndarray] = {}  # the flows' max-min rates, by which of them have bytes left
 
 
 class _Rounds:
@@ -107,6 +110,7 @@ class _Rounds:
         self.first = np.ones(n, dtype=bool)
         self.cap, self.burst, self.weighted = cap, burst, weighted
         self.free = np.zeros(cap.size)  # when each link carried its last flow (and its bucket started refilling)
+        self.vclock = np.zeros(cap.size)  # when each link would have carried its flows' bytes at its capacity
         self.tok = np.full(cap.size, float(burst))
         self.n_hosts = cap.size // 2
 
@@ -135,39 +139,45 @@ class _Rounds:
 
     def _flows(self, p: _Plan, start: np.ndarray) -> np.ndarray:
         """When each of the step's flows between hosts is delivered (see the module's network rules)."""
-        e, i, b, free = p.e, p.i, p.fb, self.free
-        start = np.maximum(start, np.maximum(free[e], free[i]))
-        nl = self.cap.size
+        e, i, b, free, cap = p.e, p.i, p.fb, self.free, self.cap
+        nl = cap.size
+        both = np.concatenate([e, i])
+        t0 = np.full(nl, _INF)  # each link's first start in this step
+        np.minimum.at(t0, both, np.concatenate([start, start]))
+        used = np.isfinite(t0)
         rem = b
         if self.burst > 0:
-            t0 = np.full(nl, _INF)
-            np.minimum.at(t0, e, start)
-            np.minimum.at(t0, i, start)
-            used = np.isfinite(t0)
             tok = self.tok.copy()
-            tok[used] = np.minimum(self.burst, tok[used] + self.cap[used] * (t0[used] - free[used]))
-            k = np.bincount(np.concatenate([e, i]), minlength=nl)
+            idle = np.maximum(0.0, t0[used] - free[used])
+            tok[used] = np.minimum(self.burst, tok[used] + cap[used] * idle)
+            k = np.bincount(both, minlength=nl)
             grab = np.minimum(b, np.minimum(tok[e] / k[e], tok[i] / k[i]))
             rem = b - grab
-            taken = np.bincount(np.concatenate([e, i]), np.concatenate([grab, grab]), minlength=nl)
+            taken = np.bincount(both, np.concatenate([grab, grab]), minlength=nl)
             self.tok[used] = np.maximum(0.0, tok[used] - taken[used])
         h = self.n_hosts
-        w = np.where(np.isfinite(p.pair), p.pair, 1.0) if self.weighted else None
         go = rem > 0
-        rate = np.full(b.size, _INF)
-        if go.any():
-            rate[go] = max_min_rates(
-                e[go], i[go] - h, p.pair[go], self.cap[:h], self.cap[h:], None if w is None else w[go]
-            )
+        key = go.tobytes()  # the rates depend only on which flows have bytes left: a repeated step reuses them
+        rate = p.rates.get(key)
+        if rate is None:
+            rate = np.full(b.size, _INF)
+            if go.any():
+                w = np.where(np.isfinite(p.pair), p.pair, 1.0)[go] if self.weighted else None
+                rate[go] = max_min_rates(e[go], i[go] - h, p.pair[go], cap[:h], cap[h:], w)
+            p.rates[key] = rate
+        # a link carries this step's bytes after the work of earlier steps, at its capacity at most
+        work = np.bincount(both, np.concatenate([rem, rem]), minlength=nl)
         with np.errstate(divide="ignore", invalid="ignore"):
-            end = np.where(go, start + rem / rate, start)
-        np.maximum.at(free, e, end)
-        np.maximum.at(free, i, end)
+            bound = np.maximum(self.vclock, t0) + np.where(work > 0, work / cap, 0.0)
+            end = np.where(go, np.maximum(start + rem / rate, np.maximum(bound[e], bound[i])), start)
+        self.vclock[used] = bound[used]
+        np.maximum.at(free, both, np.concatenate([end, end]))
         return end + p.xc
 
     def snapshot(self, p: _Plan) -> tuple[np.ndarray, ...]:
         """The times the step reads and writes (which one repetition must advance uniformly), then its other state."""
         times = (self.clock[p.ranks], self.recv_t[p.dst], self.done[p.dst], self.posted[p.src], self.free[p.links])
+        times += (self.vclock[p.links],)
         extra = (self.done[p.copiers],)
         return np.concatenate(times + extra), self.tok[p.links].copy(), self.first[p.src].copy()
 
@@ -180,6 +190,7 @@ class _Rounds:
         for arr, idx in ((self.clock, p.ranks), (self.recv_t, p.dst), (self.done, p.dst), (self.posted, p.src)):
             arr[idx] += lam
         self.free[p.links] += lam
+        self.vclock[p.links] += lam
         if p.copiers.size:
             self.done[p.copiers] += lam
 
@@ -200,26 +211,33 @@ def _uniform(a: tuple, b: tuple, burst: float) -> float | None:
     return lam
 
 
+#: A repeated step looks for a periodic regime over the last repetitions of every window of this many (checking
+#: every repetition would cost as much as running it).
+_WINDOW = 16
+
+
 def _repeat(st: _Rounds, p: _Plan, times: int, max_period: int) -> None:
     """Run step ``p`` ``times`` times, skipping ahead once a periodic regime is seen."""
-    hist = [st.snapshot(p)]
+    hist: list[tuple] = []
+    window = max(_WINDOW, max_period + 1)
     j = 0
     while j < times:
         st.step(p)
         j += 1
-        hist.append(st.snapshot(p))
-        if j == times or not st.inert(p):
+        if max_period == 0 or j == times or j % window < window - max_period - 1:
             continue
-        for period in range(1, min(max_period, j) + 1):
-            lam = _uniform(hist[-1 - period], hist[-1], st.burst)
+        hist.append((st.snapshot(p), st.inert(p)))
+        if j % window != window - 1 or not hist[-1][1]:
+            continue
+        for period in range(1, len(hist)):
+            then, inert = hist[-1 - period]
+            lam = _uniform(then, hist[-1][0], st.burst) if inert else None
             if lam is not None:
                 skip = (times - j) // period
                 st.shift(p, skip * lam)
                 j += skip * period
-                hist = [st.snapshot(p)]
                 break
-        if len(hist) > max_period + 1:
-            hist.pop(0)
+        hist = []
 
 
 def simulate_rounds(
@@ -233,7 +251,7 @@ def simulate_rounds(
 ) -> ScheduleRun:
     """Evaluate ``schedule`` step by step with numpy (the module's rules); the arguments as
     :func:`hnowmodel.schedules.flows.simulate`; ``max_period``: the longest periodic regime of a repeated step looked
-    for (repetitions)."""
+    for (repetitions; 0: run every repetition)."""
     how = link_sharing(sharing)
     cost, egress, ingress, gamma = prepare(profile, layout, schedule, reduce_us_per_byte)
     hosts = np.asarray(hosts_of(layout), dtype=np.int64)
@@ -244,7 +262,7 @@ def simulate_rounds(
         if s.repeat == 1:
             st.step(p)
         else:
-            _repeat(st, p, int(s.repeat), max(1, int(max_period)))
+            _repeat(st, p, int(s.repeat), max(0, int(max_period)))
     done, posted = st.done, st.posted
     done.flags.writeable = posted.flags.writeable = False
     completion = float(done.max()) if done.size else 0.0

@@ -52,26 +52,28 @@ class ScheduleRun:
 
 
 def reduce_rates(profile: Profile, layout: Sequence[str], rate: ReduceRate) -> np.ndarray:
-    """Each rank's reduction cost γ (µs per byte reduced) from one rate or a mapping node type -> rate (every type
-    of the layout named); :class:`InputError` on a negative or non-finite rate or a type it does not name.
+    """Each rank's reduction cost γ (µs per byte reduced) from one rate or a mapping node type -> rate (a type
+    left out: 0, as :mod:`hnowmodel.schedules.closed` takes it); :class:`InputError` on a negative or non-finite
+    rate or a type the profile does not have.
 
     >>> from hnowmodel.params import paper_profile
-    >>> reduce_rates(paper_profile(), ["fast", "fast"], 0.5).tolist()
-    [0.5, 0.5]
+    >>> reduce_rates(paper_profile(), ["fast", "slow"], {"slow": 0.5}).tolist()
+    [0.0, 0.5]
     """
     if isinstance(rate, Mapping):
         unknown = [t for t in rate if t not in profile.types]
         if unknown:
-            raise InputError(f"reduce_us_per_byte: unknown node type {unknown[0]!r} (profile has: {', '.join(profile.types)})")
-        missing = sorted({t for t in layout} - set(rate))
-        if missing:
-            raise InputError(f"reduce_us_per_byte: no rate for node type {missing[0]!r} of the layout")
-        out = np.array([float(rate[t]) for t in layout], dtype=float)
+            have = ", ".join(profile.types)
+            raise InputError(f"reduce_us_per_byte: unknown node type {unknown[0]!r} (profile has: {have})")
+        try:
+            out = np.array([float(rate.get(t, 0.0)) for t in layout], dtype=float)
+        except (TypeError, ValueError):
+            raise InputError("reduce_us_per_byte: rates must be numbers of µs per byte") from None
     else:
         try:
             out = np.full(len(layout), float(rate))
         except (TypeError, ValueError):
-            raise InputError(f"reduce_us_per_byte: a number of µs per byte or a mapping type -> µs/byte, got {rate!r}") from None
+            raise InputError(f"reduce_us_per_byte: µs per byte, or a mapping type -> µs/byte, got {rate!r}") from None
     if not np.all(np.isfinite(out)) or np.any(out < 0):
         raise InputError("reduce_us_per_byte: rates must be finite numbers of µs per byte >= 0")
     return out
