@@ -16,6 +16,10 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
 * a message between hosts is a flow through the sender host's egress and the receiver host's ingress
   (:func:`hnowmodel.flow.network.send`), delivered ``Xc`` after its last byte; between two ranks of one host it is
   a fixed shared-memory transfer;
+* the messages of one pair (sender, receiver) flow one after another, each once the previous one is through: one
+  connection per pair, and MPI's non-overtaking order (a tree never sends twice between one pair; a ring does every
+  step, and max-min sharing between them would let a slow link's backlog delay every block: 35 % later on the
+  calibrated cluster profile's 4-rank ring at 1 MB);
 * the receive completes once the message is delivered, the rank has posted this step's send and completed its
   previous receive: then ``R`` and the reduction, ``γ·reduce_bytes`` (``reduce_us_per_byte``: the profile has no
   γ yet).
