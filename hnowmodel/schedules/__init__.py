@@ -1,12 +1,52 @@
 """Collective algorithms as message schedules (:mod:`~hnowmodel.schedules.steps`): one representation that every
-algorithm compiles to and both model engines evaluate."""
+algorithm compiles to and both model engines evaluate. The generators (:mod:`~hnowmodel.schedules.algorithms`,
+:mod:`~hnowmodel.schedules.alltoall`, trees through :func:`from_tree`) build them; the closed-form engine
+(:func:`~hnowmodel.schedules.closed.evaluate`) and the flow engine (:func:`~hnowmodel.schedules.flows.evaluate`)
+evaluate them."""
 
 from __future__ import annotations
 
-from .flowrounds import simulate_rounds
+from . import closed, flowrounds, flows
+from .algorithms import (
+    BlockTrace,
+    binomial_bcast,
+    binomial_reduce,
+    bruck_allgather,
+    rabenseifner_allreduce,
+    recursive_doubling_allgather,
+    recursive_doubling_allreduce,
+    recursive_halving_reduce_scatter,
+    reduce_bcast_allreduce,
+    ring_allgather,
+    ring_allreduce,
+)
+from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .flowrun import ScheduleRun
-from .flows import evaluate, simulate
+from .fromtree import from_tree
 from .steps import MessageSchedule, Step, concat
 
-__all__ = ["MessageSchedule", "Step", "concat"]
-__all__ += ["ScheduleRun", "simulate", "simulate_rounds", "evaluate"]  # the flow engine's evaluators
+__all__ = [
+    "MessageSchedule",
+    "Step",
+    "concat",
+    "closed",
+    "from_tree",
+    "BlockTrace",
+    "ring_allgather",
+    "recursive_doubling_allgather",
+    "bruck_allgather",
+    "recursive_doubling_allreduce",
+    "recursive_halving_reduce_scatter",
+    "rabenseifner_allreduce",
+    "ring_allreduce",
+    "binomial_reduce",
+    "binomial_bcast",
+    "reduce_bcast_allreduce",
+    "pairwise_alltoall",
+    "bruck_alltoall",
+    "scattered_alltoall",
+    # the flow engine's evaluators: flows.evaluate (the one entry), flows.simulate, flowrounds.simulate_rounds
+    "flows",
+    "flowrounds",
+    "ScheduleRun",
+]

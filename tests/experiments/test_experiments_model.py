@@ -132,6 +132,17 @@ def test_perf_predict_small(tmp_path):
     assert set(rows[0]) >= {"tree_build_s", "vectorised_first_s", "vectorised_s", "per_rank_python_s", "speedup"}
 
 
+def test_perf_schedules_small(tmp_path):
+    """The schedule-engine speed script runs end to end on a small layout, and the binomial tree compiled to a
+    schedule gives predict.bcast's number there (the script asserts it). Its speed is its output, not asserted."""
+    proc = _run("perf_schedules.py", tmp_path, "--hosts", "4", "--slots", "4", "--repeat", "1")
+    assert "ring_allgather" in proc.stdout and "bcast-tree" in proc.stdout
+    rows = _csv(tmp_path / "perf_schedules.csv")
+    assert {r["algorithm"] for r in rows} >= {"ring_allgather", "recursive_doubling_allreduce", "bcast-tree"}
+    assert all(int(r["ranks"]) == 16 and float(r["evaluate_s"]) > 0 for r in rows)
+    assert (tmp_path / "perf_schedules.md").read_text().startswith("# Schedule evaluation speed")
+
+
 def test_hosts_accuracy_measures_coll_han_only_where_it_runs():
     """coll/han hands a job with unequal hosts to the next component, so the hosts run measures it only on hosts
     with equal slots; hnow's pinned native runs everywhere, and an algorithm the library lacks nowhere."""

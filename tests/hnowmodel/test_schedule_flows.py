@@ -18,7 +18,9 @@ from hnowmodel.layout import Layout
 from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN
 from hnowmodel.params import Nic, Profile, paper_profile
 from hnowmodel.schedule import Schedule
-from hnowmodel.schedules import MessageSchedule, Step, closed, evaluate, flowrounds, flows, simulate, simulate_rounds
+from hnowmodel.schedules import MessageSchedule, Step, closed, flowrounds, flows
+from hnowmodel.schedules.flowrounds import simulate_rounds
+from hnowmodel.schedules.flows import evaluate, simulate
 from hnowmodel.schedules.fromtree import from_tree
 from tests.helpers import any_tree, flow_profile, paper_shm_profile
 

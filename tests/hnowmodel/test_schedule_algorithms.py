@@ -1,0 +1,287 @@
+"""The generators of hnowmodel.schedules (algorithms, alltoall): each checked against hand-counted facts (bytes each
+rank sends and receives, number of steps) and run through a tiny symbolic executor over the block trace they
+record, which proves that every rank ends with the data its operation promises (n = 1..9 and a few larger).
+
+The executor: each rank holds, per block, the set of ranks whose contribution it has; a message carries the
+sender's sets of the blocks it carries (the sender must hold them), a reduction unions them into the receiver's
+(the two must be disjoint: a contribution reduced twice would be a wrong sum), a plain receive replaces them. The
+message's bytes must be the bytes of the blocks it carries, and a reduction reduces all of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hnowmodel import schedules as S
+from hnowmodel.errors import InputError
+from hnowmodel.params import paper_profile
+from hnowmodel.schedules import closed
+from hnowmodel.schedules.steps import MessageSchedule
+from hnowmodel.trees import binomial
+
+NS = [*range(1, 10), 12, 16, 17, 24]
+
+
+def execute(sched: MessageSchedule, trace: S.BlockTrace, hold: list[list[frozenset]]) -> list[list[frozenset]]:
+    """Run ``sched`` over the block holdings ``hold[rank][block]`` (see the module docstring)."""
+    hold = [list(row) for row in hold]
+    steps = list(sched.unrolled())
+    assert len(steps) == len(trace.carries)
+    nb = trace.block_bytes.size
+    for step, carry in zip(steps, trace.carries, strict=True):
+        assert carry.shape == (step.n_messages, nb)
+        np.testing.assert_allclose(step.nbytes, carry @ trace.block_bytes, rtol=0, atol=1e-9)
+        payload = []
+        for i in range(step.n_messages):
+            src = int(step.src[i])
+            blocks = np.flatnonzero(carry[i] & (trace.block_bytes > 0)).tolist()
+            assert all(hold[src][b] for b in blocks), f"rank {src} sends a block it does not hold"
+            payload.append({b: hold[src][b] for b in blocks})
+        for i in range(step.n_messages):
+            dst, red = int(step.dst[i]), float(step.reduce_bytes[i])
+            if red > 0:
+                assert red == step.nbytes[i]
+            for b, got in payload[i].items():
+                if red > 0:
+                    assert not (hold[dst][b] & got), f"rank {dst} reduces a contribution twice into block {b}"
+                    hold[dst][b] = hold[dst][b] | got
+                else:
+                    hold[dst][b] = got
+    return hold
+
+
+def _traced(gen, *args, **kw):
+    tr = S.BlockTrace()
+    return gen(*args, trace=tr, **kw), tr
+
+
+def _every(n: int) -> frozenset:
+    return frozenset(range(n))
+
+
+def _own_vector(n: int, nb: int) -> list[list[frozenset]]:
+    """Every rank holds its own contribution to every block (a reduction's input)."""
+    return [[frozenset({r})] * nb for r in range(n)]
+
+
+def _check_allreduce(gen, n: int, m: float, **kw) -> MessageSchedule:
+    sched, tr = _traced(gen, n, m, **kw)
+    out = execute(sched, tr, _own_vector(n, tr.block_bytes.size))
+    for r in range(n):
+        for b in np.flatnonzero(tr.block_bytes > 0):
+            assert out[r][b] == _every(n), (gen.__name__, n, r, b)
+    return sched
+
+
+# ---- allgather -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gen", [S.ring_allgather, S.bruck_allgather, S.recursive_doubling_allgather])
+@pytest.mark.parametrize("n", NS)
+def test_allgathers_leave_every_block_everywhere(gen, n):
+    if gen is S.recursive_doubling_allgather and n & (n - 1):
+        with pytest.raises(InputError, match="not a power of two"):
+            gen(n, 8)
+        return
+    m = 8.0
+    sched, tr = _traced(gen, n, m)
+    hold = [[frozenset({r}) if b == r else frozenset() for b in range(n)] for r in range(n)]
+    out = execute(sched, tr, hold)
+    assert all(out[r][b] == {b} for r in range(n) for b in range(n))
+    assert sched.bytes_sent().tolist() == [(n - 1) * m] * n
+    assert sched.bytes_received().tolist() == [(n - 1) * m] * n
+    lg = math.ceil(math.log2(n)) if n > 1 else 0
+    assert sched.n_steps == (n - 1 if gen is S.ring_allgather else lg)
+
+
+def test_bruck_allgather_by_hand():
+    # 6 ranks: steps send 1, 2 and min(4, 6 - 4) = 2 blocks to r - 1, r - 2, r - 4
+    s = S.bruck_allgather(6, 10)
+    assert [st.nbytes[0] for st in s.steps] == [10, 20, 20]
+    assert [int(st.dst[0]) for st in s.steps] == [5, 4, 2]
+
+
+# ---- reductions ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("n", NS)
+def test_recursive_doubling_allreduce(n):
+    m = 8.0
+    s = _check_allreduce(S.recursive_doubling_allreduce, n, m)
+    pof2 = 1 << (n.bit_length() - 1)
+    rem, lg = n - pof2, pof2.bit_length() - 1
+    assert s.n_steps == lg + (2 if rem else 0)
+    want = [m if r < 2 * rem and r % 2 == 0 else (lg + 1) * m if r < 2 * rem else lg * m for r in range(n)]
+    assert s.bytes_sent().tolist() == want
+
+
+def test_recursive_doubling_allreduce_on_3_ranks_by_hand():
+    s = S.recursive_doubling_allreduce(3, 8)
+    assert [(st.src.tolist(), st.dst.tolist(), st.reduce_bytes.tolist()) for st in s.steps] == [
+        ([0], [1], [8.0]),  # rank 0 (even, below 2·rem = 2) hands its vector to rank 1
+        ([1, 2], [2, 1], [8.0, 8.0]),  # new ranks 0 (rank 1) and 1 (rank 2) exchange
+        ([1], [0], [0.0]),  # the result back to rank 0
+    ]
+
+
+@pytest.mark.parametrize("n", NS)
+def test_recursive_halving_reduce_scatter(n):
+    m = 4.0
+    s, tr = _traced(S.recursive_halving_reduce_scatter, n, m)
+    out = execute(s, tr, _own_vector(n, n))
+    assert all(out[r][r] == _every(n) for r in range(n))
+    pof2 = 1 << (n.bit_length() - 1)
+    rem = n - pof2
+    assert s.n_steps == pof2.bit_length() - 1 + (2 if rem else 0)
+    # the even ranks below 2·rem send their whole vector; every other rank sends every block but its own once
+    want = [n * m if r < 2 * rem and r % 2 == 0 else (n - 1) * m for r in range(n)]
+    assert s.bytes_sent().tolist() == want
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("extra", [0, 1, 3])
+def test_rabenseifner_allreduce(n, extra):
+    pof2 = 1 << (n.bit_length() - 1)
+    m = 4 * pof2 + extra  # 4 elements each, the first `extra` blocks one more
+    s = _check_allreduce(S.rabenseifner_allreduce, n, m)
+    rem, lg = n - pof2, pof2.bit_length() - 1
+    assert s.n_steps == 2 * lg + (2 if rem else 0)
+    if extra == 0:  # equal blocks: each new rank sends (pof2 - 1) blocks in each half
+        half = 2 * 4 * (pof2 - 1)
+        want = [m if r < 2 * rem and r % 2 == 0 else half + m if r < 2 * rem else half for r in range(n)]
+        assert s.bytes_sent().tolist() == want
+    assert s.bytes_sent().sum() == s.bytes_received().sum()
+
+
+def test_rabenseifner_needs_a_count_of_at_least_pof2():
+    with pytest.raises(InputError, match="at least 4 elements"):
+        S.rabenseifner_allreduce(6, 3)
+    with pytest.raises(InputError, match="whole number of 8-byte elements"):
+        S.rabenseifner_allreduce(4, 100, elem_bytes=8)
+    assert S.rabenseifner_allreduce(4, 64, elem_bytes=8).steps[0].nbytes.tolist() == [32.0] * 4
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("count", [None, 1, 5])
+def test_ring_allreduce(n, count):
+    m = float(n * 3 if count is None else count)  # n equal chunks, or MPICH's uneven split (chunks of 0 included)
+    s = _check_allreduce(S.ring_allreduce, n, m)
+    if count is None:
+        assert s.n_steps == 2 * (n - 1)
+        assert s.bytes_sent().tolist() == [2 * (n - 1) * 3.0] * n
+        assert all(st.repeat == n - 1 for st in s.steps)
+
+
+def test_ring_allreduce_chunks_as_mpich():
+    # count 5 on 4 ranks: ceil(5/4) = 2 while it fits: chunks 2, 2, 1, 0
+    tr = S.BlockTrace()
+    S.ring_allreduce(4, 5, trace=tr)
+    assert tr.block_bytes.tolist() == [2.0, 2.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("root", [0, "last"])
+def test_binomial_reduce_and_bcast(n, root):
+    root = n - 1 if root == "last" else 0
+    m = 8.0
+    red, tr = _traced(S.binomial_reduce, n, m, root)
+    out = execute(red, tr, _own_vector(n, 1))
+    assert out[root][0] == _every(n)
+    lg = math.ceil(math.log2(n)) if n > 1 else 0
+    assert red.n_steps == lg
+    assert red.bytes_sent().tolist() == [0.0 if r == root else m for r in range(n)]
+    bc, tr = _traced(S.binomial_bcast, n, m, root)
+    hold = [[frozenset({root}) if r == root else frozenset()] for r in range(n)]
+    assert all(row[0] == {root} for row in execute(bc, tr, hold))
+    assert bc.n_steps == lg
+    assert bc.bytes_sent().tolist() == S.from_tree(binomial(n, root), m).bytes_sent().tolist()
+    assert bc.bytes_received().tolist() == [0.0 if r == root else m for r in range(n)]
+
+
+@pytest.mark.parametrize("n", NS)
+def test_reduce_bcast_allreduce(n):
+    s = _check_allreduce(S.reduce_bcast_allreduce, n, 8.0)
+    lg = math.ceil(math.log2(n)) if n > 1 else 0
+    assert s.n_steps == 2 * lg
+
+
+# ---- alltoall ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("gen", [S.pairwise_alltoall, S.bruck_alltoall, S.scattered_alltoall])
+@pytest.mark.parametrize("n", NS)
+def test_alltoalls_deliver_every_block(gen, n):
+    m = 2.0
+    s, tr = _traced(gen, n, m)
+    hold = [[frozenset({i}) if b // n == i else frozenset() for b in range(n * n)] for i in range(n)]
+    out = execute(s, tr, hold)
+    assert all(out[j][i * n + j] == {i} for i in range(n) for j in range(n))
+    if gen is S.bruck_alltoall:
+        lg = math.ceil(math.log2(n)) if n > 1 else 0
+        assert s.n_steps == lg + 1  # the last step only copies
+        per_step = [sum(1 for p in range(n) if p & (1 << k)) for k in range(lg)]
+        assert s.bytes_sent().tolist() == [sum(per_step) * m] * n
+        # the rotation (n blocks) before the first step, each step's packing, the rotation back and reversal
+        want = [(c + (n if k == 0 else 0)) * m for k, c in enumerate(per_step)] + [2 * n * m] if n > 1 else [3 * m]
+        assert [st.copy_bytes[0] for st in s.steps] == want
+    else:
+        assert s.n_steps == max(n - 1, 1)
+        assert s.bytes_sent().tolist() == [(n - 1) * m] * n
+
+
+def test_bruck_alltoall_by_hand():
+    # 5 ranks: positions with bit 0 set: 1, 3; bit 1: 2, 3; bit 2: 4 -> 2, 2, 1 blocks, to r + 1, r + 2, r + 4
+    s = S.bruck_alltoall(5, 10)
+    assert [st.nbytes.tolist()[:1] for st in s.steps] == [[20.0], [20.0], [10.0], []]
+    assert [st.dst.tolist()[:1] for st in s.steps] == [[1], [2], [4], []]
+    assert s.bytes_sent().tolist() == [50.0] * 5
+
+
+def test_pairwise_peers_as_mpich():
+    assert [st.dst.tolist() for st in S.pairwise_alltoall(3, 1).steps] == [[1, 2, 0], [2, 0, 1]]
+    assert [st.dst.tolist() for st in S.pairwise_alltoall(4, 1).steps][0] == [1, 0, 3, 2]
+
+
+def test_scattered_waits_only_between_batches():
+    s = S.scattered_alltoall(6, 1, throttle=0)
+    assert [st.waits for st in s.steps] == [False] * 5
+    assert [st.waits for st in S.scattered_alltoall(6, 1).steps] == [False] * 5  # 32 at once: one batch
+    assert [st.waits for st in S.scattered_alltoall(6, 1, throttle=2).steps] == [False, True, False, True, False]
+
+
+# ---- every generator through the closed-form engine ---------------------------------------------------------
+@pytest.mark.parametrize(
+    "gen",
+    [
+        S.ring_allgather,
+        S.bruck_allgather,
+        S.recursive_doubling_allreduce,
+        S.recursive_halving_reduce_scatter,
+        S.rabenseifner_allreduce,
+        S.ring_allreduce,
+        S.reduce_bcast_allreduce,
+        S.pairwise_alltoall,
+        S.bruck_alltoall,
+        S.scattered_alltoall,
+    ],
+)
+def test_every_generator_evaluates_as_its_unrolled_steps(gen):
+    # a repeated step settled by max-plus linearity gives the same number as every repetition run
+    n, m = 12, 96.0
+    lay = ["fast", "slow"] * 6
+    s = gen(n, m)
+    flat = MessageSchedule(n, tuple(s.unrolled()), s.name)
+    prof = paper_profile()
+    got = closed.evaluate(prof, lay, s, reduce_us_per_byte=0.01)
+    want = closed.evaluate(prof, lay, flat, reduce_us_per_byte=0.01)
+    assert got == pytest.approx(want, rel=1e-12)
+    assert got > 0
+
+
+def test_generators_refuse_bad_input():
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(InputError, match="number of ranks"):
+            S.ring_allgather(bad, 8)
+    with pytest.raises(InputError, match="message size"):
+        S.ring_allgather(4, -1)
+    with pytest.raises(InputError, match="root"):
+        S.binomial_reduce(4, 8, root=4)
+    with pytest.raises(InputError, match="throttle"):
+        S.scattered_alltoall(4, 8, throttle=-1)
