@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hnowmodel import flow as F
+from hnowmodel import schedules as S
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
 from hnowmodel.layout import Layout
@@ -166,6 +167,20 @@ def test_a_ring_of_four_equal_nodes(repeat):
     for fn in (simulate, simulate_rounds):
         assert fn(prof, ["f"] * 4, ring).done_us.tolist() == pytest.approx([want] * 4, rel=1e-12)
     assert closed.evaluate(prof, ["f"] * 4, ring) == pytest.approx(want, rel=1e-12)
+
+
+def test_recursive_doubling_on_three_ranks():
+    """MPICH's recursive doubling allreduce on 3 ranks (m = 1e4 bytes, γ = 0.02 µs/byte: a reduction takes 200 µs,
+    a transfer 100): 0 -> 1 (reduced), then 1 <-> 2 (reduced), then 1 -> 0. Rank 2 has nothing to do in step 1, so
+    its message to 1 flows from 3 beside 0's: they share rank 1's ingress and are both through at 3 + 200. Rank 1
+    completes step 1 at T1 = 203 + 24 + 200 = 427, posts to 2 at T1 + 3 and completes 2's message at T1 + 7 + 200;
+    rank 2 receives at T1 + 3 + 100 + 24 + 200; rank 1 posts to 0 at T1 + 210 (its egress free again) and rank 0
+    holds the result at T1 + 210 + 100 + 24."""
+    ms = S.recursive_doubling_allreduce(3, 1e4)
+    run = simulate(_equal_nodes(), ["f"] * 3, ms, reduce_us_per_byte=0.02)
+    t1 = 3 + 200 + 24 + 200
+    assert run.done_us.tolist() == pytest.approx([t1 + 334, t1 + 207, t1 + 327], rel=1e-12)
+    assert run.completion_us == pytest.approx(t1 + 334, rel=1e-12)
 
 
 def test_a_rendezvous_message_waits_for_its_receiver():
