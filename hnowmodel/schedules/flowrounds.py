@@ -54,14 +54,16 @@ __all__ = ["simulate_rounds"]
 _INF = np.inf
 
 
-def _per_message(keys: list[np.ndarray], pairs: tuple[np.ndarray, np.ndarray, np.ndarray], fn: Callable) -> np.ndarray:
-    """``fn(s, d, b)`` of each message, called once per distinct row of ``keys`` (the scalar costs, cached)."""
-    src, dst, b = pairs
-    if src.size == 0:
-        return np.zeros(0)
-    uniq, first, inv = np.unique(np.stack(keys, axis=1), axis=0, return_index=True, return_inverse=True)
-    vals = np.array([fn(int(src[j]), int(dst[j]), float(b[j])) for j in first], dtype=float)
-    return vals[inv.ravel()]
+def _by_kind(key: np.ndarray, src: np.ndarray, dst: np.ndarray, b: np.ndarray, fns: list[Callable]) -> list:
+    """Each ``fn(s, d, b)`` of ``fns`` for every message ``(src, dst, b)``, called once per distinct ``key`` (whole
+    numbers: what the costs depend on), on its first message (the scalar costs are cached)."""
+    _, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    out = []
+    for fn in fns:
+        vals = np.array([fn(int(src[j]), int(dst[j]), float(b[j])) for j in first], dtype=float)
+        out.append(vals[inv])
+    return out
 
 
 class _Plan:
@@ -73,23 +75,27 @@ class _Plan:
         self.src, self.dst, self.b = s.src, s.dst, s.nbytes
         self.waits = s.waits
         src, dst, b = self.src, self.dst, self.b
-        self.inter = hosts[src] != hosts[dst]
-        pairs = (src, dst, b)
-        key = [ti[src].astype(float), ti[dst].astype(float), self.inter.astype(float), b]
-        self.S = _per_message(key, pairs, lambda a, d, x: cost.send(a, x, d))
-        self.R = _per_message(key, pairs, lambda a, d, x: cost.recv(d, x, a))
-        self.fsb = _per_message(key[2:], pairs, lambda a, d, x: cost.first_send_busy(x))
+        self.inter = fl = hosts[src] != hosts[dst]
+        sizes, bi = np.unique(b, return_inverse=True)  # the costs depend on the types, the host boundary, the size
+        bi = bi.ravel()
+        nt = int(ti.max()) + 1 if ti.size else 1
+        key = ((ti[src] * nt + ti[dst]) * 2 + fl) * sizes.size + bi
+
+        def wire(fn: Callable) -> Callable:
+            return lambda a, d, x: np.nan if cost.same_host(a, d) else fn(a, d, x)
+
+        self.S, self.R, x_shm, xc, pair = _by_kind(
+            key, src, dst, b,
+            [lambda a, d, x: cost.send(a, x, d), lambda a, d, x: cost.recv(d, x, a),
+             lambda a, d, x: cost.shm_transfer(a, x) if cost.same_host(a, d) else np.nan,
+             wire(cost.latency), wire(cost.pair_rate)],
+        )  # fmt: skip
+        self.fsb = np.array([cost.first_send_busy(x) for x in sizes], dtype=float)[bi]
+        self.rdv = np.array([cost.rendezvous(x) for x in sizes], dtype=bool)[bi]
         self.gred = gamma[dst] * s.reduce_bytes
-        self.rdv = np.array([cost.rendezvous(x) for x in np.unique(b)], dtype=bool)[np.searchsorted(np.unique(b), b)]
-        shm = ~self.inter
-        sh = (src[shm], dst[shm], b[shm])
-        self.x_shm = _per_message([ti[sh[0]].astype(float), sh[2]], sh, lambda a, d, x: cost.shm_transfer(a, x))
-        fl = (src[self.inter], dst[self.inter], b[self.inter])
-        fkey = [ti[fl[0]].astype(float), ti[fl[1]].astype(float), fl[2]]
-        self.xc = _per_message(fkey, fl, cost.latency)
-        self.pair = _per_message(fkey, fl, cost.pair_rate)
-        self.e, self.i = hosts[fl[0]], n_hosts + hosts[fl[1]]
-        self.fb = fl[2]
+        self.x_shm, self.xc, self.pair = x_shm[~fl], xc[fl], pair[fl]
+        self.e, self.i = hosts[src[fl]], n_hosts + hosts[dst[fl]]
+        self.fb = b[fl]
         if s.copy_bytes is None:
             self.copiers = np.zeros(0, dtype=np.int64)
         else:
