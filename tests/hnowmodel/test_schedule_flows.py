@@ -16,7 +16,7 @@ from hnowmodel import schedules as S
 from hnowmodel import trees as T
 from hnowmodel.errors import InputError
 from hnowmodel.layout import Layout
-from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN
+from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP
 from hnowmodel.params import Nic, Profile, paper_profile
 from hnowmodel.schedule import Schedule
 from hnowmodel.schedules import MessageSchedule, Step, closed, flowrounds, flows
@@ -77,13 +77,14 @@ def _same(got: np.ndarray, want: np.ndarray) -> None:
 @pytest.mark.parametrize("setup", SETUPS)
 @pytest.mark.parametrize("tree_name", TREES)
 @pytest.mark.parametrize("op", MOVES)
-def test_a_tree_as_steps_gives_the_flow_engines_times(setup, tree_name, op):
+@pytest.mark.parametrize("sharing", ["maxmin", "weighted"])
+def test_a_tree_as_steps_gives_the_flow_engines_times(setup, tree_name, op, sharing):
     prof, lay = SETUPS[setup]()
     tree = TREES[tree_name](len(lay))
     for m in (0.0, 1.0, 1000.0, 1e5, 1e6):
         ms = from_tree(tree, MOVES[op].edge_bytes(tree, m))
-        ref = F.simulate(op, prof, lay, tree, m, sharing="maxmin")
-        run = simulate(prof, lay, ms)
+        ref = F.simulate(op, prof, lay, tree, m, sharing=sharing)
+        run = simulate(prof, lay, ms, sharing=sharing)
         _same(run.done_us, ref.done_us)
         assert run.completion_us == pytest.approx(ref.completion_us, rel=1e-12, abs=0)
         assert run.method == "events" and len(run.flows) == tree.n - 1
@@ -104,6 +105,21 @@ def test_the_roots_copy_as_a_step_gives_the_flow_engines_scatter(setup, first):
             keep = np.arange(tree.n) != tree.root if first else slice(None)
             _same(run.done_us[keep], ref.done_us[keep])
             assert run.completion_us == pytest.approx(ref.completion_us, rel=1e-12, abs=0)
+
+
+@pytest.mark.parametrize("setup", SETUPS)
+@pytest.mark.parametrize("tree_name", TREES)
+def test_a_gather_tree_as_steps_gives_the_flow_engines_gather_in_tree_order(setup, tree_name):
+    """Up a tree (from_tree toward the root: each parent receives its children one a step in send order) is the
+    flow engine's gather with ``recv_order="tree"`` (eager messages flow when sent, a rendezvous one in its turn)."""
+    prof, lay = SETUPS[setup]()
+    tree = TREES[tree_name](len(lay))
+    for m in (1.0, 1e4, 1e6):
+        ms = from_tree(tree, SUBTREE_UP.edge_bytes(tree, m), toward_root=True)
+        ref = F.simulate("gather", prof, lay, tree, m, Schedule(recv_order="tree"))
+        run = simulate(prof, lay, ms)
+        _same(run.done_us, ref.done_us)
+        assert run.completion_us == pytest.approx(ref.completion_us, rel=1e-12, abs=0)
 
 
 @st.composite
