@@ -23,13 +23,14 @@ So the two evaluators agree exactly (to rounding) where no link ever carries two
 shared out as above (every flow through a link is its bottleneck, or the profile has no burst): a ring, and
 recursive doubling on equal nodes (``tests/hnowmodel/test_schedule_flows.py``). Elsewhere
 (``experiments/perf_schedule_flow.py``: 8-32 ranks on hosts of 1-4 ranks, 1 kB and 100 kB; the completion,
-rounds/events - 1): on the paper's profile (one network) a pairwise alltoall -7..0 %, Bruck 0..+22 %, a binomial
-bcast -13..0 %; on profiles with hosts of different speeds (perf_flow.py's network profile, the calibrated
-cluster) recursive doubling -38..0 %, pairwise -55..0 %, Bruck -28..+12 %, a binomial bcast -42..+8 % (the median
-case agrees within 0-10 %), and recursive doubling on 64 hosts x 32 ranks at 64 kB -25 %. Faster, because a fast
-rank that reaches its next step while a slower rank's flow still runs through a link shares that link in the
-event-driven network (slowing the earlier flow), while here the earlier flow keeps its rate; slower, where a
-step's flows start at different times (they are taken to overlap).
+rounds/events - 1): on the paper's profile (one network) a ring and recursive doubling agree, a pairwise alltoall
+-7..0 %, Bruck 0..+22 %, a binomial bcast -13..0 %; on profiles with hosts of different speeds (perf_flow.py's
+network profile, the calibrated cluster) a ring 0..+0.1 %, recursive doubling -38..0 %, pairwise -55..0 %, Bruck
+-28..+12 %, a binomial bcast -42..+8 % (the median case within 0-10 %), and recursive doubling on 64 hosts x 32
+ranks -25 % at 1 kB, -37 % at 64 kB, -40 % at 1 MB. Faster, because a fast rank that reaches its next step while
+a slower rank's flow still runs through a link shares that link in the event-driven network (slowing the earlier
+flow), while here the earlier flow keeps its rate; slower, where a step's flows start at different times (they
+are taken to overlap).
 
 A step repeated unchanged (``Step.repeat``) runs until one repetition (or ``p`` of them, a periodic regime of
 period ``p`` up to ``max_period``) advances every clock the step reads and writes by one amount ``λ``, the same

@@ -65,8 +65,8 @@ from .steps import MessageSchedule
 __all__ = ["simulate", "evaluate", "EVENTS_UP_TO"]
 
 #: :func:`evaluate` simulates event by event up to this many messages (counted with repeats), per step beyond: the
-#: event-driven evaluator runs some 35 000 messages a second on tens of ranks and 4 000-9 000 on 2048 ranks with 32
-#: flows through each NIC (``experiments/perf_schedule_flow.py``), so this keeps it near a second or less.
+#: event-driven evaluator runs some 35 000-39 000 messages a second on tens of ranks and 4 000-20 000 on 2048 ranks
+#: with 32 flows through each NIC (``experiments/perf_schedule_flow.py``), so this keeps it near a second or less.
 EVENTS_UP_TO = 10_000
 
 
