@@ -112,6 +112,7 @@ class _Plan:
         cb = s.copy_bytes[self.copiers] if self.copiers.size else np.zeros(0)
         self.C = np.array([cost.copy(int(r), float(x)) for r, x in zip(self.copiers, cb, strict=True)], dtype=float)
         self.ranks = np.unique(np.concatenate([src, dst, self.copiers]))
+        self.holders = np.union1d(dst, self.copiers)  # the ranks whose done time the step moves
         self.links = np.unique(np.concatenate([self.e, self.i]))
         self.others = np.setdiff1d(self.ranks, dst)  # the ranks that do not receive in this step
         self.rates: dict[bytes, np.ndarray] = {}  # the flows' max-min rates, by which of them have bytes left
@@ -191,10 +192,9 @@ class _Rounds:
 
     def snapshot(self, p: _Plan) -> tuple[np.ndarray, ...]:
         """The times the step reads and writes (which one repetition must advance uniformly), then its other state."""
-        times = (self.clock[p.ranks], self.recv_t[p.dst], self.done[p.dst], self.posted[p.src], self.free[p.links])
+        times = (self.clock[p.ranks], self.recv_t[p.dst], self.done[p.holders], self.posted[p.src], self.free[p.links])
         times += (self.vclock[p.links],)
-        extra = (self.done[p.copiers],)
-        return np.concatenate(times + extra), self.tok[p.links].copy(), self.first[p.src].copy()
+        return np.concatenate(times), self.tok[p.links].copy(), self.first[p.src].copy()
 
     def inert(self, p: _Plan) -> bool:
         """Whether the receive clocks of the step's non-receivers cannot matter any more (at or before their clock)."""
@@ -202,12 +202,10 @@ class _Rounds:
 
     def shift(self, p: _Plan, lam: float) -> None:
         """Advance every clock the step reads and writes by ``lam`` µs."""
-        for arr, idx in ((self.clock, p.ranks), (self.recv_t, p.dst), (self.done, p.dst), (self.posted, p.src)):
+        for arr, idx in ((self.clock, p.ranks), (self.recv_t, p.dst), (self.done, p.holders), (self.posted, p.src)):
             arr[idx] += lam
         self.free[p.links] += lam
         self.vclock[p.links] += lam
-        if p.copiers.size:
-            self.done[p.copiers] += lam
 
 
 def _uniform(a: tuple, b: tuple, burst: float) -> float | None:

@@ -283,6 +283,12 @@ def test_rounds_skip_ahead_exactly_over_a_periodic_regime(monkeypatch):
     monkeypatch.setattr(flowrounds._Rounds, "step", lambda self, p: ran.append(1) or step(self, p))
     _same(simulate_rounds(prof, lay, ring).done_us, every.done_us)
     assert len(ran) < 63
+    # a rank that copies and receives in the repeated step (its done time moved once per repetition)
+    i = np.arange(4)
+    both = MessageSchedule(4, (Step.of(i, (i + 1) % 4, 1e3, copy_bytes=[1e3] * 4, repeat=50),), "copy+ring")
+    cluster = Profile.load(GOLDEN_CLUSTER)
+    want = simulate(cluster, ["fast"] * 4, both).done_us
+    _same(simulate_rounds(cluster, ["fast"] * 4, both).done_us, want)
 
 
 # ---- the public choice and bad input -------------------------------------------------------------------------------
