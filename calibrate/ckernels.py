@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.ops import OPERATIONS
+
 __all__ = [
     "KERNEL_SOURCES",
     "OP_BCAST",
@@ -58,7 +60,11 @@ KERNEL_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
 
 #: ``op`` values of :meth:`Kernels.coll`
 OP_BCAST, OP_SCATTER, OP_GATHER, OP_P2P, OP_FANOUT = 0, 1, 2, 3, 4
-_OP_NAMES = {"bcast": OP_BCAST, "scatter": OP_SCATTER, "gather": OP_GATHER, "p2p": OP_P2P, "fanout": OP_FANOUT}
+#: ``op`` of :meth:`Kernels.coll` by name: every operation with a C kernel (its registry entry's ``kernel_code``)
+_OP_NAMES = {o.kernel: o.kernel_code for o in OPERATIONS.values() if o.kernel_code >= 0} | {
+    "p2p": OP_P2P,
+    "fanout": OP_FANOUT,
+}
 
 _ERRORS = {
     -1: "bad arguments (rank out of range, a == b, negative size or count, reps < 1)",

@@ -29,7 +29,7 @@ def main() -> None:
         for variant in ("paper", "link"):
             for fast in range(1, n + 1):
                 layout = ["fast"] * fast + ["slow"] * (n - fast)
-                t = ops.variant_of("gather", variant).predict("gather", prof, layout, trees.sequential(n), SIZES)
+                t = ops.predict("gather", prof, layout, trees.sequential(n), SIZES, variant=variant)
                 rows += [
                     {"nodes": n, "fast": fast, "variant": variant, "size": s, "time_us": float(v)}
                     for s, v in zip(SIZES, t, strict=True)

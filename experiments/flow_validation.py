@@ -161,8 +161,8 @@ def predictions(prof, layout, op, tree_name, tree, size) -> dict[str, tuple[floa
     schedule = Schedule(root_copy=True) if native and op != "bcast" else None
     for v in VARIANTS[op]:
         variant = ops.variant_of(op, v)
-        per = variant.predict(op, prof, layout, t, [size], schedule, per_rank=True)[0]
-        comp = float(variant.predict(op, prof, layout, t, [size], schedule)[0])
+        per = variant.predict(ops.get(op), prof, layout, t, [size], schedule, per_rank=True)[0]
+        comp = float(variant.predict(ops.get(op), prof, layout, t, [size], schedule)[0])
         out[v] = (comp, per)
     for sharing in flow.SHARINGS[1:]:
         if op == "gather" and flow.LINK_SHARINGS[sharing].queued:  # a queue models one message into each rank

@@ -1,6 +1,6 @@
 """Tree search on the paper profile: the exact broadcast optimum vs binomial / sequential / hierarchical / FNF / ECEF.
 
-Half fast, half slow (root fast), 8 and 16 nodes, sizes 0-64 KiB, predicted with eq. 7 (:mod:`hnowmodel.predict`).
+Half fast, half slow (root fast), 8 and 16 nodes, sizes 0-64 KiB, predicted with eq. 7 (:mod:`hnowmodel.closedform`).
 ``optimal`` is :func:`hnowmodel.search.exact_bcast` (proven optimal under eq. 7); ``fnf``/``ecef`` are the raw
 heuristics (no improvement pass), so they show what the heuristics alone give. Claim checked (issue #5): on
 4 fast + 4 slow the optimum is at least 20 % below the best of the paper's three trees at small messages.

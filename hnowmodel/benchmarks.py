@@ -21,9 +21,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from . import variants
+from . import ops, variants
 from .errors import InputError
 from .io import write_json_atomic
+from .options import parse_variants
 from .params import Profile
 from .report import save_png, write_csv
 from .sizes import parse_sizes
@@ -316,7 +317,9 @@ def check_options(options: Mapping[str, Any], np: int | None = None) -> dict[str
             if m.strip() not in ("polling", "bandwidth-loop"):
                 raise InputError(f"--methods: unknown method {m.strip()!r} (choose from: polling, bandwidth-loop)")
     if "variant" in o:
-        closed_form = [v for v in variants.for_op("gather") if not variants.get(v).flow_level]
+        closed_form = [v for v in ops.get("gather").variants if not variants.get(v).flow_level]
+        # NAME or gather=NAME, as --variant takes it in every command; hotspot predicts a gather only
+        o["variant"] = parse_variants(o["variant"], ["gather"]).get("gather", o["variant"])
         if o["variant"] not in closed_form:  # hotspot's root link, no link capacities to share
             raise InputError(
                 f"--variant: unknown gather variant {o['variant']!r} (choose from: {', '.join(closed_form)})"

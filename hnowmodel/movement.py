@@ -1,6 +1,6 @@
 """How a collective's data moves over a tree edge: the one fact of an operation that the model engines read.
 
-An operation (:mod:`hnowmodel.ops`) names its :class:`Movement`; the predictors (:mod:`hnowmodel.predict`,
+An operation (:mod:`hnowmodel.ops`) names its :class:`Movement`; the predictors (:mod:`hnowmodel.closedform`,
 :mod:`hnowmodel.flow`) and the searches (:mod:`hnowmodel.search`) branch on the movement's properties, never on
 the operation's name.
 
@@ -37,6 +37,16 @@ class Movement:
     def __post_init__(self) -> None:
         if self.edge_data not in EDGE_DATA:
             raise InputError(f"unknown edge data {self.edge_data!r} (choose from: {', '.join(EDGE_DATA)})")
+
+    @property
+    def label(self) -> str:
+        """A few words for messages: ``one message down``, ``subtree blocks up``, ...
+
+        >>> SUBTREE_UP.label
+        'subtree blocks up'
+        """
+        what = "one message" if self.one_message else "subtree blocks"
+        return f"{what} {'up' if self.toward_root else 'down'}"
 
     @property
     def one_message(self) -> bool:

@@ -184,7 +184,9 @@ class Operation:
     :func:`native_choices`); ``pinned_only`` maps it to algorithms hnow can pin by environment and model
     (``native:ALGO``) but that no file ``hnow export`` writes can select (a ch4 composition, an Open MPI component
     other than coll/tuned): :func:`native_algorithms`. :attr:`variants` lists the variants that serve it, each as
-    its predictor.
+    its predictor. ``kernel_code``: the C kernels' code of its native collective (``hk_coll``'s ``op`` in
+    calibrate/kernels/hnow_kernels.c; -1: none). ``imb``: IMB-MPI1's benchmark of it (``hnow bench imb``; '': none);
+    ``outside_names``: the lower-case names outside benchmarks' output gives it (IMB's, OSU's ``osu_<name>``).
     """
 
     name: str
@@ -196,13 +198,16 @@ class Operation:
     alternatives: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
     network_variant: str = "flow"
     pinned_only: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
+    kernel_code: int = -1
+    imb: str = ""
+    outside_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
         object.__setattr__(self, "alternatives", MappingProxyType({k: tuple(v) for k, v in self.alternatives.items()}))
         object.__setattr__(self, "pinned_only", MappingProxyType({k: tuple(v) for k, v in self.pinned_only.items()}))
         for v in (self.default_variant, self.network_variant):
-            if not _variants.VARIANTS.get(v, None) or not _variants.VARIANTS[v].serves(self.name):
+            if not _variants.VARIANTS.get(v, None) or not _variants.VARIANTS[v].serves(self):
                 raise ValueError(f"operation {self.name}: default variant {v!r} is not a variant")
 
     @property
@@ -214,9 +219,7 @@ class Operation:
     def variants(self) -> Mapping[str, BoundPredictor]:
         """The variants that serve this operation, in registry order, each as its predictor
         (:class:`~hnowmodel.variants.BoundPredictor`)."""
-        return MappingProxyType(
-            {n: BoundPredictor(_variants.VARIANTS[n], self.name) for n in _variants.for_op(self.name)}
-        )
+        return MappingProxyType({n: BoundPredictor(_variants.VARIANTS[n], self) for n in _variants.serving(self)})
 
 
 # MPICH 5.0.x control variables (checked with the wheel's ``mpivars``): binomial for all three, the ch4 device's
@@ -616,14 +619,14 @@ def native_predict(
     v = variant_of(op, variant, profile)
     if not nat.varies:
         tree = make_tree(nat.model_tree, len(layout), root=root, layout=layout)
-        return v.predict(op, profile, layout, tree, sizes, nat.schedule)
+        return v.predict(get(op), profile, layout, tree, sizes, nat.schedule)
     m = np.atleast_1d(np.asarray(sizes))
     out = np.full(m.shape, np.nan)
     runs = [nat.on(layout, int(x)) for x in m]
     for run in dict.fromkeys(r for r in runs if r is not None):
         idx = [i for i, r in enumerate(runs) if r == run]
         tree = make_tree(run[0], len(layout), root=root, layout=layout)
-        out[idx] = v.predict(op, profile, layout, tree, m[idx], run[1])
+        out[idx] = v.predict(get(op), profile, layout, tree, m[idx], run[1])
     return out
 
 
@@ -738,6 +741,9 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             network_variant="flow-rr",
             movement=ONE_DOWN,
             kernel="bcast",
+            kernel_code=0,
+            imb="Bcast",
+            outside_names=("bcast", "broadcast"),
             native={
                 "MPICH": _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
                 # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
@@ -762,6 +768,9 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             network_variant="flow-rr",
             movement=SUBTREE_DOWN,
             kernel="scatter",
+            kernel_code=1,
+            imb="Scatter",
+            outside_names=("scatter",),
             native={
                 "MPICH": _mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", Schedule(root_copy=True)),
                 # ompi_coll_base_scatter_intra_binomial: in-order bmtree walked backwards (MPICH's binomial order),
@@ -782,6 +791,9 @@ OPERATIONS: Mapping[str, Operation] = MappingProxyType(
             default_variant="link",
             movement=SUBTREE_UP,
             kernel="gather",
+            kernel_code=2,
+            imb="Gather",
+            outside_names=("gather",),
             # MPIR_Gather_intra_binomial: blocking receives from rank+1, +2, +4, …; a relay sends its block and the
             # received ones as one struct datatype, which moves only into a posted receive (docs/native-algorithms.md)
             native={
@@ -857,11 +869,10 @@ def variant_of(op: str, variant: str | None = None, profile: Any = None) -> Vari
     """The :class:`~hnowmodel.variants.Variant` to use for ``op``: ``variant`` by name (None: :func:`default_variant`
     for ``profile``); :class:`InputError` names the operation (unknown) or the variants that serve it.
 
-    >>> variant_of("bcast").exact_for("bcast")
+    >>> variant_of("bcast").exact_for(get("bcast"))
     True
     """
-    get(op)
-    return _variants.check(op, default_variant(op, profile) if variant is None else variant)
+    return _variants.check(get(op), default_variant(op, profile) if variant is None else variant)
 
 
 def check_variant(op: str, variant: str | None, profile: Any = None) -> str:
@@ -874,7 +885,7 @@ def predictor(op: str, variant: str | None = None, profile: Any = None) -> Predi
     """The predictor of ``op`` under ``variant`` (None: :func:`default_variant` for ``profile``):
     ``f(profile, layout, tree, sizes, schedule=None, *, per_rank=False, root=0)`` (µs), the schedule's fields also
     accepted as keywords (the old form)."""
-    return BoundPredictor(variant_of(op, variant, profile), op)
+    return BoundPredictor(variant_of(op, variant, profile), get(op))
 
 
 def predict(op: str, profile: Any, layout: Any, tree: Any, sizes: Any, *, variant: str | None = None, **kw: Any):
@@ -883,5 +894,5 @@ def predict(op: str, profile: Any, layout: Any, tree: Any, sizes: Any, *, varian
     per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
     sched = as_schedule(kw.pop("schedule", None), **kw)
     return variant_of(op, variant, profile).predict(
-        op, profile, layout, tree, sizes, sched, per_rank=per_rank, root=root
+        get(op), profile, layout, tree, sizes, sched, per_rank=per_rank, root=root
     )

@@ -8,17 +8,19 @@ library's own collective), timing methods, and ``KEY=VALUE`` lists (``--pool fas
 ['bcast', 'gather']
 >>> parse_assignments("fast=16,slow=32", "--pool", int, "TYPE=COUNT")
 {'fast': 16, 'slow': 32}
+>>> parse_variants("paper", ["bcast", "scatter"]), parse_variants("gather=paper")
+({'bcast': 'paper', 'scatter': 'paper'}, {'gather': 'paper'})
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .errors import InputError, TreeError
-from .ops import NATIVE, check_native, native_name
+from .ops import NATIVE, check_native, check_variant, native_name
 from .ops import names as _op_names
-from .treespec import parse_spec
+from .treespec import parse_spec, spec_list
 
 __all__ = [
     "split_list",
@@ -30,6 +32,8 @@ __all__ = [
     "check_trees",
     "check_methods",
     "parse_assignments",
+    "parse_variants",
+    "VARIANT_FORM",
 ]
 
 MEASURE_OPS = _op_names()
@@ -77,9 +81,7 @@ def check_trees(text: Any, testbed: Any = None, flag: str = "--tree") -> list[st
     ``native`` (and ``native:ALGO``) is refused on an emulated testbed (``testbed`` set): the library's own sends
     are not emulated.
     """
-    specs = split_list(text)
-    if not specs:
-        raise InputError(f"{flag}: give at least one tree name or '{NATIVE}'")
+    specs = spec_list(text, flag)
     for s in specs:
         if native_name(s) is not None:
             check_native(s, flag=flag)
@@ -105,3 +107,32 @@ def parse_assignments(text: Any, flag: str, cast: Callable[[str], Any], form: st
         except ValueError:
             raise InputError(f"{flag} item {item!r}: expected {form}") from None
     return out
+
+
+#: The forms ``--variant`` takes in every command.
+VARIANT_FORM = "NAME or OP=NAME[,OP=NAME]"
+
+
+def parse_variants(given: Any, ops: Sequence[str] = (), flag: str = "--variant") -> dict[str, str]:
+    """The model variant of each operation, from what a user gives in any command: ``NAME`` (the variant of every
+    operation of ``ops``), ``OP=NAME[,OP=NAME]`` (per operation; operations not in ``ops`` are checked, then kept
+    as given), a mapping ``{op: name}``, or None/``""`` (nothing: each operation's default). Every pair is checked
+    against the registries (:func:`hnowmodel.ops.check_variant`); :class:`InputError` names ``flag`` and the form."""
+    if given is None or given == "":
+        return {}
+    if isinstance(given, Mapping):
+        got = {str(k): v for k, v in given.items()}
+    elif not isinstance(given, str):
+        raise InputError(f"{flag}: expected {VARIANT_FORM}, got {given!r}")
+    elif "=" not in given:
+        name = given.strip()
+        if not name or "," in name:
+            raise InputError(f"{flag} {given!r}: expected {VARIANT_FORM}")
+        got = {op: name for op in ops}
+    else:
+        got = parse_assignments(given, flag, str.strip, VARIANT_FORM)
+    for op, name in got.items():
+        if not isinstance(name, str) or not name:
+            raise InputError(f"{flag} {op}={name!r}: expected {VARIANT_FORM}")
+        check_variant(op, name)
+    return got

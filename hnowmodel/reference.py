@@ -1,6 +1,6 @@
 """Straightforward per-rank reference implementations of the predictions (one Python step per rank and size).
 
-They follow the paper's recurrences literally and exist to check :mod:`hnowmodel.predict` (tests compare the
+They follow the paper's recurrences literally and exist to check :mod:`hnowmodel.closedform` (tests compare the
 two on random trees) and to measure its speed-up (``experiments/perf_predict.py``). Not for production use.
 Every send, wire and receive term is evaluated with the profile's piecewise methods at that message's own byte
 count (``m`` for a broadcast, the subtree's ``blocks * m`` on a scatter/gather edge): the regime in force for it.

@@ -128,10 +128,15 @@ def save_png(fig: Any, path: str | Path, dpi: int = 90) -> Path:
     return atomic_write(path, buf.getvalue())
 
 
-#: Line styles of the predicted series and markers of the measured ones, cycled per group: the series stay
+#: Line styles of the predicted series and markers of the measured ones, one per curve (cycled): the series stay
 #: distinguishable in grey-scale print and for colour-blind readers, not only by colour.
 _LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+#: Every panel of a figure is drawn on log y axes when the times of any one of them span more than this ratio
+#: (largest / smallest), else every panel on linear ones: one rule, so panels side by side read the same way.
+LOG_SPAN = 10.0
+#: The error band shaded around the parity line of the predicted-vs-measured panel: ±10 %.
+BAND_PCT = 10.0
 
 
 def _bytes_label(size: float) -> str:
@@ -149,15 +154,18 @@ def _finite(value: Any, default: float) -> float:
 
 
 def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list[dict[str, Any]]:
-    """What :func:`plot_comparison` draws, as data: one panel per ``op``, each with its axis set-up and series.
+    """What :func:`plot_comparison` draws over the sizes, as data: one panel per ``op``, each with its axis set-up
+    and series.
 
     A panel is ``{"op", "xlabel", "ylabel", "xscale", "linthresh", "yscale", "xticks", "xticklabels", "series"}``;
     the size axis is ``symlog`` (linear below ``linthresh`` = the smallest non-zero size, so 0 B has a place and a
-    tick label). Each series is ``{"kind": "predicted"|"measured", "label", "x", "y", "color", "linestyle",
-    "marker"}`` (measured ones also ``"yerr"``: the min–max spread as distances below/above, µs). Predicted series
-    are lines (a line style per group), measured ones markers without lines (a marker per group). Rows without a
+    tick label); ``yscale`` is the same in every panel: ``log`` when every time is > 0 and one panel's times (with
+    their spread) span more than :data:`LOG_SPAN`, else ``linear``. Each series is ``{"kind":
+    "predicted"|"measured", "name", "label", "x", "y", "color", "linestyle", "marker"}`` (measured ones also
+    ``"yerr"``: the min–max spread as distances below/above, µs). Predicted series are lines, measured ones markers
+    without lines; a curve (``name``) has one colour, line style and marker in every panel. Rows without a
     prediction (``predicted_us`` None, e.g. native at 0 B) still give measured points. A group whose rows carry
-    ``chosen_for_bytes`` (a tree chosen at one size and measured at others) is labelled ``"optimal (chosen at 0 B)"``;
+    ``chosen_for_bytes`` (a tree chosen at one size and measured at others) is named ``"optimal (chosen at 0 B)"``;
     rows chosen at different sizes are separate series (``"(chosen per size)"`` when each was chosen at its own size).
 
     >>> rows = [{"op": "bcast", "tree": "optimal", "size": s, "predicted_us": 10.0 + s, "measured_us": 11.0 + s,
@@ -168,26 +176,25 @@ def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list
     import matplotlib  # lazily: a heavy optional library, needed only where a plot is drawn
 
     colors = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
-    panels = []
+    styles: dict[str, int] = {}  # curve name -> its style index, over the whole figure
+    panels, spans = [], []
     for op in dict.fromkeys(r["op"] for r in rows):
         mine = [r for r in rows if r["op"] == op]
         sizes = sorted({float(r["size"]) for r in mine})
         positive = [x for x in sizes if x > 0]
-        step = max(1, math.ceil(len(sizes) / 10))  # at most ~10 labelled ticks
-        ticks = sizes[::step]
+        ticks = sizes[:: max(1, math.ceil(len(sizes) / 10))]  # at most ~10 labelled ticks
         series: list[dict[str, Any]] = []
-        for i, ((g, chosen), rs) in enumerate(_curves(mine, group).items()):
+        for (g, chosen), rs in _curves(mine, group).items():
             name = str(g)
             if chosen == "per size":
                 name += " (chosen per size)"
             elif chosen is not None:
                 name += f" (chosen at {_bytes_label(chosen)})"
+            i = styles.setdefault(name, len(styles))
             series += _curve_series(sorted(rs, key=lambda r: r["size"]), name, i, colors[i % len(colors)])
-        all_y = [y for s in series for y in (s["y"] if s["kind"] == "predicted" else s["bounds"])]
-        for s in series:
-            s.pop("bounds", None)
+        all_y = [y for s in series for y in (s["y"] if s["kind"] == "predicted" else s.pop("bounds"))]
         pos_y = [y for y in all_y if y > 0]
-        log_y = bool(pos_y) and len(pos_y) == len(all_y) and max(pos_y) / min(pos_y) > 20
+        spans.append(max(pos_y) / min(pos_y) if pos_y and len(pos_y) == len(all_y) else None)
         panels.append(
             {
                 "op": op,
@@ -195,13 +202,13 @@ def _plot_series(rows: Sequence[Mapping[str, Any]], group: str = "tree") -> list
                 "ylabel": "time (µs)",
                 "xscale": "symlog",
                 "linthresh": min(positive) if positive else 1.0,
-                "yscale": "log" if log_y else "linear",
                 "xticks": ticks,
                 "xticklabels": [_bytes_label(x) for x in ticks],
                 "series": series,
             }
         )
-    return panels
+    log_y = None not in spans and any(s > LOG_SPAN for s in spans)
+    return [{**p, "yscale": "log" if log_y else "linear"} for p in panels]
 
 
 def _curves(rows: Sequence[Mapping[str, Any]], group: str) -> dict[tuple, list]:
@@ -221,19 +228,11 @@ def _curves(rows: Sequence[Mapping[str, Any]], group: str) -> dict[tuple, list]:
 def _curve_series(rs: Sequence[Mapping[str, Any]], name: str, i: int, color: str) -> list[dict[str, Any]]:
     """A curve's predicted line and measured markers (with their min-max spread; ``bounds``: the y extent)."""
     out: list[dict[str, Any]] = []
+    style = {"name": name, "color": color, "linestyle": _LINESTYLES[i % len(_LINESTYLES)]}
     pred = [r for r in rs if r.get("predicted_us") is not None]
     if pred:
-        out.append(
-            {
-                "kind": "predicted",
-                "label": f"{name} predicted",
-                "color": color,
-                "x": [float(r["size"]) for r in pred],
-                "y": [float(r["predicted_us"]) for r in pred],
-                "linestyle": _LINESTYLES[i % len(_LINESTYLES)],
-                "marker": None,
-            }
-        )
+        x, y = [float(r["size"]) for r in pred], [float(r["predicted_us"]) for r in pred]
+        out.append({"kind": "predicted", "label": f"{name} predicted", **style, "x": x, "y": y, "marker": None})
     meas = [r for r in rs if r.get("measured_us") is not None and math.isfinite(float(r["measured_us"]))]
     if meas:
         med = [float(r["measured_us"]) for r in meas]
@@ -243,7 +242,7 @@ def _curve_series(rs: Sequence[Mapping[str, Any]], name: str, i: int, color: str
             {
                 "kind": "measured",
                 "label": f"{name} measured",
-                "color": color,
+                **style,
                 "x": [float(r["size"]) for r in meas],
                 "y": med,
                 "yerr": [
@@ -258,52 +257,162 @@ def _curve_series(rs: Sequence[Mapping[str, Any]], name: str, i: int, color: str
     return out
 
 
-def _draw(panels: Sequence[Mapping[str, Any]], title: str = "") -> Any:
-    """A matplotlib ``Figure`` of :func:`_plot_series`'s panels (Agg canvas; no pyplot, the backend is untouched)."""
+def _parity_panel(panels: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The predicted-vs-measured panel of :func:`_plot_series`'s ``panels``: one point per row with both times
+    (x measured, y predicted, µs), in its curve's colour and marker; the parity line y = x with the ±:data:`BAND_PCT`
+    band; the axes' common limits ``lim`` and ``scale`` (the time panels' y scale); the median and max |error| in
+    the title and the worst row named (``worst``). None when no row has both times.
+
+    >>> rows = [{"op": "bcast", "tree": "binomial", "size": s, "predicted_us": p, "measured_us": 100.0}
+    ...         for s, p in ((0, 104.0), (1024, 92.0))]
+    >>> par = _parity_panel(_plot_series(rows))
+    >>> par["points"][0]["x"], par["points"][0]["y"], par["worst"]["text"]
+    ([100.0, 100.0], [104.0, 92.0], 'bcast binomial 1 KiB: -8.0 %')
+    >>> print(par["title"])
+    predicted vs measured
+    median |error| 6.0 %, max 8.0 %
+    """
+    points: list[dict[str, Any]] = []
+    worst: dict[str, Any] | None = None
+    for panel in panels:
+        by_name = {(s["name"], s["kind"]): s for s in panel["series"]}
+        for (name, kind), meas in by_name.items():
+            pred = by_name.get((name, "predicted"))
+            if kind != "measured" or pred is None:
+                continue
+            at = dict(zip(pred["x"], pred["y"], strict=True))
+            xy = [(m, at[x], x) for x, m in zip(meas["x"], meas["y"], strict=True) if x in at and m > 0]
+            if not xy:
+                continue
+            points.append({**{k: meas[k] for k in ("name", "color", "marker")}, "op": panel["op"]})
+            points[-1].update(x=[m for m, _, _ in xy], y=[p for _, p, _ in xy])
+            for m, p, x in xy:
+                err = 100.0 * (p - m) / m
+                if worst is None or abs(err) > abs(worst["error_pct"]):
+                    text = f"{panel['op']} {name} {_bytes_label(x)}: {err:+.1f} %"
+                    worst = {"x": m, "y": p, "error_pct": err, "text": text}
+    if worst is None:
+        return None
+    errs = [abs(100.0 * (p - m) / m) for pt in points for m, p in zip(pt["x"], pt["y"], strict=True)]
+    everything = [v for pt in points for v in (*pt["x"], *pt["y"])]
+    lo, hi = min(everything), max(everything)
+    log = panels[0]["yscale"] == "log"
+    if log:  # a margin of 8 % of the span on each side, in the axes' own (log) measure
+        pad = max(hi / lo, 1.0 + BAND_PCT / 100.0) ** 0.08
+        lim = (lo / pad, hi * pad)
+    else:
+        pad = 0.08 * max(hi - lo, BAND_PCT / 100.0 * hi)
+        lim = (lo - pad, hi + pad)
+    return {
+        "title": f"predicted vs measured\nmedian |error| {statistics.median(errs):.1f} %, max {max(errs):.1f} %",
+        "xlabel": "measured (µs)",
+        "ylabel": "predicted (µs)",
+        "scale": "log" if log else "linear",
+        "lim": lim,
+        "band_pct": BAND_PCT,
+        "points": points,
+        "worst": worst,
+    }
+
+
+def _legend_handles(panels: Sequence[Mapping[str, Any]], parity: Mapping[str, Any] | None) -> list[Any]:
+    """The figure's one legend: a line-and-marker entry per curve (as it looks in every panel), then the keys
+    (predicted = lines, measured = markers with their min–max bars; the parity line and its band)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    curves: dict[str, Any] = {}
+    for panel in panels:
+        for s in panel["series"]:
+            c = curves.setdefault(s["name"], {"color": s["color"], "linestyle": "none", "marker": None})
+            key = "linestyle" if s["kind"] == "predicted" else "marker"
+            c[key] = s[key]
+    out = [Line2D([], [], lw=1.6, ms=5, mfc="none", label=n, **c) for n, c in curves.items()]
+    out += [
+        Line2D([], [], color="0.4", lw=1.6, label="predicted (lines)"),
+        Line2D([], [], color="0.4", ls="none", marker="o", mfc="none", label="measured (min–max bar)"),
+    ]
+    if parity is not None:
+        out += [
+            Line2D([], [], color="k", ls="--", lw=1, label="predicted = measured"),
+            Patch(color="0.8", label=f"±{parity['band_pct']:g} % band"),
+        ]
+    return out
+
+
+def _draw_times(ax: Any, panel: Mapping[str, Any]) -> None:
+    """One operation's panel: predicted lines, measured markers with their min–max bars, over the sizes."""
+    for s in panel["series"]:
+        if s["kind"] == "predicted":
+            ax.plot(s["x"], s["y"], linestyle=s["linestyle"], color=s["color"], lw=1.6, label=s["label"])
+        else:
+            ax.errorbar(s["x"], s["y"], yerr=s["yerr"], fmt=s["marker"], linestyle="none", color=s["color"], ms=5,
+                        mfc="none", capsize=3, label=s["label"])  # fmt: skip
+    ax.set_xscale("symlog", linthresh=panel["linthresh"], linscale=0.6, base=2)
+    ax.set_yscale(panel["yscale"])
+    ax.set_xticks(panel["xticks"])
+    ax.set_xticklabels(panel["xticklabels"], rotation=45, ha="right", fontsize=7)
+    ax.set_title(panel["op"])
+    ax.set_xlabel(panel["xlabel"])
+    ax.set_ylabel(panel["ylabel"])
+    ax.grid(alpha=0.3)
+
+
+def _draw_parity(ax: Any, par: Mapping[str, Any]) -> None:
+    """The predicted-vs-measured panel: the ± band, the line y = x, a point per row, the worst row named."""
+    lo, hi = par["lim"]
+    b = par["band_pct"] / 100.0
+    ax.fill_between([lo, hi], [lo * (1 - b), hi * (1 - b)], [lo * (1 + b), hi * (1 + b)], color="0.8", lw=0)
+    ax.plot([lo, hi], [lo, hi], color="k", ls="--", lw=1)
+    for pt in par["points"]:
+        ax.plot(pt["x"], pt["y"], ls="none", marker=pt["marker"], color=pt["color"], ms=5, mfc="none")
+    w = par["worst"]  # ringed, and named in a corner (a label beside the point could leave the axes)
+    ax.plot([w["x"]], [w["y"]], ls="none", marker="o", ms=13, mfc="none", color="k", lw=0.8)
+    ax.text(0.03, 0.97, f"worst: {w['text']}", transform=ax.transAxes, va="top", fontsize=7)
+    ax.set_xscale(par["scale"])
+    ax.set_yscale(par["scale"])
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_aspect("equal", adjustable="box")
+    ax.set_title(par["title"], fontsize=9)
+    ax.set_xlabel(par["xlabel"])
+    ax.set_ylabel(par["ylabel"])
+    ax.grid(alpha=0.3)
+
+
+def _draw(panels: Sequence[Mapping[str, Any]], title: str = "", parity: Mapping[str, Any] | None = None) -> Any:
+    """A matplotlib ``Figure``: :func:`_plot_series`'s panels, then the :func:`_parity_panel` (if any), and one
+    legend below them all, outside the data (Agg canvas; no pyplot, the backend is untouched)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(4.8 * max(1, len(panels)), 4.0))
+    n = max(1, len(panels) + (parity is not None))
+    fig = Figure(figsize=(4.4 * n, 4.9), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, max(1, len(panels)), squeeze=False)[0]
-    for ax, panel in zip(axes[: len(panels)], panels, strict=True):
-        for s in panel["series"]:
-            if s["kind"] == "predicted":
-                ax.plot(s["x"], s["y"], linestyle=s["linestyle"], color=s["color"], lw=1.6, label=s["label"])
-            else:
-                ax.errorbar(
-                    s["x"],
-                    s["y"],
-                    yerr=s["yerr"],
-                    fmt=s["marker"],
-                    linestyle="none",
-                    color=s["color"],
-                    ms=5,
-                    mfc="none",
-                    capsize=3,
-                    label=s["label"],
-                )
-        ax.set_xscale("symlog", linthresh=panel["linthresh"], linscale=0.6, base=2)
-        ax.set_yscale(panel["yscale"])
-        ax.set_xticks(panel["xticks"])
-        ax.set_xticklabels(panel["xticklabels"], rotation=45, ha="right", fontsize=7)
-        ax.set_title(panel["op"])
-        ax.set_xlabel(panel["xlabel"])
-        ax.set_ylabel(panel["ylabel"])
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    for ax, panel in zip(axes, panels, strict=False):
+        _draw_times(ax, panel)
+    if parity is not None:
+        _draw_parity(axes[len(panels)], parity)
+    handles = _legend_handles(panels, parity)
+    fig.legend(
+        handles=handles, loc="outside lower center", ncol=min(len(handles), 2 + 2 * n), fontsize=8, frameon=False
+    )
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
     return fig
 
 
 def plot_comparison(rows: Sequence[Mapping[str, Any]], path: str | Path, title: str = "", group: str = "tree") -> Path:
-    """One PNG: a panel per ``op``, a colour, line style and marker per ``group`` value; predicted as lines,
-    measured as markers with the min–max spread over repetitions as error bars; x = message size (bytes, symlog
-    so 0 B shows), y = time (µs). What is drawn is :func:`_plot_series`. Library code: the figure is made without
+    """One PNG: a panel per ``op`` over the sizes, then one of predicted against measured, and one legend below
+    them. Over the sizes: a colour, line style and marker per ``group`` value; predicted as lines, measured as
+    markers with the min–max spread over repetitions as error bars; x = message size (bytes, symlog so 0 B shows),
+    y = time (µs; log on every panel or on none, :data:`LOG_SPAN`). Predicted vs measured: a point per row with both,
+    the line y = x and the ±:data:`BAND_PCT` band, the median and max |error| above it and the worst row named.
+    What is drawn is :func:`_plot_series` and :func:`_parity_panel`. Library code: the figure is made without
     pyplot and the matplotlib backend is never changed."""
-    return save_png(_draw(_plot_series(rows, group), title), path)
+    panels = _plot_series(rows, group)
+    return save_png(_draw(panels, title, _parity_panel(panels)), path)
 
 
 def _self_check_pct(profile: Profile | None) -> float | None:

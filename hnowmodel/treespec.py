@@ -11,7 +11,8 @@ A spec is one of
 * ``optimal[:OP][:SIZE]``: the best tree :func:`hnowmodel.search.best_tree` finds for operation OP at SIZE bytes,
   and ``fnf[:SIZE]``: the Fastest-Node-First broadcast tree at SIZE (:func:`hnowmodel.search.fnf`). A bare
   ``optimal`` or ``fnf`` is chosen per row, for the operation and size of the measurement it runs in
-  (:func:`resolve_all`), or for bcast at 0 bytes where there is no row (:func:`build_trees`, ``hnow predict``);
+  (:func:`resolve_all`) or of the prediction (:func:`hnowmodel.predict`, ``hnow predict``: at each size), or for
+  bcast at 0 bytes where there is no row (:func:`build_trees`);
   ``optimal:OP`` is chosen at 0 bytes, ``optimal:SIZE`` for bcast: fixed choices;
 * ``native`` or ``native:ALGO``: the MPI library's own collective (:mod:`hnowmodel.ops`); it resolves to None (its
   model tree is :attr:`hnowmodel.ops.NativeAlgorithm.model_tree`).
@@ -43,7 +44,9 @@ __all__ = [
     "CHOSEN",
     "spec_names",
     "parse_spec",
+    "spec_list",
     "spec_items",
+    "native_names",
     "resolve",
     "resolve_all",
     "build_trees",
@@ -116,9 +119,28 @@ def parse_spec(text: str) -> TreeSpec:
     return TreeSpec(text, "chosen", method, op, size)
 
 
-def spec_items(trees: Any) -> list[tuple[str, TreeSpec | Tree]]:
+def _split(text: Any) -> list[str]:
+    """The specs of one comma list (no spec has a comma), stripped, empty ones dropped."""
+    return [s.strip() for s in str(text or "").split(",") if s.strip()]
+
+
+def spec_list(trees: Any, flag: str = "--tree") -> list[str]:
+    """Tree specs as text: a comma list (or a sequence of comma lists) -> one spec per item, in order; the one place
+    spec lists are split. :class:`InputError` naming ``flag`` when there is none.
+
+    >>> spec_list(["binomial, native", "kary:3"])
+    ['binomial', 'native', 'kary:3']
+    """
+    items = [trees] if trees is None or isinstance(trees, str) else list(trees)
+    names = [s for t in items for s in _split(t)]
+    if not names:
+        raise InputError(f"{flag}: give at least one tree name, @file.json, or 'native'")
+    return names
+
+
+def spec_items(trees: Any, flag: str = "--tree") -> list[tuple[str, TreeSpec | Tree]]:
     """Specs as given (a name, a comma list, a :class:`Tree`, a list of these, or ``{name: Tree}``) ->
-    ``[(name, TreeSpec or Tree)]`` in order; :class:`InputError` when there is none."""
+    ``[(name, TreeSpec or Tree)]`` in order; :class:`InputError` naming ``flag`` when there is none."""
     if isinstance(trees, (str, Tree)):
         trees = [trees]
     items: list[tuple[str, TreeSpec | Tree]] = []
@@ -130,10 +152,15 @@ def spec_items(trees: Any) -> list[tuple[str, TreeSpec | Tree]]:
             if isinstance(t, Tree):
                 items.append((t.name or f"tree{len(items)}", t))
             else:
-                items += [(s.strip(), parse_spec(s)) for s in str(t).split(",") if s.strip()]
+                items += [(s, parse_spec(s)) for s in _split(t)]
     if not items:
-        raise InputError("--tree: give at least one tree name, @file.json, or 'native'")
+        raise InputError(f"{flag}: give at least one tree name, @file.json, or 'native'")
     return items
+
+
+def native_names(items: Sequence[tuple[str, TreeSpec | Tree]]) -> list[str]:
+    """The names of ``items`` (:func:`spec_items`) that are the MPI library's own collective (``native[:ALGO]``)."""
+    return [name for name, spec in items if isinstance(spec, TreeSpec) and spec.kind == "native"]
 
 
 def resolve(

@@ -1,9 +1,11 @@
 """The one registry of model variants: every way hnow predicts a collective is an entry here.
 
-A :class:`Variant` names the operations it serves, each with its predictor, says whether the exact tree search
-proves an optimum under it (:mod:`hnowmodel.search.exact`: eq. 7, the ``paper`` variant's bcast) and whether it is
-a flow-level variant (it shares links, needs the profile's link capacities, and the search improves its trees
-locally under it). Every predictor has one signature::
+A :class:`Variant` serves data movements (:mod:`hnowmodel.movement`: one message down a tree, a subtree's blocks
+down or up), each with its predictor, and so every operation whose entry in :mod:`hnowmodel.ops` names that movement:
+a variant never names an operation. It says whether the exact tree search proves an optimum under it
+(:mod:`hnowmodel.search.exact`: eq. 7, the ``paper`` variant's one message down) and whether it is a flow-level
+variant (it shares links, needs the profile's link capacities, and the search improves its trees locally under it).
+Every predictor has one signature::
 
     predictor(profile, layout, tree, sizes, schedule, *, per_rank=False, root=0) -> np.ndarray  # µs
 
@@ -14,14 +16,14 @@ A variant says whether it models several ranks per host (``shared_hosts``: a
 :class:`~hnowmodel.layout.Layout` with hosts; docs/model.md, "Hosts"); one that does not refuses such a layout
 with one line instead of predicting as if every rank had a host of its own.
 
-Adding a variant is one entry in :data:`VARIANTS` plus its predictor; nothing else compares variant names.
+Adding a variant is one entry in :data:`VARIANTS` plus its predictors; nothing else compares variant names.
 
->>> [v.name for v in VARIANTS.values() if v.serves("gather")]
+>>> [v.name for v in VARIANTS.values() if v.serves(SUBTREE_UP)]
 ['link', 'paper', 'flow', 'flow-weighted']
->>> get("paper").exact_for("bcast"), get("paper").exact_for("gather"), get("flow-rr").flow_level
+>>> get("paper").exact_for(ONE_DOWN), get("paper").exact_for(SUBTREE_UP), get("flow-rr").flow_level
 (True, False, True)
 >>> import hnowmodel as hm
->>> float(get("paper").predict("bcast", hm.paper_profile(), ["fast", "fast"], "binomial", [0])[0])
+>>> float(get("paper").predict(ONE_DOWN, hm.paper_profile(), ["fast", "fast"], "binomial", [0])[0])
 170.0
 """
 
@@ -35,69 +37,93 @@ from typing import Any
 
 import numpy as np
 
+from . import closedform as _closedform
 from . import flow as _flow
-from . import predict as _predict
 from .errors import InputError, LayoutError
 from .layout import hosts_of, one_per_host
+from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .params import Profile
 from .schedule import Schedule, as_schedule
 from .trees import Tree
 
-__all__ = ["Predictor", "Variant", "BoundPredictor", "VARIANTS", "names", "get", "for_op", "check", "registered"]
+__all__ = ["Predictor", "Variant", "BoundPredictor", "VARIANTS", "names", "get", "serving", "check", "registered"]
 
 #: ``f(profile, layout, tree, sizes, schedule, *, per_rank=False, root=0) -> µs`` (one per size, or
 #: ``(len(sizes), n)`` with ``per_rank``).
 Predictor = Callable[..., np.ndarray]
 
 
+def _movement(what: Any) -> Movement:
+    """The :class:`~hnowmodel.movement.Movement` of ``what``: a movement, or anything that names one (an
+    :class:`hnowmodel.ops.Operation`); an operation's *name* is the registry's to resolve (:mod:`hnowmodel.ops`)."""
+    if isinstance(what, Movement):
+        return what
+    mv = getattr(what, "movement", None)
+    if isinstance(mv, Movement):
+        return mv
+    raise InputError(f"a model variant serves data movements: give an operation or a movement, got {what!r}")
+
+
+def _label(what: Any) -> str:
+    """How an error names ``what``: the operation's name, else its movement's."""
+    name = getattr(what, "name", None)
+    return name if isinstance(name, str) else _movement(what).label
+
+
 @dataclass(frozen=True)
 class Variant:
-    """One model variant: its ``name``, a one-line ``summary``, its predictor for each operation it serves
-    (``predictors``, op name -> :data:`Predictor`), the operations whose exact tree search is exact under it
-    (``exact_ops``), whether it is ``flow_level`` (links shared by concurrent messages: it needs the profile's
-    per-byte link costs as capacities, and trees are improved by a local search under it) and whether its
-    predictors model several ranks on a host (``shared_hosts``; else :meth:`predict` refuses such a layout)."""
+    """One model variant: its ``name``, a one-line ``summary``, its predictor for each data movement it serves
+    (``predictors``, :class:`~hnowmodel.movement.Movement` -> :data:`Predictor`: an operation is served through its
+    movement, so a variant never names operations), the movements whose exact tree search is exact under it
+    (``exact``), whether it is ``flow_level`` (links shared by concurrent messages: it needs the profile's per-byte
+    link costs as capacities, and trees are improved by a local search under it) and whether its predictors model
+    several ranks on a host (``shared_hosts``; else :meth:`predict` refuses such a layout). Every method that takes
+    ``what`` takes an operation (:func:`hnowmodel.ops.get`) or a movement."""
 
     name: str
     summary: str
-    predictors: Mapping[str, Predictor]
-    exact_ops: frozenset[str] = field(default_factory=frozenset)
+    predictors: Mapping[Movement, Predictor]
+    exact: frozenset[Movement] = field(default_factory=frozenset)
     flow_level: bool = False
     shared_hosts: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predictors", MappingProxyType(dict(self.predictors)))
-        object.__setattr__(self, "exact_ops", frozenset(self.exact_ops))
+        object.__setattr__(self, "exact", frozenset(self.exact))
         if not self.predictors:
-            raise ValueError(f"variant {self.name}: serves no operation")
-        stray = sorted(self.exact_ops - set(self.predictors))
+            raise ValueError(f"variant {self.name}: serves no data movement")
+        if not all(isinstance(m, Movement) for m in (*self.predictors, *self.exact)):
+            raise ValueError(f"variant {self.name}: predictors and exact are keyed by data movements (Movement)")
+        stray = [m.label for m in self.exact if m not in self.predictors]
         if stray:
             raise ValueError(f"variant {self.name}: exact for {stray[0]}, which it does not serve")
 
     @property
-    def ops(self) -> tuple[str, ...]:
-        """The operations this variant serves."""
+    def movements(self) -> tuple[Movement, ...]:
+        """The data movements this variant serves."""
         return tuple(self.predictors)
 
-    def serves(self, op: str) -> bool:
-        return op in self.predictors
+    def serves(self, what: Any) -> bool:
+        return _movement(what) in self.predictors
 
-    def exact_for(self, op: str) -> bool:
-        """Whether the exact tree search (eq. 7) proves an optimum for ``op`` under this variant."""
-        return op in self.exact_ops
+    def exact_for(self, what: Any) -> bool:
+        """Whether the exact tree search (eq. 7) proves an optimum for ``what`` under this variant."""
+        return _movement(what) in self.exact
 
-    def predictor(self, op: str) -> Predictor:
-        """The bare predictor of ``op`` (no common-start extra; :meth:`predict` adds it)."""
+    def predictor(self, what: Any) -> Predictor:
+        """The bare predictor of ``what`` (no common-start extra; :meth:`predict` adds it)."""
         try:
-            return self.predictors[op]
+            return self.predictors[_movement(what)]
         except KeyError:
+            served = ", ".join(m.label for m in self.movements)
             raise InputError(
-                f"model variant {self.name!r} does not predict {op} (it serves: {', '.join(self.ops)})"
+                f"model variant {self.name!r} does not predict {_label(what)} ({_movement(what).label}; it serves: "
+                f"{served})"
             ) from None
 
     def predict(
         self,
-        op: str,
+        what: Any,
         profile: Profile,
         layout: Sequence[str],
         tree: Tree | str,
@@ -107,18 +133,19 @@ class Variant:
         per_rank: bool = False,
         root: int = 0,
     ) -> np.ndarray:
-        """Predicted time (µs per size; ``per_rank``: ``(len(sizes), n)``) of ``op`` over ``tree`` run as
-        ``schedule`` says (None: the tree executor's), with what the schedule adds beyond the model (the
-        common-start extra, to every entry) included. A layout with several ranks on a host is refused
+        """Predicted time (µs per size; ``per_rank``: ``(len(sizes), n)``) of ``what`` (an operation or a movement)
+        over ``tree`` run as ``schedule`` says (None: the tree executor's), with what the schedule adds beyond the
+        model (the common-start extra, to every entry) included. A layout with several ranks on a host is refused
         (:class:`~hnowmodel.errors.LayoutError`) by a variant that does not model hosts."""
         if not self.shared_hosts and not one_per_host(layout):
-            able = ", ".join(v.name for v in VARIANTS.values() if v.shared_hosts and v.serves(op)) or "none"
+            able = ", ".join(v.name for v in VARIANTS.values() if v.shared_hosts and v.serves(what)) or "none"
             raise LayoutError(
                 f"model variant {self.name!r} does not model several ranks on a host (the layout has "
-                f"{len(layout)} ranks on {int(hosts_of(layout).max()) + 1} hosts); {op} variants that do: {able}"
+                f"{len(layout)} ranks on {int(hosts_of(layout).max()) + 1} hosts); {_label(what)} variants that do: "
+                f"{able}"
             )
         sched = as_schedule(schedule)
-        t = self.predictor(op)(profile, layout, tree, sizes, sched, per_rank=per_rank, root=root)
+        t = self.predictor(what)(profile, layout, tree, sizes, sched, per_rank=per_rank, root=root)
         if sched.common_start:
             extra = sched.extra_us(profile, sizes)
             t = t + (extra[:, None] if per_rank else extra)
@@ -127,12 +154,12 @@ class Variant:
 
 @dataclass(frozen=True)
 class BoundPredictor:
-    """A variant's prediction of one operation, as a function: ``f(profile, layout, tree, sizes, schedule=None, *,
-    per_rank=False, root=0)`` (:meth:`Variant.predict`); the schedule's fields may also be given as keywords (the
-    old form, e.g. ``root_copy=True``)."""
+    """A variant's prediction of one operation (or movement) ``what``, as a function: ``f(profile, layout, tree,
+    sizes, schedule=None, *, per_rank=False, root=0)`` (:meth:`Variant.predict`); the schedule's fields may also be
+    given as keywords (the old form, e.g. ``root_copy=True``)."""
 
     variant: Variant
-    op: str
+    what: Any
 
     def __call__(
         self,
@@ -147,16 +174,19 @@ class BoundPredictor:
         **fields: Any,
     ) -> np.ndarray:
         sched = as_schedule(schedule, **fields)
-        return self.variant.predict(self.op, profile, layout, tree, sizes, sched, per_rank=per_rank, root=root)
+        return self.variant.predict(self.what, profile, layout, tree, sizes, sched, per_rank=per_rank, root=root)
 
 
-def _flow_entry(name: str, sharing: str, ops: Sequence[str], summary: str) -> Variant:
+#: The tree engines of each data movement: the paper's closed form, and the flow engine's.
+_PAPER = {ONE_DOWN: _closedform.bcast, SUBTREE_DOWN: _closedform.scatter, SUBTREE_UP: _closedform.gather}
+_FLOW = {ONE_DOWN: _flow.bcast, SUBTREE_DOWN: _flow.scatter, SUBTREE_UP: _flow.gather}
+_DOWN = (ONE_DOWN, SUBTREE_DOWN)
+
+
+def _flow_entry(name: str, sharing: str, moves: Sequence[Movement], summary: str) -> Variant:
     """A flow-level variant: :mod:`hnowmodel.flow`'s predictors under the link sharing ``sharing``."""
-    fns = {"bcast": _flow.bcast, "scatter": _flow.scatter, "gather": _flow.gather}
-    return Variant(name, summary, {op: partial(fns[op], sharing=sharing) for op in ops}, flow_level=True)
+    return Variant(name, summary, {mv: partial(_FLOW[mv], sharing=sharing) for mv in moves}, flow_level=True)
 
-
-_ALL = ("bcast", "scatter", "gather")
 
 #: Every model variant, by name, in the order they are offered (an operation's variants in this order).
 VARIANTS: Mapping[str, Variant] = MappingProxyType(
@@ -166,18 +196,20 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType(
             Variant(
                 "link",
                 "eq. 10-12 with the receiver's link carrying one message at a time",
-                {"gather": partial(_predict.gather, one_at_a_time=True)},
+                {SUBTREE_UP: partial(_closedform.gather, one_at_a_time=True)},
             ),
             Variant(
                 "paper",
                 "the paper's equations (eq. 6-12): store-and-forward, one send after another",
-                {"bcast": _predict.bcast, "scatter": _predict.scatter, "gather": _predict.gather},
-                exact_ops=frozenset({"bcast"}),
+                _PAPER,
+                exact=frozenset({ONE_DOWN}),
             ),
-            _flow_entry("flow", "maxmin", _ALL, "flow-level network, max-min fair link sharing"),
-            _flow_entry("flow-weighted", "weighted", _ALL, "flow-level network, max-min weighted by lone rates"),
-            _flow_entry("flow-fifo", "fifo", ("bcast", "scatter"), "a sender's egress as a FIFO queue"),
-            _flow_entry("flow-rr", "rr", ("bcast", "scatter"), "a sender's egress served round-robin"),
+            _flow_entry("flow", "maxmin", tuple(_FLOW), "flow-level network, max-min fair link sharing"),
+            _flow_entry(
+                "flow-weighted", "weighted", tuple(_FLOW), "flow-level network, max-min weighted by lone rates"
+            ),
+            _flow_entry("flow-fifo", "fifo", _DOWN, "a sender's egress as a FIFO queue"),
+            _flow_entry("flow-rr", "rr", _DOWN, "a sender's egress served round-robin"),
         )
     }
 )
@@ -196,20 +228,23 @@ def get(name: str, registry: Mapping[str, Variant] = VARIANTS) -> Variant:
         raise InputError(f"unknown model variant {name!r} (choose from: {', '.join(registry)})") from None
 
 
-def for_op(op: str, registry: Mapping[str, Variant] = VARIANTS) -> tuple[str, ...]:
-    """The names of the variants that serve ``op``, in registry order.
+def serving(what: Any, registry: Mapping[str, Variant] = VARIANTS) -> tuple[str, ...]:
+    """The names of the variants that serve ``what`` (an operation or a movement), in registry order.
 
-    >>> for_op("bcast")
+    >>> from hnowmodel.movement import ONE_DOWN
+    >>> serving(ONE_DOWN)
     ('paper', 'flow', 'flow-weighted', 'flow-fifo', 'flow-rr')
     """
-    return tuple(name for name, v in registry.items() if v.serves(op))
+    return tuple(name for name, v in registry.items() if v.serves(what))
 
 
-def check(op: str, name: str, registry: Mapping[str, Variant] = VARIANTS) -> Variant:
-    """The variant ``name`` for ``op``; :class:`InputError` names the variants that serve ``op``."""
+def check(what: Any, name: str, registry: Mapping[str, Variant] = VARIANTS) -> Variant:
+    """The variant ``name`` for ``what`` (an operation or a movement); :class:`InputError` names the variants that
+    serve it."""
     v = registry.get(name) if isinstance(name, str) else None
-    if v is None or not v.serves(op):
-        raise InputError(f"unknown {op} model variant {name!r} (choose from: {', '.join(for_op(op, registry))})")
+    if v is None or not v.serves(what):
+        choices = ", ".join(serving(what, registry))
+        raise InputError(f"unknown {_label(what)} model variant {name!r} (choose from: {choices})")
     return v
 
 

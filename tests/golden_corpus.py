@@ -105,8 +105,8 @@ def evaluate(case: dict[str, Any], profs: dict[str, Any]) -> list[float]:
     if kind in ("predict", "per_rank"):
         spec = hm.treespec.parse_spec(case["tree"])
         tree = hm.treespec.resolve(spec, n, root=case["root"], layout=layout, profile=prof)
-        variant = variants.check(case["op"], case["variant"])
-        t = variant.predict(case["op"], prof, layout, tree, sizes, per_rank=kind == "per_rank")
+        variant = variants.check(hm.ops.get(case["op"]), case["variant"])
+        t = variant.predict(hm.ops.get(case["op"]), prof, layout, tree, sizes, per_rank=kind == "per_rank")
         return np.ravel(t).tolist()
     if kind == "native":
         nat = next(a for a in hm.ops.native_choices(case["op"], case["library"]) if a.algorithm == case["algorithm"])

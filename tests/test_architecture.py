@@ -1,6 +1,7 @@
 """The architecture, checked from the source: the import graph of ``hnowmodel`` and ``calibrate`` has no cycle, no
 module imports a layer above its own, ``hnowmodel`` never imports ``calibrate`` or ``mpi4py``, no source file cites a
-file outside the repository, and ``import hnowmodel`` stays light.
+file outside the repository, ``import hnowmodel`` stays light, and no module of ``hnowmodel``, ``calibrate`` or
+``experiments`` is over 600 lines nor any function over 80.
 
 The graph is read with :mod:`ast` (every ``import``, at module level and inside functions, relative imports resolved;
 ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``), so an import hidden in a
@@ -40,7 +41,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.trees": 2,
     # L3: the model engine - predictors, the flow engine and its queue disciplines, variants and schedules, the
     # operation registry, the reference (paper) numbers, the emulated testbed, the fit report
-    "hnowmodel.predict": 3,
+    "hnowmodel.closedform": 3,  # the paper's closed-form engine (hm.predict.bcast/scatter/gather are its functions)
     "hnowmodel.flow": 3,
     "hnowmodel.variants": 3,
     "hnowmodel.schedule": 3,
@@ -56,6 +57,7 @@ LAYERS: dict[str, int] = {
     # L5: what composes the model for the library - tree specs, options, predictions, reports, benchmarks, the
     # export to MPI libraries (and its per-library backends), the virtual cluster
     "hnowmodel.treespec": 5,
+    "hnowmodel.predict": 5,  # the one public entry, hm.predict: tree specs and variants over both engines
     "hnowmodel.options": 5,
     "hnowmodel.predictions": 5,
     "hnowmodel.report": 5,
@@ -87,6 +89,16 @@ HNOWMODEL_NEVER = ("calibrate", "mpi4py")
 OUTSIDE_FILES = ("DESIGN.md", "../shared")
 # What ``import hnowmodel`` must not load (none of them is needed to predict; today it loads none of them)
 HEAVY = ("mpi4py", "matplotlib", "scipy", "networkx", "calibrate")
+
+# The house rules on size, in the two packages and the experiments: no module over MAX_MODULE_LINES lines (its
+# newlines), no function over MAX_FUNCTION_LINES (from ``def`` to its last line, decorators excluded)
+SHAPE_DIRS = ("hnowmodel", "calibrate", "experiments")
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+# Modules still over MAX_MODULE_LINES, each with what removes it (their functions are checked all the same)
+LONG_MODULES_KNOWN = {
+    "hnowmodel/ops.py",  # being split (issue #33)
+}
 
 
 # --- the graph ---------------------------------------------------------------------------------------------------
@@ -231,6 +243,43 @@ def outside_citations() -> list[str]:
     return bad
 
 
+#: Where operation names may be listed: the operation registry, and each MPI library's package (its own tables of the
+#: operations it implements: control variables, rule ids, algorithm numbers).
+OP_LISTS_ALLOWED = ("hnowmodel/ops.py", "hnowmodel/libraries/")
+
+
+def operation_lists(root: Path = ROOT, packages: tuple[str, ...] = PACKAGES) -> list[str]:
+    """Every list, tuple, set or dict (its keys) written in the source that names two or more registered operations
+    (string literals), outside :data:`OP_LISTS_ALLOWED` and ``__all__``: a second list of the operations, which the
+    next operation would have to be added to by hand. Read the registry instead (``hnowmodel.ops.names()``, an
+    ``Operation``'s fields)."""
+    from hnowmodel import ops
+
+    names = set(ops.names())
+    bad = []
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            if rel.startswith(OP_LISTS_ALLOWED):
+                continue
+            tree = ast.parse(path.read_text(), filename=rel)
+            exempt = {
+                id(node.value)
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+            }
+            for node in ast.walk(tree):
+                if id(node) in exempt:
+                    continue
+                elts = node.keys if isinstance(node, ast.Dict) else getattr(node, "elts", None)
+                if not isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict)) or elts is None:
+                    continue
+                found = {e.value for e in elts if isinstance(e, ast.Constant) and e.value in names}
+                if len(found) >= 2:
+                    bad.append(f"{rel}:{node.lineno}: lists the operations {sorted(found)}")
+    return bad
+
+
 def forbidden_imports(outside: list[tuple[str, str, int]]) -> list[str]:
     """Imports of mpi4py (or calibrate) by hnowmodel modules, from the imports of outside modules."""
     return [
@@ -238,6 +287,31 @@ def forbidden_imports(outside: list[tuple[str, str, int]]) -> list[str]:
         for mod, target, line in outside
         if mod.startswith("hnowmodel") and target.split(".")[0] in HNOWMODEL_NEVER
     ]
+
+
+def shape_violations(
+    root: Path = ROOT, dirs: tuple[str, ...] = SHAPE_DIRS, known: frozenset[str] | set[str] = frozenset()
+) -> list[str]:
+    """Every module of ``dirs`` over :data:`MAX_MODULE_LINES` lines (counted as its newlines; ``known``: relative
+    paths let off) and every function over :data:`MAX_FUNCTION_LINES` (``def`` to its last line, decorators
+    excluded; methods and nested functions too), one line each naming the file and the line count."""
+    bad = []
+    for top in dirs:
+        for path in sorted((root / top).rglob("*.py")):
+            rel = path.relative_to(root).as_posix()
+            text = path.read_text()
+            lines = text.count("\n")
+            if lines > MAX_MODULE_LINES and rel not in known:
+                bad.append(f"{rel}: {lines} lines (a module has at most {MAX_MODULE_LINES}: split it)")
+            for node in ast.walk(ast.parse(text, filename=str(path))):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    length = node.end_lineno - node.lineno + 1
+                    if length > MAX_FUNCTION_LINES:
+                        bad.append(
+                            f"{rel}:{node.lineno}: function {node.name} has {length} lines (at most "
+                            f"{MAX_FUNCTION_LINES}: extract helpers)"
+                        )
+    return bad
 
 
 # --- the tests -----------------------------------------------------------------------------------------------------
@@ -289,9 +363,58 @@ def test_layers_hold_no_cycle_no_upward_import_no_outside_citation():
     assert not found, f"{len(found)} architecture violations:\n" + "\n".join(found)
 
 
+def test_operation_names_are_listed_only_in_the_registry(tmp_path):
+    """Adding an operation is one registry entry: no other module keeps a list of the operations (the reader itself
+    is checked on a made-up package first)."""
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "a.py").write_text(
+        '__all__ = ["bcast", "gather"]\nOPS = ("bcast", "gather")\nONE = {"bcast": 1}\n'
+        'T = {"scatter": 1, "gather": 2}\n'
+    )
+    assert operation_lists(tmp_path, ("p",)) == [
+        "p/a.py:2: lists the operations ['bcast', 'gather']",
+        "p/a.py:4: lists the operations ['gather', 'scatter']",
+    ]
+    found = operation_lists()
+    assert not found, "operation names listed outside the registry:\n" + "\n".join(found)
+
+
 def test_import_hnowmodel_stays_light():
     """``import hnowmodel`` loads the model and the library, not MPI, plotting, fitting or graph packages."""
     code = f"import sys, hnowmodel; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [], f"import hnowmodel loads {proc.stdout.split()}"
+
+
+def _function(name: str, lines: int, indent: str = "") -> str:
+    """The text of a function of ``lines`` lines (its ``def``, then assignments), indented by ``indent``."""
+    return f"{indent}def {name}():\n" + "".join(f"{indent}    x{i} = {i}\n" for i in range(lines - 1))
+
+
+def test_the_shape_reader_counts_modules_and_functions_as_the_rules_say(tmp_path):
+    """The reader itself, on made-up files: a module of 601 newlines is over, one of 600 is not; a function of 81
+    lines is over (a method too), one of 80 lines under two decorators is not; a known module is let off its length
+    but not its functions."""
+    files = {
+        "p/long.py": "\n" * 601,
+        "p/fits.py": "\n" * 600,
+        "p/funcs.py": _function("f", 81) + "\n\nclass C:\n" + _function("m", 81, "    "),
+        "p/deco.py": "@a\n@b\n" + _function("g", 80),
+        "q/known.py": "\n" * 700 + _function("h", 81),
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    found = shape_violations(tmp_path, ("p", "q"), {"q/known.py"})
+    assert [f.split(" (")[0] for f in found] == [
+        "p/funcs.py:1: function f has 81 lines",
+        "p/funcs.py:85: function m has 81 lines",
+        "p/long.py: 601 lines",
+        "q/known.py:701: function h has 81 lines",
+    ]
+
+
+def test_no_module_over_600_lines_no_function_over_80():
+    found = shape_violations(known=LONG_MODULES_KNOWN)
+    assert not found, f"{len(found)} modules or functions too long:\n" + "\n".join(found)

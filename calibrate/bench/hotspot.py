@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.ops import predictor
 from hnowmodel.sizes import parse_sizes
 from hnowmodel.trees import sequential
-from hnowmodel.variants import check as check_variant
 
 from .common import TAG_ACK, TAG_DATA, TAG_SYNC, Ctx, summarize
 
@@ -92,12 +92,11 @@ def _predict(ctx: Ctx, k: int, m: int) -> float | None:
     if not layout:
         return None
     lay = list(layout)[: k + 1]
-    variant = check_variant("gather", ctx.args.variant or "link")
-    return float(variant.predict("gather", prof, lay, sequential(k + 1), [m])[0])
+    return float(predictor("gather", ctx.args.variant or "link")(prof, lay, sequential(k + 1), [m])[0])
 
 
 def hotspot(ctx: Ctx) -> list[dict]:
-    from calibrate.collectives import Clock
+    from calibrate.timing import Clock
     from hnowmodel.errors import InputError
 
     ctx.need(2, "hotspot")

@@ -18,9 +18,19 @@ import argparse
 from ..benchmarks import BENCHMARKS, OPTIONS
 from ..errors import InputError
 from ..jobs import bench, imb_compare
+from ..ops import names as op_names
 from ..sizes import format_size, parse_sizes
 from ..tables import table_text
-from .common import add_mpi_arguments, emit_json, launch_kwargs, positive_int, print_table
+from .common import (
+    add_mpi_arguments,
+    add_op_argument,
+    add_tree_argument,
+    add_variant_argument,
+    emit_json,
+    launch_kwargs,
+    positive_int,
+    print_table,
+)
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -43,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--buffers", default=None, help="buffer-reuse: FIFO buffer counts N, e.g. 1,4,16,64")
     p.add_argument("--reuse", default=None, help="buffer-reuse: reuse percentages R, e.g. 100,50,0")
     p.add_argument("--slaves", default=None, help="hotspot: slave counts k (default 1..np-1)")
-    p.add_argument("--variant", default=None, help="hotspot: gather model variant, paper or link (default link)")
+    add_variant_argument(p, "hotspot: the gather variant, paper or link (default link)")
     p.add_argument("--lengths", default=None, help="queue benchmarks: queue lengths L, e.g. 0,10,100,1000")
     p.add_argument("--fractions", default=None, help="posted-queue: traversed percentages f, e.g. 0,50,100")
     p.add_argument("--intervals", default=None, help="cpu-availability: poll intervals / compute loops, µs")
@@ -54,8 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-in", default=None, help="profile to copy the measured extensions into")
     p.add_argument("--profile-out", default=None, help="write --profile-in (or --profile) plus extensions here")
     p.add_argument("--force", action="store_true", help="overwrite existing outputs")
-    p.add_argument("--ops", default="bcast,scatter,gather", help="imb: operations (default bcast,scatter,gather)")
-    p.add_argument("--tree", default="native", help="imb: native (the library's default) or native:ALGO (pinned)")
+    add_op_argument(p, ",".join(op_names()), f"imb: operations (default {','.join(op_names())})")
+    add_tree_argument(p, "native", "imb: native (the library's default) or native:ALGO (pinned)")
     p.add_argument("--reps", type=positive_int, default=7, help="imb: hnow's repetitions per size (default 7)")
     p.add_argument("--no-pingpong", action="store_true", help="imb: leave out IMB's PingPong")
     p.add_argument("--method", default="fig2", help="imb: hnow's timing, fig2 (IMB's loop, default) or sync")
@@ -118,7 +128,7 @@ def _imb(args: argparse.Namespace) -> int:
     res = imb_compare(
         args.profile,
         np=args.np,
-        ops=[o.strip() for o in args.ops.split(",") if o.strip()],
+        ops=args.op,
         sizes=parse_sizes(args.sizes or "64K,128K,256K"),
         tree=args.tree,
         iters=args.iters or 20,

@@ -8,9 +8,10 @@ from .. import ops, search
 from ..errors import InputError
 from ..io import check_output, write_json_atomic
 from ..layout import parse_layout
+from ..options import parse_variants
 from ..params import Profile
 from ..sizes import parse_size
-from .common import add_output, emit_json, print_table
+from .common import add_op_argument, add_output, add_variant_argument, emit_json, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -20,20 +21,17 @@ HELP = "find the fastest broadcast/scatter/gather tree for a layout (exact DP or
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="profile JSON file, or 'paper' (default)")
     p.add_argument("--layout", default=None, help="node type of each rank: FFSS, fast*4,slow*4, @file")
-    p.add_argument("--op", default="bcast", help="bcast, scatter or gather (default bcast)")
+    add_op_argument(p, "bcast", f"operation: {', '.join(ops.names())} (default bcast)")
     p.add_argument("--size", default="0", help="message size in bytes (default 0)")
     p.add_argument("--method", default="auto", help=f"{', '.join(search.METHODS)} (default auto: exact if affordable)")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
-    p.add_argument(
-        "--variant",
-        default=None,
-        help="model variant the tree is chosen under (default: flow on a network profile, else the op's own)",
-    )
+    add_variant_argument(p, "the tree is chosen under it (default: the operation's own for the profile)")
     add_output(p, None, "also write the tree as JSON (usable as --tree @FILE)")
 
 
 def run(args: argparse.Namespace) -> int:
-    ops.check_variant(args.op, args.variant)  # an unknown name is refused before the profile is read
+    ops.get(args.op)
+    given = parse_variants(args.variant, [args.op]).get(args.op)  # a bad one is refused before the profile is read
     if args.method not in search.METHODS:
         raise InputError(f"unknown method (--method) {args.method!r} (choose from: {', '.join(search.METHODS)})")
     if args.output:
@@ -43,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--layout is required (the profile records no calibration layout)")
     layout = profile.host_layout if args.layout is None else parse_layout(args.layout, profile.type_names)
     size = parse_size(args.size, "--size")
-    variant = ops.check_variant(args.op, args.variant, profile)  # unset: this profile's default
+    variant = ops.check_variant(args.op, given, profile)  # unset: this profile's default
     best = search.best_tree(profile, layout, op=args.op, size=size, method=args.method, root=args.root, variant=variant)
     doc = best.to_dict()
     if args.output:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..options import VARIANT_FORM
 from ..tables import print_table, table_text
 
 __all__ = [
@@ -18,6 +19,9 @@ __all__ = [
     "add_mpi_arguments",
     "add_mpi_choice",
     "add_output",
+    "add_op_argument",
+    "add_tree_argument",
+    "add_variant_argument",
     "launch_kwargs",
     "positive_int",
     "progress",
@@ -108,3 +112,21 @@ def add_output(p: argparse.ArgumentParser, default: str | None, what: str) -> No
     """``-o/--output`` and ``--force`` (an existing output is never overwritten without it)."""
     p.add_argument("-o", "--output", default=default, help=what)
     p.add_argument("--force", action="store_true", help="overwrite an existing output")
+
+
+# One spelling of the same option in every command: ``--op`` and ``--tree`` (each an operation or tree, or a comma
+# list where the command takes several); ``--ops``/``--trees`` stay accepted, as aliases, for users' scripts.
+def add_op_argument(p: argparse.ArgumentParser, default: str | None, help: str) -> None:
+    """``--op`` (alias ``--ops``): the operation(s), ``args.op``."""
+    p.add_argument("--op", "--ops", dest="op", default=default, help=help)
+
+
+def add_tree_argument(p: argparse.ArgumentParser, default: str | None, help: str) -> None:
+    """``--tree`` (alias ``--trees``): the tree spec(s), ``args.tree`` (split by :mod:`hnowmodel.treespec`)."""
+    p.add_argument("--tree", "--trees", dest="tree", default=default, help=help)
+
+
+def add_variant_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--variant NAME`` (every operation) or ``OP=NAME[,OP=NAME]`` (per operation), the same in every command;
+    parsed by :func:`hnowmodel.options.parse_variants`. ``what``: what the variant is used for, and its default."""
+    p.add_argument("--variant", default=None, help=f"model variant: {VARIANT_FORM}; {what}")

@@ -6,12 +6,21 @@ import argparse
 
 from .. import ops
 from ..jobs import compare
-from ..options import parse_assignments
 from ..sizes import format_size
-from .common import add_mpi_arguments, add_output, emit_json, launch_kwargs, print_table
+from ..treespec import spec_names
+from .common import (
+    add_mpi_arguments,
+    add_op_argument,
+    add_output,
+    add_tree_argument,
+    add_variant_argument,
+    emit_json,
+    launch_kwargs,
+    print_table,
+)
 from .measure import add_timing_arguments
 
-__all__ = ["HELP", "add_arguments", "run", "variants_arg"]
+__all__ = ["HELP", "add_arguments", "run"]
 
 HELP = "calibrate (unless --profile), predict and measure bcast/scatter/gather; report predicted vs measured"
 
@@ -22,15 +31,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile", default=None, help="profile JSON or 'paper' (default: calibrate first on the same ranks)"
     )
-    p.add_argument("--ops", default="bcast,scatter,gather", help="operations, comma-separated")
-    p.add_argument("--trees", default="binomial,sequential", help="trees, comma-separated (names, @file.json, native)")
+    add_op_argument(p, ",".join(ops.names()), f"operations, comma-separated (default {','.join(ops.names())})")
+    add_tree_argument(
+        p, "binomial,sequential", f"trees, comma-separated (default binomial,sequential): {', '.join(spec_names())}"
+    )
     p.add_argument("--sizes", default="0,1K,4K,16K", help="message sizes in bytes (per rank for scatter/gather)")
     add_timing_arguments(p)
-    p.add_argument(
-        "--variant",
-        default=None,
-        help="model variants, OP=VARIANT,… (default: flow on a profile calibrated on a network, else each "
-        "operation's own: " + "; ".join(f"{o.name}: {', '.join(o.variants)}" for o in ops.OPERATIONS.values()) + ")",
+    add_variant_argument(
+        p,
+        "trees are chosen and compared under it (default: each operation's own for the profile; "
+        + "; ".join(f"{o.name}: {', '.join(o.variants)}" for o in ops.OPERATIONS.values())
+        + ")",
     )
     p.add_argument(
         "--all-variants",
@@ -41,29 +52,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_output(p, None, "report folder: comparison.csv, compare.png, summary.md (and profile.json if calibrated)")
 
 
-def variants_arg(text: str | None) -> dict[str, str]:
-    """``gather=paper`` -> {"gather": "paper"} (checked against the operation registry)."""
-    got = parse_assignments(text, "--variant", str, "OP=VARIANT") if text else {}
-    for op, v in got.items():
-        ops.check_variant(op, v)
-    return got
-
-
 def run(args: argparse.Namespace) -> int:
     cmp = compare(
         args.profile,
         np=args.np,
         testbed=args.testbed,
         layout=args.layout,
-        ops=args.ops,
-        trees=args.trees.split(","),
+        ops=args.op,
+        trees=args.tree,
         sizes=args.sizes,
         root=args.root,
         reps=args.reps,
         iters=args.iters,
         method=args.method,
         stat=args.stat,
-        variants=variants_arg(args.variant),
+        variants=args.variant,
         calibrate_sizes=args.calibrate_sizes,
         output=args.output,
         force=args.force,

@@ -11,9 +11,10 @@ from ..errors import InputError
 from ..export import FORMATS, ORDER_FORMATS, AlgorithmRequest, export, write_export
 from ..io import check_output
 from ..layout import parse_layout
+from ..options import split_list
 from ..params import Profile
 from ..sizes import parse_size, parse_sizes
-from .common import emit_json
+from .common import add_op_argument, add_tree_argument, emit_json
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -21,7 +22,8 @@ HELP = (
     "write what makes native collectives fastest: MPICH's selection JSON or Open MPI's rules file (algorithm per op "
     "and size), the rank order as a hydra hostfile, Open MPI rankfile or split keys"
 )
-#: The formats that choose algorithms per operation and size (``--layout``, ``--ops``, ``--sizes`` apply to them).
+#: The formats that choose algorithms per operation and size (``--layout``, ``--sizes`` apply to them; ``--op``: a
+#: list for them, one operation for the rank order).
 ALGORITHM_FORMATS = ("mpich-json", "ompi-rules", "impi-env")
 
 
@@ -38,10 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help="mpich-json, ompi-rules, impi-env: node type of each rank (default: the profile's nodes)",
     )
-    p.add_argument(
-        "--ops",
-        default=None,
-        help="mpich-json, ompi-rules, impi-env: comma list of operations (default bcast,scatter,gather)",
+    add_op_argument(
+        p,
+        None,
+        f"operation(s): the rank order is chosen for one (default {ops.names()[0]}); mpich-json, ompi-rules, "
+        f"impi-env: a comma list (default {','.join(ops.names())})",
     )
     p.add_argument(
         "--sizes",
@@ -49,9 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="mpich-json, ompi-rules, impi-env: message sizes in bytes per rank, e.g. 16K,64K,256K",
     )
     p.add_argument("--libmpi", default=None, help="mpich-json: the MPICH libmpi.so whose default table to start from")
-    p.add_argument("--op", default="bcast", help="rank order: bcast, scatter or gather (default bcast)")
     p.add_argument("--size", default="0", help="rank order: message size in bytes to optimise for (default 0)")
-    p.add_argument("--tree", default="binomial", help="rank order: the native algorithm's tree (default binomial)")
+    add_tree_argument(p, "binomial", "rank order: the native algorithm's tree (default binomial)")
     p.add_argument(
         "-o", "--output", default=None, help="folder for the files, mpich-env.txt / ompi-env.txt and USAGE.txt"
     )
@@ -59,7 +61,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    ops.get(args.op)
+    op_list = None if args.op is None else split_list(args.op)
+    for o in op_list or ():
+        ops.get(o)  # an unknown one named with the valid ones
     formats = list(ORDER_FORMATS) if args.format is None else [f.strip() for f in args.format.split(",") if f.strip()]
     for f in formats:
         if f not in FORMATS:
@@ -70,15 +74,12 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("give -o FOLDER (all files), --format NAME (one file on stdout) or --json")
     if args.libmpi is not None and "mpich-json" not in formats:
         raise InputError("--libmpi applies to --format mpich-json only")
-    for flag in ("--layout", "--ops", "--sizes"):
+    for flag in ("--layout", "--sizes"):
         if getattr(args, flag[2:]) is not None and not set(ALGORITHM_FORMATS) & set(formats):
             names = f"{', '.join(ALGORITHM_FORMATS[:-1])} and {ALGORITHM_FORMATS[-1]}"
             raise InputError(f"{flag} applies to --format {names} only")
-    op_list = None
-    if args.ops is not None:
-        op_list = [o.strip() for o in args.ops.split(",") if o.strip()]
-        for o in op_list:
-            ops.get(o)
+    if op_list is not None and len(op_list) > 1 and set(formats) - set(ALGORITHM_FORMATS):
+        raise InputError(f"--op {','.join(op_list)}: the rank order is chosen for one operation; give one")
     chosen = [f for f in ALGORITHM_FORMATS if f in formats]
     if chosen and args.sizes is None:
         raise InputError(f"--sizes is required with --format {chosen[0]} (message sizes per rank, e.g. 16K,64K,256K)")
@@ -89,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     profile = Profile.load(args.profile)
     layout = None if args.layout is None else parse_layout(args.layout, profile.type_names)
     algorithms = AlgorithmRequest(ops=op_list, sizes=sizes, layout=layout, libmpi=args.libmpi)
-    ex = export(profile, formats, op=args.op, size=size, tree=args.tree, algorithms=algorithms)
+    op = op_list[0] if op_list else ops.names()[0]  # the rank order's (the registry's first: bcast)
+    ex = export(profile, formats, op=op, size=size, tree=args.tree, algorithms=algorithms)
     paths = write_export(ex, args.output, force=args.force) if args.output else {}
     if args.output:
         ex = ex.placed(args.output)

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import argparse
 
+from .. import ops
 from ..jobs import measure
 from ..sizes import format_size
 from ..treespec import spec_names
-from .common import add_mpi_arguments, emit_json, launch_kwargs, positive_int, print_table
+from .common import (
+    add_mpi_arguments,
+    add_op_argument,
+    add_tree_argument,
+    emit_json,
+    launch_kwargs,
+    positive_int,
+    print_table,
+)
 
 __all__ = ["HELP", "add_arguments", "run", "add_timing_arguments"]
 
@@ -37,8 +46,8 @@ def add_timing_arguments(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_mpi_arguments(p)
     p.add_argument("--layout", default=None, help="node type of each rank (overrides the testbed's ranks)")
-    p.add_argument("--op", default="bcast", help="operation(s), comma-separated: bcast, scatter, gather")
-    p.add_argument("--tree", default="binomial", help=f"tree(s), comma-separated: {', '.join(spec_names())}")
+    add_op_argument(p, "bcast", f"operation(s), comma-separated: {', '.join(ops.names())} (default bcast)")
+    add_tree_argument(p, "binomial", f"tree(s), comma-separated: {', '.join(spec_names())}")
     p.add_argument("--sizes", default="0,1K,4K,16K", help="message sizes in bytes (per rank for scatter/gather)")
     p.add_argument("--profile", default=None, help="profile for trees chosen from the model (hierarchical, optimal)")
     add_timing_arguments(p)
@@ -53,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     got = measure(
         args.np,
         op=args.op,
-        tree=args.tree.split(","),
+        tree=args.tree,
         sizes=args.sizes,
         testbed=args.testbed,
         layout=args.layout,

@@ -9,7 +9,7 @@ from ..errors import InputError
 from ..options import parse_assignments
 from ..params import Profile
 from ..sizes import parse_size
-from .common import emit_json, positive_int, print_table
+from .common import add_op_argument, emit_json, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run", "parse_pool"]
 
@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="profile JSON file, or 'paper' (default)")
     p.add_argument("--pool", required=True, help="available nodes per type, e.g. fast=16,slow=32")
     p.add_argument("--ranks", type=positive_int, required=True, help="job size (number of ranks)")
-    p.add_argument("--op", default="bcast", help="bcast, scatter or gather (default bcast)")
+    add_op_argument(p, "bcast", f"operation: {', '.join(ops.names())} (default bcast)")
     p.add_argument("--size", default="0", help="message size in bytes (default 0)")
     p.add_argument(
         "--target-us",

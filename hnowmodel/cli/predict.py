@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..ops import native_libraries
 from ..predictions import OPS_AND_PTP, prediction_rows
 from ..sizes import format_size
 from ..treespec import spec_names
-from .common import emit_json, print_table
+from .common import add_op_argument, add_tree_argument, add_variant_argument, emit_json, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
 
@@ -17,11 +18,16 @@ HELP = "predict point-to-point, broadcast, scatter and gather times from a profi
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", default="paper", help="profile JSON file, or 'paper' for Table 1 (default)")
     p.add_argument("--layout", default=None, help="node type of each rank: FFSS, fast,slow,… , fast*4,slow*4, @file")
-    p.add_argument("--op", default="bcast", help=f"operation: {', '.join(OPS_AND_PTP)} (default bcast)")
-    p.add_argument("--tree", default="binomial", help=f"tree name(s), comma-separated: {', '.join(spec_names())}")
+    add_op_argument(p, "bcast", f"operation: {', '.join(OPS_AND_PTP)} (default bcast)")
+    add_tree_argument(p, "binomial", f"tree(s), comma-separated: {', '.join(spec_names())}")
     p.add_argument("--sizes", default="0,1K,4K,16K,64K", help="message sizes in bytes: 0,1K,4K or 0..64K")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
-    p.add_argument("--variant", default=None, help="model variant (gather: link, the default, or paper = eq. 12)")
+    add_variant_argument(p, "default: the operation's own for the profile, as hm.predict")
+    p.add_argument(
+        "--library",
+        default=None,
+        help=f"--tree native[:ALGO]: the MPI library whose algorithm is predicted ({', '.join(native_libraries())})",
+    )
     p.add_argument("--order", default="rank", help="sequential tree's send order: rank, or best (exact best per size)")
     p.add_argument("--from", dest="src", default=None, help="--op ptp: sender's node type (default: every pair)")
     p.add_argument("--to", dest="dst", default=None, help="--op ptp: receiver's node type (default: every pair)")
@@ -37,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
         root=args.root,
         variant=args.variant,
         order=args.order,
+        library=args.library,
         src=args.src,
         dst=args.dst,
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import ops as _ops
 from ..errors import InputError
 from ..params import Profile
 from .files import FOLDER, FORMATS, ORDER_FORMATS, Export
@@ -134,7 +135,7 @@ def export(
             own.take(ex.order.perm) if own is not None and not own.one_per_host else [types[r] for r in ex.order.perm]
         )
         hosts = [ex.hosts[r] for r in ex.order.perm]
-    op_list = ("bcast", "scatter", "gather") if req.ops is None else req.ops
+    op_list = _ops.names() if req.ops is None else req.ops
     size_list = [size] if req.sizes is None else req.sizes
     selections: dict[str, Any] = {}
     for lib in LIBRARY_FORMATS.values():

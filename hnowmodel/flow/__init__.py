@@ -1,6 +1,6 @@
 """The network as shared links: a flow-level simulation of bcast, scatter and gather over any tree.
 
-The paper's model (:mod:`hnowmodel.predict`) keeps a sender busy ``S`` per message and sends one message after
+The paper's model (:mod:`hnowmodel.closedform`) keeps a sender busy ``S`` per message and sends one message after
 another. Over TCP that is not what happens: ``MPI_Send`` of tens to hundreds of KiB returns as soon as the kernel's
 socket buffers take the data, so a rank's messages to its children are **on the wire at the same time** and share
 its outgoing link, and messages converging on one rank share its incoming link. This module models that the way
@@ -71,7 +71,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -89,7 +88,6 @@ from .gather import upward
 from .network import FlowRecord, Network, capacities, host_capacities, max_min_rates
 
 __all__ = [
-    "OPS",
     "RECV_ORDERS",
     "SHARINGS",
     "LINK_SHARINGS",
@@ -107,9 +105,6 @@ __all__ = [
     "gather",
 ]
 
-#: The operations the flow engine simulates, and how each moves its data (:mod:`hnowmodel.movement`; the same
-#: movement as the operation's entry in :mod:`hnowmodel.ops`).
-OPS: Mapping[str, Movement] = MappingProxyType({"bcast": ONE_DOWN, "scatter": SUBTREE_DOWN, "gather": SUBTREE_UP})
 #: The names of the link sharings (:data:`~hnowmodel.flow.disciplines.LINK_SHARINGS`).
 SHARINGS = tuple(LINK_SHARINGS)
 
@@ -138,12 +133,12 @@ def burst_send(profile: Profile) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class FlowRun:
-    """One simulated collective at one size: ``done_us[i]`` is when rank i holds its data (bcast/scatter: its
-    message, after ``R``; the root 0, or with ``root_copy`` when its sends are posted and its own block copied;
-    gather: its whole subtree's data, leaves 0), ``completion_us`` the max over ranks (gather: the root's), and
-    every message's :class:`FlowRecord` in the order the flows finished."""
+    """One simulated collective (its data ``movement``) at one size: ``done_us[i]`` is when rank i holds its data
+    (bcast/scatter: its message, after ``R``; the root 0, or with ``root_copy`` when its sends are posted and its
+    own block copied; gather: its whole subtree's data, leaves 0), ``completion_us`` the max over ranks (gather:
+    the root's), and every message's :class:`FlowRecord` in the order the flows finished."""
 
-    op: str
+    movement: Movement
     size_bytes: float
     done_us: np.ndarray
     completion_us: float
@@ -158,7 +153,7 @@ def _choice(table: Mapping[str, Any], name: str, what: str) -> Any:
 
 
 def simulate(
-    op: str,
+    movement: Movement,
     profile: Profile,
     layout: Sequence[str],
     tree: Tree | str,
@@ -169,7 +164,9 @@ def simulate(
     sharing: str = "maxmin",
     **fields: Any,
 ) -> FlowRun:
-    """Simulate ``op`` (bcast, scatter or gather) of ``size`` bytes (per rank for scatter/gather) over ``tree``.
+    """Simulate a collective whose data moves as ``movement`` (:mod:`hnowmodel.movement`: one message down every
+    edge, a subtree's blocks down or up; an operation's ``.movement``) of ``size`` bytes (per rank for a subtree's
+    blocks) over ``tree``.
 
     Returns a :class:`FlowRun` (times in µs from the root's start; gather: from the common start). The
     :class:`~hnowmodel.schedule.Schedule` (or its fields as keywords, the old form) says how the MPI implementation
@@ -186,11 +183,15 @@ def simulate(
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
-    >>> run = simulate("gather", prof, ["f"] * 3, "sequential", 1000)
+    >>> run = simulate(SUBTREE_UP, prof, ["f"] * 3, "sequential", 1000)
     >>> run.completion_us, [(r.src, r.start_us, r.end_us) for r in run.flows]
     (25.0, [(1, 0.0, 20.0), (2, 0.0, 20.0)])
     """
-    move: Movement = _choice(OPS, op, "flow-model operation")
+    if not isinstance(movement, Movement):
+        raise InputError(
+            f"simulate takes a data movement (hnowmodel.movement, an operation's .movement), got {movement!r}"
+        )
+    move = movement
     how: Sharing = _choice(LINK_SHARINGS, sharing, "link sharing")
     sched = as_schedule(schedule, **fields)
     if isinstance(tree, str):
@@ -211,7 +212,7 @@ def simulate(
             )
         done, records = downward_queued(cost, tree, per_edge, m, sched, egress, how.serve, ingress)
         done.flags.writeable = False
-        return FlowRun(op, m, done, float(np.max(done)), tuple(records))
+        return FlowRun(move, m, done, float(np.max(done)), tuple(records))
     sim = Network(egress, ingress, cost.burst, how.weighted, hosts_of(layout))
     if move.toward_root:
         done = upward(sim, cost, tree, m, sched)
@@ -220,17 +221,24 @@ def simulate(
         done = downward(sim, cost, tree, per_edge, m, sched)
         completion = float(np.max(done))
     done.flags.writeable = False
-    return FlowRun(op, m, done, completion, tuple(sim.records))
+    return FlowRun(move, m, done, completion, tuple(sim.records))
 
 
 def _predict(
-    op: str, profile: Profile, layout: Sequence[str], tree: Tree | str, sizes: Any, per_rank: bool, root: int, **kw: Any
+    move: Movement,
+    profile: Profile,
+    layout: Sequence[str],
+    tree: Tree | str,
+    sizes: Any,
+    per_rank: bool,
+    root: int,
+    **kw: Any,
 ) -> np.ndarray:
     """:func:`simulate` at every size: completion times (µs), or ``(len(sizes), n)`` per rank."""
     m = as_sizes(sizes)
     if isinstance(tree, str):
         tree = make_tree(tree, len(layout), root=root, layout=layout, profile=profile)
-    runs = [simulate(op, profile, layout, tree, float(mi), root=root, **kw) for mi in m]
+    runs = [simulate(move, profile, layout, tree, float(mi), root=root, **kw) for mi in m]
     if per_rank:
         return np.array([r.done_us for r in runs]).reshape(m.size, tree.n)
     return np.array([r.completion_us for r in runs], dtype=float)
@@ -256,7 +264,9 @@ def bcast(
     >>> bcast(prof, ["f"] * 3, "chain", [1000, 2000]).tolist()   # one message at a time: 2 · Xm · m
     [20.0, 40.0]
     """
-    return _predict("bcast", profile, layout, tree, sizes, per_rank, root, schedule=schedule, sharing=sharing, **fields)
+    return _predict(
+        ONE_DOWN, profile, layout, tree, sizes, per_rank, root, schedule=schedule, sharing=sharing, **fields
+    )
 
 
 def scatter(
@@ -275,7 +285,7 @@ def scatter(
     blocks; ``schedule.root_copy`` adds the root's copy of its own block after it posted its sends (MPICH), or
     before its first send with ``copy_first`` (Open MPI)."""
     return _predict(
-        "scatter", profile, layout, tree, sizes, per_rank, root, schedule=schedule, sharing=sharing, **fields
+        SUBTREE_DOWN, profile, layout, tree, sizes, per_rank, root, schedule=schedule, sharing=sharing, **fields
     )
 
 
@@ -296,5 +306,5 @@ def gather(
     receive (MPICH); ``recv_order``: :data:`RECV_ORDERS` (MPICH's binomial gather is ``smallest_first``);
     ``relay_waits``, ``sync``: see :func:`simulate`."""
     return _predict(
-        "gather", profile, layout, tree, sizes, per_rank, root, schedule=schedule, sharing=sharing, **fields
+        SUBTREE_UP, profile, layout, tree, sizes, per_rank, root, schedule=schedule, sharing=sharing, **fields
     )

@@ -269,21 +269,52 @@ def downward_queued(
     queued at ``t`` changes only what its egress does after ``t``, so a rank's time is final once no rank that
     still has to queue holds its data earlier."""
     root_copy, copy_first = schedule.root_copy, schedule.copy_first
-    burst, queued = cost.burst, cost.terms.queued
-    seg = float(schedule.segment_bytes)
-    n = tree.n
-    done = np.full(n, np.nan)
-    done[tree.root] = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
-    post = done.copy()  # when a rank starts passing its data on: once it holds it, or (segments) its first segment
-    final = np.zeros(n, dtype=bool)
-    records: dict[int, FlowRecord] = {}  # by receiver
-    # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
-    queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
-    shared = None if ingress is None else _HostIngress(cost.hosts, ingress, burst)  # the messages into each host
-    heap = [(float(post[tree.root]), tree.root)]
-    seq = 0
+    queued = cost.terms.queued
+    root_done = cost.copy(tree.root, m) if root_copy and copy_first else 0.0
+    walk = _QueuedWalk(cost, tree, float(schedule.segment_bytes), ingress, root_done)
+    while walk.heap:
+        t, p = heapq.heappop(walk.heap)
+        if walk.final[p] or t != walk.post[p]:
+            continue
+        walk.final[p] = True
+        acc, joined = walk.send(p, t, edge_bytes)
+        if joined:
+            h = cost.hosts[p]
+            walk.drain(h, serve, float(egress[h]), queued)
+        if p == tree.root and root_copy:
+            walk.done[p] = acc if copy_first else acc + cost.copy(p, m)
+    rank = _bfs_rank(tree)  # ties in the end time: parents' messages before their children's, as they were queued
+    out = sorted(walk.records.values(), key=lambda r: (r.end_us, rank[r.dst]))
+    return walk.done, out
 
-    def received(c: int, s: int, b: float, start: float, end: float, delivered: float) -> float:
+
+class _QueuedWalk:
+    """The state of :func:`downward_queued`'s walk, times from the root's start (µs): when each rank holds its data
+    (``done``) and starts passing it on (``post``: once it holds it, or, pipelined, once its first segment is in),
+    which ranks are final, the message into each rank (``records``, by receiver), each host's egress queue
+    (``queues``), the messages into each host when the hosts' ingress is shared (``shared``), and the ranks that
+    still have to pass their data on (``heap``, by ``post``)."""
+
+    def __init__(
+        self, cost: MessageCosts, tree: Tree, seg: float, ingress: np.ndarray | None, root_done: float
+    ) -> None:
+        self.cost, self.tree, self.seg = cost, tree, seg
+        n = tree.n
+        self.done = np.full(n, np.nan)
+        self.done[tree.root] = root_done
+        self.post = self.done.copy()
+        self.final = np.zeros(n, dtype=bool)
+        self.records: dict[int, FlowRecord] = {}  # by receiver
+        # per host: its egress's queue, (queued at, seq, sender, receiver, bytes); all recomputed when one joins
+        self.queues: dict[int, list[tuple[float, int, int, int, float]]] = {}
+        self.shared = None if ingress is None else _HostIngress(cost.hosts, ingress, cost.burst)
+        self.heap = [(float(self.post[tree.root]), tree.root)]
+        self.seq = 0
+
+    def received(self, c: int, s: int, b: float, start: float, end: float, delivered: float) -> float:
+        """Rank ``c`` holds the ``b`` bytes from ``s`` (sent from ``start`` to ``end``, ``delivered`` with the
+        latency) and joins the heap; returns when they are delivered (µs)."""
+        cost, seg, done, post = self.cost, self.seg, self.done, self.post
         # c holds its message at done[c]; pipelined, its first segment is in (and c starts passing it on) after the
         # segment's share of the transfer, and its last segment cannot leave before its sender held it (latency is
         # 0 between two ranks of one host: their whole transfer is the shared-memory one)
@@ -293,18 +324,18 @@ def downward_queued(
             delivered = max(delivered, hold + cost.latency(s, c, seg))
         done[c] = delivered + cost.recv(c, b, s)
         post[c] = done[c]
-        if seg > 0 and b > seg and len(tree.children[c]):
+        if seg > 0 and b > seg and len(self.tree.children[c]):
             first = start + (end - start) * seg / b + cost.latency(s, c, seg)
             post[c] = min(post[c], first + cost.recv(c, seg, s))
-        heapq.heappush(heap, (float(post[c]), c))
+        heapq.heappush(self.heap, (float(post[c]), c))
         return delivered
 
-    while heap:
-        t, p = heapq.heappop(heap)
-        if final[p] or t != post[p]:
-            continue
-        final[p] = True
-        kids = [int(c) for c in tree.children[p]]
+    def send(self, p: int, t: float, edge_bytes: np.ndarray) -> tuple[float, bool]:
+        """Rank ``p`` passes its data on from ``t`` (µs): a message to a rank of its own host takes its shared-memory
+        transfer, the others join its host's egress queue. Returns when its sends are posted (µs) and whether a
+        message joined the queue."""
+        cost = self.cost
+        kids = [int(c) for c in self.tree.children[p]]
         sizes = [float(edge_bytes[c]) for c in kids]
         arrive, acc = cost.posts(p, t, sizes, kids)
         h = cost.hosts[p]
@@ -312,40 +343,40 @@ def downward_queued(
         for c, b, a in zip(kids, sizes, arrive, strict=True):
             if cost.same_host(p, c):
                 end = a + cost.shm_transfer(p, b)
-                end = received(c, p, b, a, end, end)
-                records[c] = FlowRecord(p, c, b, a, end, end, False)
+                end = self.received(c, p, b, a, end, end)
+                self.records[c] = FlowRecord(p, c, b, a, end, end, False)
             else:
-                queues.setdefault(h, []).append((a, seq, p, c, b))
-                seq += 1
+                self.queues.setdefault(h, []).append((a, self.seq, p, c, b))
+                self.seq += 1
                 joined = True
-        if joined:
-            q = queues[h]
-            q.sort()
-            curves, first = serve([x[0] for x in q], [x[4] for x in q], float(egress[h]), burst, queued, arrays=True)
-            last: dict[int, float] = {}  # by receiver: its last byte through its own ingress, then its host's
-            for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
-                if not final[c]:
-                    rate = cost.pair_rate(s, c, b)
-                    nic = cost.profile.nic.get(cost.names[c])
-                    if nic is not None:
-                        rate = min(rate, nic.ingress_bytes_per_us)
-                    last[c] = _through_ingress(curve, t1, b, rate, burst)
-                    if shared is not None:
-                        shared.put(c, curve, t1)
-            if shared is not None:  # each host's ingress drains every message into it in turn
-                last = {c: max(x, shared.through(c)) for c, x in last.items()}
-            for (_, _, s, c, b), curve in zip(q, curves, strict=True):
-                if final[c]:
-                    continue
-                start, lat = float(curve[0][0]), cost.latency(s, c, b)
-                delivered = received(c, s, b, start, last[c], last[c] + lat)
-                end = last[c] if delivered == last[c] + lat else delivered - lat
-                records[c] = FlowRecord(s, c, b, start, end, delivered, False)
-        if p == tree.root and root_copy:
-            done[p] = acc if copy_first else acc + cost.copy(p, m)
-    rank = _bfs_rank(tree)  # ties in the end time: parents' messages before their children's, as they were queued
-    out = sorted(records.values(), key=lambda r: (r.end_us, rank[r.dst]))
-    return done, out
+        return acc, joined
+
+    def drain(self, h: int, serve: Callable[..., Curves], egress_rate: float, queued: float) -> None:
+        """Host ``h``'s egress queue, drained by ``serve`` at ``egress_rate`` (bytes/µs): each message into a rank not
+        yet final then passes its receiver's ingress and its host's, and is received."""
+        cost, burst, final, shared = self.cost, self.cost.burst, self.final, self.shared
+        q = self.queues[h]
+        q.sort()
+        curves, first = serve([x[0] for x in q], [x[4] for x in q], egress_rate, burst, queued, arrays=True)
+        last: dict[int, float] = {}  # by receiver: its last byte through its own ingress, then its host's
+        for (_, _, s, c, b), curve, t1 in zip(q, curves, first, strict=True):
+            if not final[c]:
+                rate = cost.pair_rate(s, c, b)
+                nic = cost.profile.nic.get(cost.names[c])
+                if nic is not None:
+                    rate = min(rate, nic.ingress_bytes_per_us)
+                last[c] = _through_ingress(curve, t1, b, rate, burst)
+                if shared is not None:
+                    shared.put(c, curve, t1)
+        if shared is not None:  # each host's ingress drains every message into it in turn
+            last = {c: max(x, shared.through(c)) for c, x in last.items()}
+        for (_, _, s, c, b), curve in zip(q, curves, strict=True):
+            if final[c]:
+                continue
+            start, lat = float(curve[0][0]), cost.latency(s, c, b)
+            delivered = self.received(c, s, b, start, last[c], last[c] + lat)
+            end = last[c] if delivered == last[c] + lat else delivered - lat
+            self.records[c] = FlowRecord(s, c, b, start, end, delivered, False)
 
 
 class _HostIngress:

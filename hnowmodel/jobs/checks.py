@@ -24,9 +24,11 @@ from .. import cluster as _cluster
 from .. import ops as _ops
 from ..errors import InputError, LayoutError
 from ..layout import Layout, hosts_of, one_per_host, parse_layout
-from ..options import TIMING_METHODS
+from ..options import TIMING_METHODS, check_ops
 from ..params import Profile
 from ..testbed import Testbed, load_testbed
+from ..trees import Tree
+from ..treespec import TreeSpec, native_names, spec_items
 from .launcher import Launch, run_task
 from .wire import task_argv
 
@@ -37,6 +39,7 @@ __all__ = [
     "LAUNCH_KEYWORDS",
     "run_job",
     "check_testbed",
+    "check_request",
     "check_count",
     "load_profile",
     "resolve_timing",
@@ -121,6 +124,33 @@ def check_testbed(testbed: str | Testbed | None, cluster: str | None = None) -> 
     if testbed is not None and cluster is not None:
         raise InputError("--testbed (emulated ranks) and --cluster (real hosts) exclude each other: give one")
     return None if testbed is None else load_testbed(testbed)
+
+
+def check_request(
+    launch: Launch, ops: Any, trees: Any, root: Any, testbed: str | Testbed | None, op_flag: str = "--op"
+) -> tuple[tuple[str, ...], list[tuple[str, TreeSpec | Tree]], Testbed | None]:
+    """What a job that runs collectives asks for (``measure``, ``compare``), checked before any rank starts: the
+    operations (``op_flag``), the tree specs (:func:`hnowmodel.treespec.spec_items`; every ``native[:ALGO]`` one
+    some MPI library runs for them), ``root`` a rank of ``launch``, the testbed (none beside a cluster, and no
+    ``native`` on it: the library's own sends are not emulated). Returns ``(ops, tree items, testbed)``.
+
+    >>> ops, items, tb = check_request(Launch(np=4), "bcast", "binomial, native", 0, None)
+    >>> ops, [name for name, _ in items], tb
+    (('bcast',), ['binomial', 'native'], None)
+    """
+    op_names = tuple(check_ops(ops, op_flag))
+    tb = check_testbed(testbed, launch.cluster)
+    if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < launch.np:
+        raise InputError(f"--root {root!r} is not a rank in 0..{launch.np - 1}")
+    items = spec_items(trees)
+    for name in native_names(items):
+        _ops.check_native(name, op_names)
+        if tb is not None:
+            raise InputError(
+                f"--tree {name} cannot run on the emulated testbed: the MPI library does its own sends, which the "
+                "emulation cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
+            )
+    return op_names, items, tb
 
 
 def check_count(value: Any, flag: str, lo: int = 1) -> int:

@@ -22,19 +22,18 @@ from .. import cluster as _cluster
 from .. import ops as _ops
 from ..errors import InputError
 from ..io import check_output
-from ..options import check_ops
+from ..options import parse_variants
 from ..params import Profile
 from ..report import write_report
 from ..sizes import size_tuple
 from ..testbed import Testbed
-from ..trees import Tree
-from ..treespec import TreeSet, resolve_all, spec_items
+from ..treespec import TreeSet, native_names, resolve_all
 from .calibrate_job import CalibrateSettings, calibrate_with_natives
 from .checks import (
     NATIVE,
     Progress,
     check_count,
-    check_testbed,
+    check_request,
     gather,
     job_layout,
     load_profile,
@@ -51,15 +50,16 @@ __all__ = ["CompareSettings", "compare"]
 
 @dataclass(frozen=True)
 class CompareSettings:
-    """What to compare (the ``hnow compare`` flags): ``ops`` over ``trees`` at ``sizes`` bytes; ``variants`` maps
-    an operation to its model variant (default: the registry's, also the one ``optimal`` trees are chosen under);
+    """What to compare (the ``hnow compare`` flags): ``ops`` over ``trees`` at ``sizes`` bytes; ``variants``: the
+    model variant of each operation, ``{op: name}``, ``"NAME"`` (every operation) or ``"OP=NAME,…"`` (default: the
+    registry's for the profile, also the one ``optimal`` trees are chosen under);
     ``calibrate_sizes``: the calibration's grid when there is no profile; ``output``: a report folder
     (``comparison.csv``, plots, ``summary.md``; refused if not empty unless ``force``) titled ``title``;
     ``config``: a configuration name written into every row of the report. The rest as :class:`MeasureSettings`."""
 
     testbed: str | None = None
     layout: Any = None
-    ops: Any = ("bcast", "scatter", "gather")
+    ops: Any = _ops.names()
     trees: Any = ("binomial", "sequential")
     sizes: Any = (0, 1024, 4096, 16384)
     root: int = 0
@@ -67,7 +67,7 @@ class CompareSettings:
     iters: int | None = None
     method: str = "auto"
     stat: str = "auto"
-    variants: Mapping[str, str] | None = None
+    variants: Mapping[str, str] | str | None = None
     calibrate_sizes: Any = None
     both: bool = True
     output: str | Path | None = None
@@ -90,22 +90,21 @@ def compare(
     :class:`Comparison` of :class:`ComparisonRow` (``error_pct = 100·(pred − meas)/meas``); with ``output`` also
     writes the report folder."""
     launch, s = gather("compare", launch, CompareSettings, settings, keywords)
-    op_names, grid, tb = _check(launch, s)
+    op_names, items, tb = check_request(launch, s.ops, s.trees, s.root, s.testbed)
+    s = replace(s, variants=parse_variants(s.variants, op_names))
+    grid = _check(s, tb)
     prof = load_profile(profile)
     with _cluster_up(launch.cluster):  # one cluster for the calibration and the measurement
         source = "given" if prof is not None else f"calibrated now on the same {launch.np} ranks"
         interleaved = None
         if prof is None:
-            prof, interleaved = _calibrate(launch, s, op_names, grid, tb, progress)
+            natives = op_names if NATIVE in native_names(items) and tb is None and s.root == 0 else ()
+            prof, interleaved = _calibrate(launch, s, natives, grid, progress)
         lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
         if lay is None:
             raise InputError("--layout is required (the profile records no layout for this many ranks)")
         # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing
         variants = {o: _ops.check_variant(o, (s.variants or {}).get(o), prof) for o in op_names}
-        items = spec_items(s.trees)
-        for name, spec in items:
-            if not isinstance(spec, Tree) and spec.kind == "native":
-                _ops.check_native(name, op_names)
         rows = [(o, m) for o in op_names for m in grid]
         tset = resolve_all(items, launch.np, root=s.root, layout=lay, profile=prof, variants=variants, rows=rows)
         m = _measure(launch, s, tset, prof, tb, interleaved, op_names, grid, progress)
@@ -122,38 +121,26 @@ def compare(
         return cmp
 
 
-def _check(launch: Launch, s: CompareSettings) -> tuple[tuple[str, ...], tuple[int, ...], Testbed | None]:
-    """Everything checkable before a rank starts (a calibration included): operations, sizes, testbed, trees."""
-    op_names = tuple(check_ops(s.ops, "--ops"))
-    for o, v in (s.variants or {}).items():
-        _ops.check_variant(o, v)
+def _check(s: CompareSettings, tb: Testbed | None) -> tuple[int, ...]:
+    """The rest of what is checkable before a rank starts (a calibration included): sizes, timing, counts, the
+    output folder (the operations, trees, root and testbed: :func:`~hnowmodel.jobs.checks.check_request`; the
+    variants: :func:`~hnowmodel.options.parse_variants`)."""
     grid = size_tuple(s.sizes)
-    tb = check_testbed(s.testbed, launch.cluster)
     resolve_timing(s.method, s.stat, tb is not None)
     check_count(s.reps, "--reps")
     if s.iters is not None:
         check_count(s.iters, "--iters")
-    if isinstance(s.root, bool) or not isinstance(s.root, int) or not 0 <= s.root < launch.np:
-        raise InputError(f"--root {s.root!r} is not a rank in 0..{launch.np - 1}")
-    names = [s.trees] if isinstance(s.trees, (str, Tree)) else list(s.trees)
-    for name in (x.strip() for t in names if isinstance(t, str) for x in t.split(",")):
-        if _ops.native_name(name) is not None:  # before a calibration starts
-            _ops.check_native(name, op_names)
-            if tb is not None:
-                raise InputError(f"--trees {name}: the MPI library's own collective cannot run on the emulated testbed")
     if s.output is not None:
         check_output(s.output, force=s.force, folder=True)
-    return op_names, grid, tb
+    return grid
 
 
 def _calibrate(
-    launch: Launch, s: CompareSettings, op_names: tuple[str, ...], grid: tuple[int, ...], tb: Any, progress: Progress
+    launch: Launch, s: CompareSettings, natives: tuple[str, ...], grid: tuple[int, ...], progress: Progress
 ) -> tuple[Profile, dict[str, Any] | None]:
-    """The profile of a comparison given none. On real MPI the native collectives are timed inside the
-    calibration's own rounds (C kernels, common start), so that this machine's drift is common to the profile and
-    to what it is compared with."""
-    trees = s.trees if isinstance(s.trees, (list, tuple)) else str(s.trees).split(",")
-    natives = op_names if NATIVE in trees and tb is None and s.root == 0 else ()
+    """The profile of a comparison given none. On real MPI the native collectives of ``natives`` (operations) are
+    timed inside the calibration's own rounds (C kernels, common start), so that this machine's drift is common to
+    the profile and to what it is compared with."""
     cal = CalibrateSettings(testbed=s.testbed, layout=s.layout, sizes=s.calibrate_sizes)
     return calibrate_with_natives(launch, cal, progress, natives, grid)
 

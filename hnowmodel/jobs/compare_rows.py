@@ -58,7 +58,7 @@ class _Predictions:
             t = (
                 None
                 if tree is None
-                else _ops.variant_of(r.op, variant, self.prof).predict(r.op, self.prof, self.lay, tree, sizes, schedule)
+                else _ops.predict(r.op, self.prof, self.lay, tree, sizes, variant=variant, schedule=schedule)
             )
             self.cache[key] = None if t is None else dict(zip(sizes, (float(v) for v in t), strict=True))
         return None if self.cache[key] is None else self.cache[key][r.size]

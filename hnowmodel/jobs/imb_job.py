@@ -66,7 +66,7 @@ __all__ = [
 #: calls, is compared with IMB's t_max.
 LOOP_NEGLIGIBLE_PCT = 2.0
 #: IMB's benchmark name of each operation.
-IMB_BENCHMARKS: Mapping[str, str] = {"bcast": "Bcast", "scatter": "Scatter", "gather": "Gather"}
+IMB_BENCHMARKS: Mapping[str, str] = {o.name: o.imb for o in _ops.OPERATIONS.values() if o.imb}
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class ImbSettings:
     of each rank (default the profile's); ``variants``: model variant per operation; ``output``: a folder for
     ``imb_compare.csv``, ``imb_compare.md`` and ``imb.txt`` (IMB's own output)."""
 
-    ops: Any = ("bcast", "scatter", "gather")
+    ops: Any = tuple(IMB_BENCHMARKS)
     sizes: Any = (65536, 131072, 262144)
     tree: str = "native"
     iters: int = 20

@@ -6,21 +6,20 @@ process group, follows the ranks' steps on stderr and returns rank 0's result (p
 :mod:`hnowmodel.jobs.wire`). A failing rank's ``hnow-error:`` line, a timeout, a rank that dies silently, a
 launcher that started the wrong number of ranks, SIGTERM or Ctrl-C: the whole process group is killed (no rank is
 left behind) and :class:`~hnowmodel.errors.MPIRunError` says in one line what happened and where.
+What the job says is read by :mod:`hnowmodel.jobs.follow`; its process group and signals are
+:mod:`hnowmodel.jobs.procgroup`'s.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -30,20 +29,12 @@ from typing import Any
 from .. import cluster as _cluster
 from ..errors import InputError, MPIRunError
 from ..launchers import find_launcher, kind_of, mpiexec_flavour
+from .follow import _Expect, _Follow, _pump, world_problem
 from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock
 from .mpienv import MPI_LIBRARIES, MPIEnv, MPILibrary, check_mpi, resolve
-from .wire import (
-    ERROR_PREFIX,
-    PROGRESS_PREFIX,
-    RESULT_PREFIX,
-    STEP_PREFIX,
-    WORLD_PREFIX,
-    ProtocolError,
-    parse_step,
-    parse_world,
-    unpack,
-)
+from .procgroup import Terminated, _die_with_parent, _kill_group, _on_sigterm
+from .wire import ProtocolError, unpack
 
 __all__ = [
     "Launch",
@@ -57,10 +48,6 @@ __all__ = [
     "world_problem",
     "run_program",
 ]
-
-
-class Terminated(BaseException):
-    """SIGTERM arrived while an MPI job ran; the job was killed (raised like KeyboardInterrupt)."""
 
 
 @dataclass(frozen=True)
@@ -228,147 +215,6 @@ def _srun_nodes(launch: Launch) -> int | None:
         if val is not None and val.isdigit():
             return int(val)
     return None
-
-
-@dataclass(frozen=True)
-class _Expect:
-    """What the job that starts must look like: ``hosts`` per rank (a virtual cluster), or a number of distinct
-    ``nodes`` (``why``: where that number comes from, for the error line)."""
-
-    hosts: tuple[str, ...] | None = None
-    nodes: int | None = None
-    why: str = ""
-
-
-def world_problem(np: int, expect: _Expect, size: int, hosts: Sequence[str]) -> str:
-    """The one-line reason a started job is not the one asked for, or '' when it is.
-
-    >>> world_problem(4, _Expect(), 1, ["a"])[:60]
-    'asked for 4 ranks but each rank started as a 1-rank job of i'
-    >>> world_problem(2, _Expect(nodes=2, why="the hostfile"), 2, ["a", "a"])
-    'asked for 2 ranks on 2 hosts (the hostfile) but they started on 1 host: a'
-    """
-    if size != np:
-        if size == 1 and np > 1:
-            return (
-                f"asked for {np} ranks but each rank started as a 1-rank job of its own (singletons: the launcher "
-                "and the MPI library do not speak the same process-manager interface, e.g. srun --mpi=none; "
-                "MPICH and Intel MPI need srun --mpi=pmi2)"
-            )
-        return (
-            f"asked for {np} ranks but the job that started has {size} (check the launcher's arguments, "
-            "the hostfile's slots or the allocation)"
-        )
-    seen = sorted(set(hosts), key=list(hosts).index)
-    if expect.hosts is not None and tuple(hosts) != tuple(expect.hosts):
-        return (
-            f"the ranks started on hosts {','.join(hosts)} but {expect.why or 'the placement'} puts them on "
-            f"{','.join(expect.hosts)}"
-        )
-    if expect.nodes is not None and len(seen) != expect.nodes:
-        shown = ",".join(seen[:8]) + (",…" if len(seen) > 8 else "")
-        return (
-            f"asked for {np} ranks on {expect.nodes} hosts ({expect.why}) but they started on "
-            f"{len(seen)} host{'s' if len(seen) != 1 else ''}: {shown}"
-        )
-    return ""
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 3.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _is_chatter(line: str) -> bool:
-    """MPICH hydra / Open MPI boilerplate printed around an abort; it names no cause."""
-    t = line.strip()
-    return not t or t.startswith(("=", "YOUR APPLICATION", "This typically", "Please see", "Abort(", "-----"))
-
-
-class _Follow:
-    """What the job said so far: steps per rank, errors, result lines, and the launcher's own last lines."""
-
-    def __init__(self, np: int, progress: Callable[[str], None] | None, expect: _Expect | None = None) -> None:
-        self.np = np
-        self.expect = expect or _Expect()
-        self.world: tuple[int, tuple[str, ...]] | None = None
-        self.kill: Callable[[], None] = lambda: None
-        self.progress = progress
-        self.steps: dict[int, tuple[int, str]] = {}
-        self.errors: list[str] = []
-        self.results: list[str] = []
-        self.tail: deque[str] = deque(maxlen=40)
-        self.lock = threading.Lock()
-
-    def line(self, line: str) -> None:
-        line = line.rstrip("\n")
-        # the launcher forwards the ranks' output in chunks: two ranks' lines can arrive glued together
-        for marker in (STEP_PREFIX, ERROR_PREFIX, WORLD_PREFIX):
-            cut = line.find(marker, 1)
-            if cut > 0:
-                self.line(line[:cut])
-                self.line(line[cut:])
-                return
-        step = parse_step(line)
-        world = parse_world(line)
-        if world is not None:
-            problem = world_problem(self.np, self.expect, *world)
-            with self.lock:
-                self.world = world if self.world is None else self.world
-                if problem and not self.errors:
-                    self.errors.append(problem)
-            if problem:
-                self.kill()  # the wrong job: stop it now rather than after the whole run
-            return
-        with self.lock:
-            if step is not None:
-                rank, entered, name = step
-                self.steps[rank] = (entered, name)
-            elif line.startswith(RESULT_PREFIX):
-                self.results.append(line[len(RESULT_PREFIX) :].strip())
-            elif line.startswith(ERROR_PREFIX):
-                self.errors.append(line[len(ERROR_PREFIX) :].strip())
-            elif line.startswith(PROGRESS_PREFIX):
-                if self.progress is not None:
-                    self.progress("[" + line[len(PROGRESS_PREFIX) :])
-            else:
-                self.tail.append(line)
-
-    def where(self) -> str:
-        """Where each rank was, the ranks furthest behind first: ``ranks 0,1 in step 'x' (furthest behind); …``."""
-        groups: dict[tuple[int, str], list[int]] = {}
-        for r in range(self.np):
-            key = self.steps.get(r, (-1, "start-up, before MPI was initialised"))
-            groups.setdefault(key, []).append(r)
-        parts = []
-        for i, ((_, step), ranks) in enumerate(sorted(groups.items())):
-            who = f"rank {ranks[0]}" if len(ranks) == 1 else "ranks " + ",".join(map(str, ranks))
-            behind = " (furthest behind)" if i == 0 and len(groups) > 1 else ""
-            parts.append(f"{who} in step {step!r}{behind}")
-        return "; ".join(parts)
-
-    def last_words(self) -> str:
-        """The launcher's (or the MPI library's) last meaningful line for a failure message; its last three
-        lines when the job never got as far as MPI (a start-up failure or hang is the launcher's to explain)."""
-        said = [t.strip()[:200] for t in self.tail if not _is_chatter(t)]
-        if not said:
-            return ""
-        if self.world is None:
-            return "; the launcher's last output: " + " | ".join(said[-3:])
-        return f"; last output: {said[-1]}"
-
-
-def _pump(stream: Any, follow: _Follow) -> None:
-    for line in stream:
-        follow.line(line)
 
 
 def run_task(
@@ -546,30 +392,6 @@ def _result(launch: Launch, task: str, follow: _Follow, rc: int, elapsed_s: floa
     if problem:
         raise MPIRunError(problem)
     return envelope.get("result")
-
-
-def _die_with_parent() -> None:
-    """In the launcher's process, before exec: SIGTERM it if ``hnow`` dies without cleaning up (SIGKILL, a crash),
-    so that mpiexec stops its ranks instead of leaving them busy-polling (Linux ``PR_SET_PDEATHSIG``)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
-
-
-def _on_sigterm() -> Callable[[], None]:
-    """While a job runs, SIGTERM raises :class:`Terminated` (so the job is killed); returns the restorer."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Terminated()
-
-    try:
-        old = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main interpreter
-        return lambda: None
-    return lambda: signal.signal(signal.SIGTERM, old)
 
 
 def run_program(

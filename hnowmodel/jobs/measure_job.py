@@ -16,18 +16,18 @@ from typing import Any
 
 from .. import ops as _ops
 from ..errors import InputError
-from ..options import TIMING_METHODS, check_ops
+from ..options import TIMING_METHODS
 from ..params import Profile
 from ..search import rank_order
 from ..sizes import size_tuple
 from ..testbed import Testbed
 from ..trees import Tree, make_tree
-from ..treespec import TreeSet, resolve_all, spec_items
+from ..treespec import TreeSet, resolve_all
 from .checks import (
     NATIVE,
     Progress,
     check_count,
-    check_testbed,
+    check_request,
     gather,
     job_layout,
     load_profile,
@@ -77,28 +77,15 @@ def measure(
     :class:`Launch` ones by name). Every row carries min/median/max over the repetitions (µs); ``measured_us`` is
     ``stat`` of ``method``. ``reorder=True`` adds ``reordered_us``, the predicted and the measured gain (%)."""
     launch, s = gather("measure", launch, MeasureSettings, settings, keywords)
-    ops = tuple(check_ops(s.op, "--op"))
+    ops, items, tb = check_request(launch, s.op, s.tree, s.root, s.testbed)
     grid = size_tuple(s.sizes)
-    tb = check_testbed(s.testbed, launch.cluster)
     prof = load_profile(s.profile)
     check_count(s.reps, "--reps")
     iters = check_count(s.iters, "--iters") if s.iters is not None else (2 if tb is not None else 50)
-    if isinstance(s.root, bool) or not isinstance(s.root, int) or not 0 <= s.root < launch.np:
-        raise InputError(f"--root {s.root!r} is not a rank in 0..{launch.np - 1}")
     method, stat = resolve_timing(s.method, s.stat, tb is not None)
     lay = job_layout(s.layout, launch.np, tb, prof, hosts=placement_hosts(launch))
-    items = spec_items(s.tree)
-    for name, spec in items:
-        if not isinstance(spec, Tree) and spec.kind == "native":
-            _ops.check_native(name, ops)
     rows = [(o, m) for o in ops for m in grid]
     tset = resolve_all(items, launch.np, root=s.root, layout=lay, profile=prof, rows=rows)
-    natives = [k for k, v in tset.fixed.items() if v is None]
-    if natives and tb is not None:
-        raise InputError(
-            f"--tree {natives[0]} cannot run on the emulated testbed: the MPI library does its own sends, which the "
-            "emulation cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
-        )
     keys = s.keys
     if keys is not None:
         keys = tuple(int(k) for k in keys)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
+
+from ..ops import OPERATIONS
 
 __all__ = ["KINDS", "OutsideRow", "OutsideResult", "OPS_OF"]
 
@@ -14,14 +17,10 @@ KINDS = ("imb", "osu")
 
 #: hnow's name of what a benchmark measures: ``pingpong`` (one-way time of one message, half a round trip) or an
 #: operation of :mod:`hnowmodel.ops`; keys are lower-case benchmark names of both suites.
-OPS_OF: Mapping[str, str] = {
-    "pingpong": "pingpong",
-    "latency": "pingpong",
-    "bcast": "bcast",
-    "broadcast": "bcast",
-    "scatter": "scatter",
-    "gather": "gather",
-}
+OPS_OF: Mapping[str, str] = MappingProxyType(
+    {"pingpong": "pingpong", "latency": "pingpong"}
+    | {alias: o.name for o in OPERATIONS.values() for alias in o.outside_names}
+)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,11 @@ reduce then bcast), reduce-scatter (recursive halving), binomial reduce and bcas
 alltoalls are in :mod:`hnowmodel.schedules.alltoall`.
 
 Every generator takes the number of ranks ``n`` and a size ``m`` in bytes (what ``m`` is - a rank's block, the
-whole vector - is in its docstring) and returns a :class:`~hnowmodel.schedules.steps.MessageSchedule`. MPICH's
-local copies of a rank's own data (``sendbuf`` to ``recvbuf``, skipped with ``MPI_IN_PLACE``) are left out of
-these: a profile's copy line covers a scatter root's block only. A generator given ``trace`` (a
+whole vector - is in its docstring) and returns a :class:`~hnowmodel.schedules.steps.MessageSchedule`. The local
+copies MPICH always makes are the steps' ``copy_bytes`` (copied at the step's start); the copy of a rank's input
+into its output buffer that ``MPI_IN_PLACE`` skips is left out (the caller's choice). At ``m = 0`` MPICH returns
+before any message; a schedule keeps its 0-byte messages (each costs the lines' constants: the model's latency, as
+the tree predictors give it at 0 bytes). A generator given ``trace`` (a
 :class:`BlockTrace`) also records which blocks each message carries, step by step: what the tests' symbolic
 executor runs to prove that every rank ends up with the data the operation promises.
 
@@ -67,13 +69,18 @@ class _Builder:
     def __init__(self, n: int, name: str, trace: BlockTrace | None, block_bytes: Any) -> None:
         self.n, self.name, self.trace = n, name, trace
         self.steps: list[Step] = []
+        self.pending: np.ndarray | None = None
         if trace is not None:
             trace.block_bytes = np.asarray(block_bytes, dtype=float).reshape(-1)
             trace.carries = []
 
     def add(self, src: Any, dst: Any, nbytes: Any, reduce_bytes: Any = 0.0, *, carry: Carry | None = None,
             waits: bool = True, repeat: int = 1, copy_bytes: Any = None) -> None:  # fmt: skip
-        """One step (``repeat`` times); ``carry(i)``: the blocks of its i-th repetition's messages."""
+        """One step (``repeat`` times); ``carry(i)``: the blocks of its i-th repetition's messages. A copy left by
+        :meth:`copy` is made at its start."""
+        if self.pending is not None:
+            copy_bytes = self.pending if copy_bytes is None else self.pending + copy_bytes
+            self.pending = None
         step = Step.of(src, dst, nbytes, reduce_bytes, copy_bytes=copy_bytes, waits=waits, repeat=repeat)
         self.steps.append(step)
         if self.trace is not None:
@@ -82,7 +89,15 @@ class _Builder:
                 c = np.zeros((step.n_messages, nb), dtype=bool) if carry is None else carry(i)
                 self.trace.carries.append(np.asarray(c, dtype=bool).reshape(step.n_messages, nb))
 
+    def copy(self, nbytes: Any) -> None:
+        """Bytes each rank copies locally (one number, or one per rank) at the start of the next step added (a step
+        of its own when none follows)."""
+        got = np.broadcast_to(np.asarray(nbytes, dtype=float), (self.n,))
+        self.pending = got.copy() if self.pending is None else self.pending + got
+
     def schedule(self) -> MessageSchedule:
+        if self.pending is not None and self.pending.any():
+            self.add([], [], 0.0)
         return MessageSchedule(self.n, tuple(self.steps), self.name)
 
 
@@ -179,22 +194,27 @@ or Bruck allgather then)
 
 
 def bruck_allgather(n: int, m: float, *, trace: BlockTrace | None = None) -> MessageSchedule:
-    """MPICH's Bruck allgather (``MPIR_Allgather_intra_brucks``): ``ceil(lg n)`` steps; in step k (``d = 2**k``)
-    rank r sends the first ``min(d, n - d)`` blocks it holds (its own and the ones after it, ``m`` bytes each)
-    to ``(r - d) % n`` and receives as many from ``(r + d) % n``. Every rank sends ``(n - 1)·m`` bytes.
+    """MPICH's Bruck allgather (``MPIR_Allgather_intra_brucks``): the rank copies its own block (``m`` bytes) to
+    the top of a buffer, then ``ceil(lg n)`` steps: in step k (``d = 2**k``) rank r sends the first
+    ``min(d, n - d)`` blocks it holds (its own and the ones after it, ``m`` bytes each) to ``(r - d) % n`` and
+    receives as many from ``(r + d) % n``; last, a step without messages rotates the ``n`` blocks into place (a copy
+    of ``n·m`` bytes). Every rank sends ``(n - 1)·m`` bytes; ``ceil(lg n) + 1`` steps.
 
-    >>> [int(s.nbytes[0]) for s in bruck_allgather(6, 1).steps]
-    [1, 2, 2]
+    >>> s = bruck_allgather(6, 1)
+    >>> [st.nbytes.tolist()[:1] for st in s.steps], s.steps[0].copy_bytes[0], s.steps[-1].copy_bytes[0]
+    ([[1.0], [2.0], [2.0], []], np.float64(1.0), np.float64(6.0))
     """
     n, m = _ranks(n), _size(m)
     b = _Builder(n, "bruck_allgather", trace, np.full(n, m))
     r = np.arange(n)
+    b.copy(m)
     d = 1
     while d < n:
         cnt = min(d, n - d)
         carry = lambda i, cnt=cnt: _rows(n, n, np.repeat(r, cnt), (r[:, None] + np.arange(cnt)).reshape(-1) % n)  # noqa: E731
         b.add(r, (r - d) % n, cnt * m, carry=carry)
         d <<= 1
+    b.copy(n * m)
     return b.schedule()
 
 
@@ -259,14 +279,17 @@ def recursive_halving_reduce_scatter(n: int, m: float, *, trace: BlockTrace | No
     them and takes over their block: new block i covers blocks ``2i`` and ``2i + 1`` for ``i < rem``). Then
     ``lg pof2`` halving steps, from distance ``pof2 / 2`` down to 1: each rank sends the half of its current range
     of new blocks that its partner keeps, and reduces the half it keeps. Last, each odd rank below ``2·rem`` sends
-    rank - 1 its ``m``-byte block. Every rank of a power of two sends ``(n - 1)·m`` bytes.
+    rank - 1 its ``m``-byte block. Every rank of a power of two sends ``(n - 1)·m`` bytes. Copies: every rank's
+    ``n·m`` bytes into a work buffer first, and each rank of the ``pof2`` its result (``m``) before the post-step
+    (a step of its own for a power of two).
 
-    >>> [s.nbytes.tolist() for s in recursive_halving_reduce_scatter(4, 1).steps]
-    [[2.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0]]
+    >>> [(s.nbytes.tolist(), s.copy_bytes.tolist()) for s in recursive_halving_reduce_scatter(2, 1).steps]
+    [([1.0, 1.0], [2.0, 2.0]), ([], [1.0, 1.0])]
     """
     n, m = _ranks(n), _size(m)
     b = _Builder(n, "recursive_halving_reduce_scatter", trace, np.full(n, m))
     pof2, rem, real, _ = _fold(n)
+    b.copy(n * m)
     _pre_step(b, rem, n * m, n)
     idx = np.arange(pof2)
     ncov = np.where(idx < rem, 2, 1)
@@ -282,6 +305,7 @@ def recursive_halving_reduce_scatter(n: int, m: float, *, trace: BlockTrace | No
         lo = np.where(lower, lo, lo + mask)
         mask >>= 1
     od = np.arange(1, 2 * rem, 2)
+    b.copy(np.where(np.isin(np.arange(n), real), m, 0.0))
     _post_step(b, rem, m, lambda i: _rows(rem, n, np.arange(rem), od - 1))
     return b.schedule()
 
@@ -409,7 +433,8 @@ def binomial_reduce(n: int, m: float, root: int = 0, *, trace: BlockTrace | None
     """MPICH's binomial reduce (``MPIR_Reduce_intra_binomial``, a commutative op) of an ``m``-byte vector to
     ``root``: on relative ranks ``rel = (r - root) % n``, for mask = 1, 2, 4, …: a rank with ``rel & mask`` sends
     its (partly reduced) vector to ``rel - mask`` and stops; the others receive from ``rel + mask`` (if < n) and
-    reduce ``m`` bytes. ``ceil(lg n)`` steps; every rank but the root sends ``m`` bytes once.
+    reduce ``m`` bytes. ``ceil(lg n)`` steps; every rank but the root sends ``m`` bytes once. A rank other than the
+    root first copies its input (``m`` bytes) into its work buffer (MPICH does, ``MPI_IN_PLACE`` or not).
 
     >>> [(s.src.tolist(), s.dst.tolist()) for s in binomial_reduce(4, 8).steps]
     [([1, 3], [0, 2]), ([2], [0])]
@@ -418,6 +443,7 @@ def binomial_reduce(n: int, m: float, root: int = 0, *, trace: BlockTrace | None
     root = _root(root, n)
     b = _Builder(n, f"binomial_reduce(root={root})" if root else "binomial_reduce", trace, [m])
     rel = np.arange(n)
+    b.copy(np.where((rel - root) % n > 0, m, 0.0))
     mask = 1
     while mask < n:
         snd = rel[(rel & mask).astype(bool) & ((rel & (mask - 1)) == 0)]

@@ -38,13 +38,11 @@ def pairwise_alltoall(n: int, m: float, *, trace: BlockTrace | None = None) -> M
     n, m = _ranks(n), _size(m)
     b = _Builder(n, "pairwise_alltoall", trace, np.full(n * n, m))
     r = np.arange(n)
-    own = np.full(n, m)
-    if n == 1:
-        b.add([], [], 0.0, copy_bytes=own)
+    b.copy(m)
     pof2 = not n & (n - 1)
     for k in range(1, n):
         dst = r ^ k if pof2 else (r + k) % n
-        b.add(r, dst, m, carry=lambda i, d=dst: _rows(n, n * n, r, r * n + d), copy_bytes=own if k == 1 else None)
+        b.add(r, dst, m, carry=lambda i, d=dst: _rows(n, n * n, r, r * n + d))
     return b.schedule()
 
 
@@ -63,11 +61,11 @@ def bruck_alltoall(n: int, m: float, *, trace: BlockTrace | None = None) -> Mess
     b = _Builder(n, "bruck_alltoall", trace, np.full(n * n, m))
     r = np.arange(n)
     pos = np.arange(n)
+    b.copy(n * m)
     d = 1
     while d < n:
         moved = pos[(pos & d) > 0]
         cnt = moved.size
-        copy = np.full(n, cnt * m + (n * m if d == 1 else 0.0))
 
         def carry(i: int, moved: np.ndarray = moved, d: int = d) -> np.ndarray:
             # position p at rank r holds the block that left (r - (p & (d - 1))) for that rank + p
@@ -75,9 +73,10 @@ def bruck_alltoall(n: int, m: float, *, trace: BlockTrace | None = None) -> Mess
             blocks = origin * n + (origin + moved[None, :]) % n
             return _rows(n, n * n, np.repeat(r, moved.size), blocks.reshape(-1))
 
-        b.add(r, (r + d) % n, cnt * m, carry=carry, copy_bytes=copy)
+        b.copy(cnt * m)  # packing the blocks to send
+        b.add(r, (r + d) % n, cnt * m, carry=carry)
         d <<= 1
-    b.add([], [], 0.0, copy_bytes=np.full(n, (2 * n if n > 1 else 3 * n) * m))
+    b.copy(2 * n * m)
     return b.schedule()
 
 
@@ -99,11 +98,8 @@ def scattered_alltoall(n: int, m: float, *, throttle: int = ALLTOALL_THROTTLE, t
     block = throttle or n
     b = _Builder(n, "scattered_alltoall", trace, np.full(n * n, m))
     r = np.arange(n)
-    own = np.full(n, m)
-    if n == 1:
-        b.add([], [], 0.0, copy_bytes=own)
+    b.copy(m)
     for i in range(1, n):
         dst = (r - i) % n
-        b.add(r, dst, m, carry=lambda _, d=dst: _rows(n, n * n, r, r * n + d), waits=i % block == 0,
-              copy_bytes=own if i == 1 else None)  # fmt: skip
+        b.add(r, dst, m, carry=lambda _, d=dst: _rows(n, n * n, r, r * n + d), waits=i % block == 0)
     return b.schedule()

@@ -17,9 +17,10 @@ Between two ranks of one host (the layout's ``hosts``) ``S``, ``X`` and ``R`` ar
 (:meth:`~hnowmodel.params.Profile.shm_costs`). The completion is the max over ranks of ``max(posted, done)``.
 
 On a tree compiled by :func:`~hnowmodel.schedules.fromtree.from_tree` these rules are eq. 6-7 (bcast) and the
-scatter of :func:`hnowmodel.predict.scatter` exactly (``tests/hnowmodel/test_schedules.py`` checks every tree
-family to 1e-12); a gather compiled from a tree receives its children in the tree's send order, not eq. 12's
-arrival order.
+scatter of :func:`hnowmodel.closedform.scatter` exactly, the root's copy included (``tests/hnowmodel/test_schedules.py``
+checks every tree family and every paper bcast and scatter case of the golden corpus to 1e-12). A gather is not:
+eq. 10-12 queue a parent's messages on its inbound link (the i-th arrival after ``i`` wire times) and take them in
+arrival order, while a schedule fixes the order of a rank's receives and each message here has its own wire.
 
 >>> from hnowmodel.params import paper_profile
 >>> from hnowmodel.schedules.steps import MessageSchedule, Step
@@ -34,12 +35,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..closedform import _tables
 from ..errors import InputError, LayoutError
 from ..layout import hosts_of, one_per_host
 from ..params import Profile
 from .steps import MessageSchedule, Step
 
-__all__ = ["evaluate", "step_costs"]
+__all__ = ["evaluate", "step_costs", "CostTables"]
 
 #: Relative tolerance to which one repetition of a step must advance every clock by the same amount before the
 #: remaining repetitions are added in one go (max-plus linearity, see :func:`evaluate`).
@@ -61,41 +63,72 @@ def _gamma(profile: Profile, ti: np.ndarray, reduce_us_per_byte: float | Mapping
     return per_type[ti]
 
 
+class CostTables:
+    """A profile's lines as arrays, one set per regime segment (between two consecutive breakpoints of any of its
+    parameters every parameter is on one line): ``node[seg, type]`` = ``(Sc, Sm, Rc, Rm, Cc, Cm)``,
+    ``link[seg, sender type, receiver type]`` = ``(Xc, Xm)``, ``shm[seg, type]`` = the shared-memory ``(Sc, Sm, Rc,
+    Rm, Xc, Xm)`` (NaN: the profile has none). Each cost is ``c + k·bytes`` on the line of its own size's segment:
+    the numbers of :meth:`~hnowmodel.params.NodeType.send_us` and friends, without a loop over types.
+    """
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.bounds = np.asarray(profile.breakpoints, dtype=float)
+        reps = np.r_[self.bounds, self.bounds[-1] + 1] if self.bounds.size else np.zeros(1)
+        tabs = [_tables(profile.at(float(r))) for r in reps]  # a bound is inclusive: it stands for its segment
+        self.node = np.stack([t for t, _, _ in tabs])
+        self.link = np.stack([lk for _, lk, _ in tabs])
+        self.shm = np.stack([sh for _, _, sh in tabs])
+
+    def segment(self, nbytes: np.ndarray) -> np.ndarray:
+        """The regime segment of each byte count (the first breakpoint >= it)."""
+        if not self.bounds.size:
+            return np.zeros(nbytes.shape, dtype=np.int64)
+        return np.searchsorted(self.bounds, nbytes, side="left")
+
+    def messages(
+        self, ti: np.ndarray, hosts: np.ndarray | None, src: np.ndarray, dst: np.ndarray, b: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(S, X, R)`` in µs of messages ``src -> dst`` of ``b`` bytes (ranks' type indices ``ti``; ``hosts``:
+        each rank's host, None: one rank per host)."""
+        seg, ts, td = self.segment(b), ti[src], ti[dst]
+        nd, lk = self.node, self.link
+        S = nd[seg, ts, 0] + nd[seg, ts, 1] * b
+        X = lk[seg, ts, td, 0] + lk[seg, ts, td, 1] * b
+        R = nd[seg, td, 2] + nd[seg, td, 3] * b
+        if hosts is not None:
+            same = np.flatnonzero(hosts[src] == hosts[dst])
+            if same.size:
+                sh = self.shm[seg[same], ts[same]]  # (messages, 6)
+                bad = np.isnan(sh).any(axis=1)
+                if bad.any():  # raises, naming the type
+                    self.profile.shm_costs(list(self.profile.types)[int(ts[same][np.argmax(bad)])])
+                bs = b[same]
+                S[same] = sh[:, 0] + sh[:, 1] * bs
+                R[same] = sh[:, 2] + sh[:, 3] * bs
+                X[same] = sh[:, 4] + sh[:, 5] * bs
+        return S, X, R
+
+    def copies(self, ti: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+        """``C(nbytes)`` in µs of each rank (``nbytes``: one count per rank; type indices ``ti``)."""
+        seg = self.segment(nbytes)
+        return self.node[seg, ti, 4] + self.node[seg, ti, 5] * nbytes
+
+
 def step_costs(
     profile: Profile, ti: np.ndarray, hosts: np.ndarray | None, step: Step
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(S, X, R)`` in µs of each message of ``step`` (arrays in the step's message order), each at the message's
     own byte count and regime: the sender's send line, the link's (per type pair) and the receiver's receive line;
-    between two ranks of one host (``hosts``; None: one rank per host) the type's shared-memory lines.
+    between two ranks of one host (``hosts``; None: one rank per host) the type's shared-memory lines
+    (:class:`CostTables`; build one to cost many steps).
 
     >>> from hnowmodel.params import paper_profile
     >>> s, x, r = step_costs(paper_profile(), np.array([0, 1]), None, Step.of([0], [1], 100))
     >>> s.tolist(), x.tolist(), r.tolist()
     ([65.0], [24.0], [132.0])
     """
-    src, dst, b = step.src, step.dst, step.nbytes
-    names = list(profile.types)
-    ts, td = ti[src], ti[dst]
-    S, X, R = np.empty(b.size), profile.network.us(b), np.empty(b.size)
-    X = np.array(X, dtype=float, copy=True)
-    for i, name in enumerate(names):
-        t = profile.types[name]
-        sm, dm = ts == i, td == i
-        if sm.any():
-            S[sm] = t.send_us(b[sm])
-        if dm.any():
-            R[dm] = t.recv_us(b[dm])
-    for (a, c), link in profile.links.items():
-        lm = (ts == names.index(a)) & (td == names.index(c))
-        if lm.any():
-            X[lm] = link.us(b[lm])
-    if hosts is not None:
-        same = hosts[src] == hosts[dst]
-        for i in np.unique(ts[same]):
-            shm = profile.shm_costs(names[int(i)])  # raises, naming the type, when the profile has none
-            sm = same & (ts == i)
-            S[sm], X[sm], R[sm] = shm.node.send_us(b[sm]), shm.link.us(b[sm]), shm.node.recv_us(b[sm])
-    return S, X, R
+    return CostTables(profile).messages(ti, hosts, step.src, step.dst, step.nbytes)
 
 
 class _Clocks:
@@ -103,7 +136,7 @@ class _Clocks:
 
     def __init__(self, profile: Profile, ti: np.ndarray, hosts: np.ndarray | None, gamma: np.ndarray) -> None:
         n = ti.size
-        self.profile, self.ti, self.hosts, self.gamma = profile, ti, hosts, gamma
+        self.tables, self.ti, self.hosts, self.gamma = CostTables(profile), ti, hosts, gamma
         self.posted, self.done = np.zeros(n), np.zeros(n)
         self._costs: dict[int, tuple[np.ndarray, ...]] = {}
 
@@ -111,14 +144,11 @@ class _Clocks:
         """The step's S, X, R + reduction (per message) and copy (per rank, None: no copy), computed once."""
         got = self._costs.get(id(step))
         if got is None:
-            S, X, R = step_costs(self.profile, self.ti, self.hosts, step)
+            S, X, R = self.tables.messages(self.ti, self.hosts, step.src, step.dst, step.nbytes)
             RG = R + self.gamma[step.dst] * step.reduce_bytes
             C = None
             if step.copy_bytes is not None and np.any(step.copy_bytes > 0):
-                C = np.zeros(self.ti.size)
-                for i, name in enumerate(self.profile.types):
-                    tm = self.ti == i
-                    C[tm] = self.profile.types[name].copy_us(step.copy_bytes[tm])
+                C = self.tables.copies(self.ti, step.copy_bytes)
             got = self._costs[id(step)] = (S, X, RG, C, step.copy_bytes)  # the step keeps id() valid
         return got
 
@@ -148,6 +178,7 @@ class _Clocks:
         if C is not None:
             moves_p |= cb > 0
             moves_d |= cb > 0
+        recv_only, send_only = moves_d & ~moves_p, moves_p & ~moves_d  # each rank's other clock stands still
         for k in range(times):
             before_p, before_d = self.posted[moves_p], self.done[moves_d]
             self.run(step)
@@ -160,8 +191,8 @@ class _Clocks:
             lam = float(adv.max())
             scale = float(max(np.abs(self.posted).max(), np.abs(self.done).max()))
             if np.all(np.abs(adv - lam) <= RTOL * abs(lam) + 8 * np.finfo(float).eps * scale) and np.all(
-                self.posted[~moves_p] <= self.done[~moves_p]
-            ) and np.all(self.done[~moves_d] <= self.posted[~moves_d]):  # fmt: skip
+                self.posted[recv_only] <= self.done[recv_only]
+            ) and np.all(self.done[send_only] <= self.posted[send_only]):  # fmt: skip
                 self.posted[moves_p] += left * lam
                 self.done[moves_d] += left * lam
                 return
@@ -192,7 +223,7 @@ def evaluate(
     A step repeated ``k`` times is iterated only until one repetition advances every clock it moves by the same
     amount λ (to a relative 1e-12; a clock the step leaves alone must lie below the rank's other clock): the step
     is max-plus linear in the clocks, so each further repetition adds exactly λ again, and the remaining ones are
-    added as ``remaining·λ`` at once (a ring on 2048 ranks settles after a few dozen steps, not 2047).
+    added as ``remaining·λ`` at once (a ring on 64 hosts x 32 ranks settles within 90-150 repetitions of its 2047).
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.schedules.steps import MessageSchedule, Step
@@ -211,6 +242,4 @@ def evaluate(
             clocks.repeat(step, int(step.repeat))
     if per_rank:
         return clocks.done.copy()
-    if schedule.n == 0:
-        return 0.0
     return float(max(clocks.posted.max(), clocks.done.max()))

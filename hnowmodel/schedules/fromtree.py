@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from ..closedform import _path_sum
 from ..errors import InputError
-from ..predict import _path_sum
 from ..trees import Tree
 from .steps import MessageSchedule, Step
 
@@ -74,8 +74,28 @@ def _steps_of(src: np.ndarray, dst: np.ndarray, when: np.ndarray, nbytes: np.nda
     )
 
 
+def _with_copy(steps: tuple[Step, ...], at: int, rank: int, nbytes: float, n: int) -> tuple[Step, ...]:
+    """``steps`` with ``rank`` copying ``nbytes`` at the start of step ``at`` (a step of its own past the end)."""
+    copy = np.zeros(n)
+    copy[rank] = nbytes
+    if at >= len(steps):
+        return (*steps, Step.of([], [], 0.0, copy_bytes=copy))
+    s = steps[at]
+    if s.copy_bytes is not None:
+        copy = copy + s.copy_bytes
+    new = Step.of(s.src, s.dst, s.nbytes, s.reduce_bytes, copy_bytes=copy, waits=s.waits, repeat=s.repeat)
+    return (*steps[:at], new, *steps[at + 1 :])
+
+
 def from_tree(
-    tree: Tree, edge_bytes: Any, *, toward_root: bool = False, reduce_bytes: Any = None, name: str = ""
+    tree: Tree,
+    edge_bytes: Any,
+    *,
+    toward_root: bool = False,
+    reduce_bytes: Any = None,
+    root_copy_bytes: float = 0.0,
+    copy_first: bool = False,
+    name: str = "",
 ) -> MessageSchedule:
     """The message schedule of ``tree``: ``edge_bytes`` (bytes; one number, or one per rank: the edge into that
     rank, root entry ignored) on every edge, down from the root or ``toward_root``.
@@ -88,6 +108,12 @@ def from_tree(
     Up (gather, reduce): each parent receives its children one a step in the tree's send order, and a child sends
     once its own subtree is complete (its last receive done); ``reduce_bytes`` (one number or one per rank, bytes
     the parent reduces of that child's message; None: 0) makes it a reduction. Every step waits.
+
+    ``root_copy_bytes``: the root copies its own block locally (:class:`hnowmodel.schedule.Schedule`'s
+    ``root_copy``): down, after its last send (MPICH's scatter), or before its first with ``copy_first`` (Open
+    MPI's); up, before its first receive (MPICH's gather). A copy of 0 bytes is no copy (MPICH's local copy of
+    nothing returns at once), where :func:`hnowmodel.closedform.scatter` charges the copy line's constant ``Cc`` even
+    at 0 bytes: the one size at which the two differ.
 
     >>> from hnowmodel.trees import sequential, binomial
     >>> from_tree(sequential(3), 4.0).n_steps
@@ -103,8 +129,11 @@ def from_tree(
     red = _per_rank(0.0 if reduce_bytes is None else reduce_bytes, n, "reduce_bytes")
     kids = np.flatnonzero(tree.parent >= 0)
     label = name or f"{'up' if toward_root else 'down'}:{tree.name or 'tree'}"
+    copy = float(root_copy_bytes)
+    if not np.isfinite(copy) or copy < 0:
+        raise InputError(f"from_tree root_copy_bytes: must be a finite number of bytes >= 0, got {root_copy_bytes!r}")
     if kids.size == 0:
-        return MessageSchedule(n, (), label)
+        return MessageSchedule(n, _with_copy((), 0, tree.root, copy, n) if copy else (), label)
     par = tree.parent[kids]
     if toward_root:
         when = _upward_steps(tree)[kids]
@@ -113,4 +142,7 @@ def from_tree(
         rs = _path_sum(tree, tree.childrank.astype(float)).astype(np.int64) - 1  # the step each rank receives in
         relay_first = (tree.childrank[kids] == 1) & (par != tree.root)
         steps = _steps_of(par, kids, rs[kids], nb[kids], red[kids], relay_first)
+    if copy:  # down, the steps are numbered without a gap: the root's last send is in step nchildren - 1
+        at = 0 if toward_root or copy_first else int(tree.nchildren[tree.root])
+        steps = _with_copy(steps, at, tree.root, copy, n)
     return MessageSchedule(n, steps, label)

@@ -143,7 +143,7 @@ def best_tree(
     small enough. Scatter and gather: the sequential tree in its exact best order
     (:mod:`~hnowmodel.search.orders`; exact among sequential trees), the binomial and hierarchical trees and the
     FNF/ECEF shapes (``auto``: both; ``fnf``/``ecef``: that one) are compared under the op's own model
-    (:mod:`hnowmodel.predict`: subtree data per edge off the sequential tree) and the fastest is returned; ``exact``
+    (:mod:`hnowmodel.closedform`: subtree data per edge off the sequential tree) and the fastest is returned; ``exact``
     is then False (not a proof over all trees). ``variant`` is the operation's model variant
     (:mod:`hnowmodel.variants`; None: its default for ``profile``, the one ``hnow compare`` compares under). The
     candidates are built under the paper's equations; under a flow-level variant (the default on a network
@@ -175,7 +175,7 @@ def best_tree(
 
     def cost(t: Tree) -> float:
         if t not in seen:
-            seen[t] = float(var.predict(op, profile, layout, t, [size])[0])
+            seen[t] = float(var.predict(_ops.get(op), profile, layout, t, [size])[0])
         return seen[t]
 
     if one_per_host(layout):
@@ -184,7 +184,7 @@ def best_tree(
         scored = _scored_on_hosts(profile, layout, o, size, root, method, var, cost)
     first = min(range(len(scored)), key=lambda i: (scored[i][0], i))  # the best candidate, the earliest on ties
     time_us, name, tree = scored[first]
-    exact = name == "exact" and var.exact_for(op) and one_per_host(layout)
+    exact = name == "exact" and var.exact_for(_ops.get(op)) and one_per_host(layout)
     if var.flow_level and n <= LOCAL_SEARCH_MAX_RANKS:
         time_us, name, tree = _improve_under_variant(profile, layout, o, size, root, var, cost, scored, first)
     compared = {}

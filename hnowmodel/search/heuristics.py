@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..closedform import bcast
 from ..params import Profile
-from ..predict import bcast
 from ..trees import Tree, from_children, type_speed_order
 from .exact import edge_costs
 
@@ -126,7 +126,7 @@ def improve(
 
     >>> from hnowmodel.params import paper_profile
     >>> from hnowmodel.trees import chain
-    >>> from hnowmodel.predict import bcast
+    >>> from hnowmodel.closedform import bcast
     >>> p, lay = paper_profile(), ["fast"] * 6
     >>> bool(bcast(p, lay, improve(p, lay, chain(6)), [0])[0] < bcast(p, lay, chain(6), [0])[0])
     True

@@ -65,7 +65,8 @@ def host_tails(
             out[(t, k)] = 0.0
             continue
         one = Layout([t] * k, hosts=[0] * k)
-        out[(t, k)] = float(var.predict(op, profile, one, make_tree(family, k, layout=one, profile=profile), [size])[0])
+        tree = make_tree(family, k, layout=one, profile=profile)
+        out[(t, k)] = float(var.predict(_ops.get(op), profile, one, tree, [size])[0])
     return out
 
 

@@ -11,7 +11,7 @@ evaluated at the size being optimised (profile regimes).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,33 +103,61 @@ def rank_order(
     shared = not one_per_host(layout)
 
     def cost(pos_types: Sequence[str]) -> float:
-        return float(var.predict(op, model, list(pos_types), tree, [size], schedule)[0])
+        return float(var.predict(_ops.get(op), model, list(pos_types), tree, [size], schedule)[0])
 
     def cost_of(perm: Sequence[int]) -> float:
         """The time with tree position p given to rank perm[p] (which keeps its host: ``Layout.take``)."""
         if shared:
-            return float(var.predict(op, model, layout.take(perm), tree, [size], schedule)[0])  # type: ignore[attr-defined]
+            return float(var.predict(_ops.get(op), model, layout.take(perm), tree, [size], schedule)[0])  # type: ignore[attr-defined]
         return cost([layout[r] for r in perm])
 
     baseline = cost(layout) if not shared else cost_of(np.arange(n))
-    # greedy: positions by subtree size (desc), depth (asc); ranks by speed (fastest first), root's rank fixed
+    perm = _greedy_perm(profile, layout, tree, size)
+    cur = cost_of(perm)
+    method = (
+        "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
+    )
+    rounds = max_rounds if n <= SWAP_MAX_RANKS else 0  # pairwise swaps cost O(n^2) predictions per round
+    cur = _pairwise_swaps(perm, cur, cost_of, layout, shared, tree.root, rounds)
+    if cur >= baseline:
+        perm, cur, method = np.arange(n), baseline, "identity (no order found that beats the current one)"
+    keys = np.empty(n, dtype=np.int64)
+    keys[perm] = np.arange(n)
+    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)
+
+
+def _greedy_perm(profile: Profile, layout: Sequence[str], tree: Tree, size: float) -> np.ndarray:
+    """The greedy assignment, ``perm[p]`` = the rank at tree position p: positions by subtree size (desc), depth
+    (asc); ranks by their type's speed at ``size`` bytes (fastest first); the root's rank fixed."""
+    n = tree.n
     speed = {t: i for i, t in enumerate(type_speed_order(profile, size))}
     positions = sorted((p for p in range(n) if p != tree.root), key=lambda p: (-tree.subtree_size[p], tree.depth[p], p))
     ranks = sorted((r for r in range(n) if r != tree.root), key=lambda r: (speed[layout[r]], r))
     perm = np.empty(n, dtype=np.int64)
     perm[tree.root] = tree.root
     perm[positions] = ranks
-    cur = cost_of(perm)
-    method = (
-        "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
-    )
+    return perm
+
+
+def _pairwise_swaps(
+    perm: np.ndarray,
+    cur: float,
+    cost_of: Callable[[Sequence[int]], float],
+    layout: Sequence[str],
+    shared: bool,
+    root: int,
+    rounds: int,
+) -> float:
+    """Swap pairs of positions of ``perm`` (in place; the root's excepted) while the predicted time ``cur`` (µs,
+    ``cost_of(perm)``) drops, for at most ``rounds`` rounds; returns the time of the order kept."""
+    n = len(perm)
     hosts = hosts_of(layout)
-    for _ in range(max_rounds if n <= SWAP_MAX_RANKS else 0):  # pairwise swaps cost O(n^2) predictions per round
+    for _ in range(rounds):
         improved = False
         for i in range(n):
             for j in range(i + 1, n):
                 # ranks of one type are interchangeable, unless they are on different hosts
-                if tree.root in (i, j) or (
+                if root in (i, j) or (
                     layout[perm[i]] == layout[perm[j]] and (not shared or hosts[perm[i]] == hosts[perm[j]])
                 ):
                     continue
@@ -141,11 +169,7 @@ def rank_order(
                     perm[i], perm[j] = perm[j], perm[i]
         if not improved:
             break
-    if cur >= baseline:
-        perm, cur, method = np.arange(n), baseline, "identity (no order found that beats the current one)"
-    keys = np.empty(n, dtype=np.int64)
-    keys[perm] = np.arange(n)
-    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)
+    return cur
 
 
 def host_block_order(
@@ -184,7 +208,7 @@ def host_block_order(
         perm = np.concatenate([blocks[h] for h in order])
         lay = layout.take(perm)
         t = make_tree(tree, n, layout=lay, profile=profile)
-        return float(var.predict(op, model, lay, t, [size], schedule)[0])
+        return float(var.predict(_ops.get(op), model, lay, t, [size], schedule)[0])
 
     ident = tuple(range(layout.n_hosts))
     baseline = cost(ident)

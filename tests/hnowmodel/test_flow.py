@@ -19,6 +19,9 @@ from tests.helpers import any_tree as _any_tree
 from tests.helpers import flow_profile as _profile
 from tests.helpers import network_profile as _network_profile
 
+BCAST, SCATTER, GATHER = (ops.get(o).movement for o in ("bcast", "scatter", "gather"))
+MOVES = {"bcast": BCAST, "scatter": SCATTER, "gather": GATHER}
+
 
 # ---- hand-computed cases -------------------------------------------------------------------------------------
 def test_two_receivers_share_the_senders_egress():
@@ -40,7 +43,7 @@ def test_slow_receiver_bottlenecks_only_its_own_flow_max_min():
         np.array([100.0, 100, 10]),
         np.array([100.0, 100, 10]),
     ).tolist() == pytest.approx([90.0, 10.0])
-    run = F.simulate("bcast", prof, ["f", "f", "s"], T.sequential(3), 900)
+    run = F.simulate(BCAST, prof, ["f", "f", "s"], T.sequential(3), 900)
     # fast: 900 B at 90 -> 10 µs; slow: 100 B by then, the rest at its own cap 10 -> 90 µs
     assert run.done_us.tolist() == pytest.approx([0.0, 10.0, 90.0])
     assert run.completion_us == pytest.approx(90.0)
@@ -75,12 +78,12 @@ def test_weighted_sharing_follows_the_lone_rates():
     got = F.bcast(prof, ["f", "a", "b"], T.sequential(3), [1000], per_rank=True, sharing="weighted")[0]
     assert got.tolist() == pytest.approx([0.0, 1000 / 9, 400 / 9])
     with pytest.raises(InputError, match="sharing"):
-        F.simulate("bcast", prof, ["f", "a", "b"], T.sequential(3), 10, sharing="lifo")
+        F.simulate(BCAST, prof, ["f", "a", "b"], T.sequential(3), 10, sharing="lifo")
 
 
 def test_send_overhead_staggers_the_posts():
     prof = _profile({"f": 100.0}, S=5.0, R=1.0, Xc=2.0)
-    run = F.simulate("bcast", prof, ["f"] * 3, T.sequential(3), 1000)
+    run = F.simulate(BCAST, prof, ["f"] * 3, T.sequential(3), 1000)
     starts = sorted((r.dst, r.start_us) for r in run.flows)
     assert starts == [(1, 5.0), (2, 10.0)]
     # 1 alone 5..10 (500 B), then 50 each: 1 done at 20, 2 has 500 B and takes the rest alone at 100 -> 25
@@ -90,7 +93,7 @@ def test_send_overhead_staggers_the_posts():
 def test_rendezvous_gather_waits_for_the_posted_receive():
     prof = _profile({"f": 100.0}, R=1.0, Xc=2.0, rendezvous=1)
     tree = T.sequential(3)
-    run = F.simulate("gather", prof, ["f"] * 3, tree, 1000, recv_order="tree")
+    run = F.simulate(GATHER, prof, ["f"] * 3, tree, 1000, recv_order="tree")
     first, second = sorted(run.flows, key=lambda r: r.start_us)
     assert (first.src, first.start_us, first.end_us, first.delivered_us) == (1, 0.0, 10.0, 12.0)
     # rank 2's message flows only once the root has received rank 1's and posted the next receive
@@ -98,7 +101,7 @@ def test_rendezvous_gather_waits_for_the_posted_receive():
     assert run.completion_us == pytest.approx(13.0 + 10 + 2 + 1)
     assert all(r.rendezvous for r in run.flows)
     # eager: both flow at once and share the root's ingress; the receives then follow each other
-    eager = F.simulate("gather", _profile({"f": 100.0}, R=1.0, Xc=2.0), ["f"] * 3, tree, 1000)
+    eager = F.simulate(GATHER, _profile({"f": 100.0}, R=1.0, Xc=2.0), ["f"] * 3, tree, 1000)
     assert eager.completion_us == pytest.approx(20.0 + 2 + 1 + 1)
     assert not any(r.rendezvous for r in eager.flows)
 
@@ -108,28 +111,28 @@ def test_receives_posted_up_front_let_rendezvous_messages_flow_at_once():
     then flow together, as eager ones do; one any-source receive at a time (``arrival``) serialises them."""
     prof = _profile({"f": 100.0}, R=1.0, Xc=2.0, rendezvous=1)
     tree = T.sequential(3)
-    posted = F.simulate("gather", prof, ["f"] * 3, tree, 1000)  # the default
+    posted = F.simulate(GATHER, prof, ["f"] * 3, tree, 1000)  # the default
     assert sorted(r.start_us for r in posted.flows) == [0.0, 0.0] and all(r.rendezvous for r in posted.flows)
     assert posted.completion_us == pytest.approx(20.0 + 2 + 1 + 1)  # the eager case's time
-    one_at_a_time = F.simulate("gather", prof, ["f"] * 3, tree, 1000, recv_order="arrival")
+    one_at_a_time = F.simulate(GATHER, prof, ["f"] * 3, tree, 1000, recv_order="arrival")
     assert one_at_a_time.completion_us == pytest.approx(13.0 + 10 + 2 + 1)
     # the root posts only after copying its own block (5 µs here): the flows wait for that
     slow_copy = Profile(
         {"f": NodeType("f", 0.0, 0.0, 1.0, 0.0, Cc_us=5.0)}, prof.network, prof.links, rendezvous_from_bytes=1
     )
-    late = F.simulate("gather", slow_copy, ["f"] * 3, tree, 1000, root_copy=True)
+    late = F.simulate(GATHER, slow_copy, ["f"] * 3, tree, 1000, root_copy=True)
     assert sorted(r.start_us for r in late.flows) == [5.0, 5.0]
 
 
 def test_sync_gather_takes_one_block_at_a_time_in_tree_order():
     """``sync`` (Open MPI's linear_sync): even eager-sized blocks flow only once the parent posted their receive."""
     prof = _profile({"f": 100.0}, R=1.0, Xc=2.0)
-    run = F.simulate("gather", prof, ["f"] * 3, T.sequential(3), 1000, recv_order="tree", sync=True)
+    run = F.simulate(GATHER, prof, ["f"] * 3, T.sequential(3), 1000, recv_order="tree", sync=True)
     first, second = sorted(run.flows, key=lambda r: r.start_us)
     assert (first.src, first.start_us, first.end_us) == (1, 0.0, 10.0)
     assert (second.src, second.start_us) == (2, pytest.approx(13.0))  # after rank 1's delivery (+2) and receive (+1)
     assert run.completion_us == pytest.approx(13.0 + 10 + 2 + 1)
-    free = F.simulate("gather", prof, ["f"] * 3, T.sequential(3), 1000, recv_order="tree")
+    free = F.simulate(GATHER, prof, ["f"] * 3, T.sequential(3), 1000, recv_order="tree")
     assert free.completion_us == pytest.approx(20.0 + 2 + 1 + 1)
 
 
@@ -141,9 +144,9 @@ def test_a_relay_waits_for_the_posted_receive_at_any_size():
     layout = ["f", "s", "f", "f"]
     # without: 1 -> 0 takes 100 µs (slow egress); 3 -> 2 (0..10), then 2 -> 0 shares the root's ingress and is in
     # before 1's, so the root's second receive completes at once
-    free = F.simulate("gather", prof, layout, tree, 1000, recv_order="smallest_first")
+    free = F.simulate(GATHER, prof, layout, tree, 1000, recv_order="smallest_first")
     assert free.completion_us == pytest.approx(100.0)
-    waits = F.simulate("gather", prof, layout, tree, 1000, recv_order="smallest_first", relay_waits=True)
+    waits = F.simulate(GATHER, prof, layout, tree, 1000, recv_order="smallest_first", relay_waits=True)
     relay = next(r for r in waits.flows if r.src == 2)
     assert relay.rendezvous and relay.start_us == pytest.approx(100.0)
     assert waits.completion_us == pytest.approx(120.0)
@@ -162,7 +165,7 @@ def test_a_relay_waits_only_from_the_measured_struct_size():
     def completion(ext: dict | None, m: float = 1000) -> float:
         prof = _profile({"f": 100.0, "s": 10.0})
         prof = Profile(prof.types, prof.network, prof.links, extensions={"network": ext} if ext is not None else {})
-        return F.simulate("gather", prof, layout, tree, m, recv_order="smallest_first", relay_waits=True).completion_us
+        return F.simulate(GATHER, prof, layout, tree, m, recv_order="smallest_first", relay_waits=True).completion_us
 
     # relay 2 sends 2 blocks = 2000 B
     assert completion({"struct_rendezvous_from_bytes": 2001}) == pytest.approx(100.0)  # flows early
@@ -175,16 +178,16 @@ def test_gather_receive_orders():
     # root 0 with children 1 (a leaf) and 2 (parent of 3): rank 2 is ready late
     tree = T.from_children([[2, 1], [], [3], []])
     prof = _profile({"f": 100.0}, rendezvous=1)
-    arrival = F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="arrival")
-    in_tree_order = F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="tree")
-    smallest = F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="smallest_first")
+    arrival = F.simulate(GATHER, prof, ["f"] * 4, tree, 1000, recv_order="arrival")
+    in_tree_order = F.simulate(GATHER, prof, ["f"] * 4, tree, 1000, recv_order="tree")
+    smallest = F.simulate(GATHER, prof, ["f"] * 4, tree, 1000, recv_order="smallest_first")
     # arrival/smallest-first: 1 (0..10) while 3 -> 2 (0..10), then 2's 2000 B (10..30)
     assert arrival.completion_us == pytest.approx(30.0)
     assert smallest.completion_us == pytest.approx(30.0)
     # the tree's order waits for rank 2 first (10..30) and only then takes rank 1 (30..40)
     assert in_tree_order.completion_us == pytest.approx(40.0)
     with pytest.raises(InputError, match="receive order"):
-        F.simulate("gather", prof, ["f"] * 4, tree, 1000, recv_order="fifo")
+        F.simulate(GATHER, prof, ["f"] * 4, tree, 1000, recv_order="fifo")
 
 
 def test_burst_lone_message_and_shared_egress():
@@ -217,7 +220,7 @@ def test_fifo_sends_one_message_after_another():
     got = F.scatter(mixed, ["f", "s", "f"], T.sequential(3), [1000], per_rank=True, sharing="fifo")[0]
     assert got.tolist() == pytest.approx([0.0, 500.0, 200.0])
     with pytest.raises(InputError, match="fifo sharing models bcast and scatter"):
-        F.simulate("gather", prof, ["f"] * 3, T.sequential(3), 1000, sharing="fifo")
+        F.simulate(GATHER, prof, ["f"] * 3, T.sequential(3), 1000, sharing="fifo")
     assert ops.predict("bcast", prof, ["f"] * 3, T.sequential(3), [1000], variant="flow-fifo").tolist() == [200.0]
 
 
@@ -283,7 +286,7 @@ def test_round_robin_egress_shares_equally_and_receivers_drain_their_own_queue()
     with pytest.raises(ProfileError, match="queued_bytes"):
         F.queued_bytes(bad)
     with pytest.raises(InputError, match="rr sharing models bcast and scatter"):
-        F.simulate("gather", prof, ["f"] * 3, T.sequential(3), 1000, sharing="rr")
+        F.simulate(GATHER, prof, ["f"] * 3, T.sequential(3), 1000, sharing="rr")
     assert ops.predict("bcast", prof, ["f"] * 3, T.sequential(3), [1000], variant="flow-rr").tolist() == [200.0]
 
 
@@ -307,7 +310,7 @@ def test_round_robin_moves_every_byte_at_the_egress_rate(seed):
 def test_bucket_refills_while_the_link_is_idle():
     # 0 -> 1 -> 2 in a chain with an idle gap: rank 1 receives (S of rank 1 large), its egress bucket is full
     prof = _profile({"f": 10.0}, burst=1000, S=0.0)
-    run = F.simulate("scatter", prof, ["f"] * 3, T.chain(3), 2000)
+    run = F.simulate(SCATTER, prof, ["f"] * 3, T.chain(3), 2000)
     # edge 0->1 carries 4000 B: 1000 at once, 3000 at 10 -> 300; edge 1->2: 2000 B: 1000 at once, 100 µs
     assert run.done_us.tolist() == pytest.approx([0.0, 300.0, 400.0])
 
@@ -349,7 +352,7 @@ def test_input_errors():
     with pytest.raises(InputError, match="operation"):
         F.simulate("allgather", prof, ["f"] * 2, "chain", 10)
     with pytest.raises(InputError, match="ranks"):
-        F.simulate("bcast", prof, ["f"] * 3, T.chain(2), 10)
+        F.simulate(BCAST, prof, ["f"] * 3, T.chain(2), 10)
 
 
 # ---- agreement with the paper's model --------------------------------------------------------------------------
@@ -535,8 +538,17 @@ def test_the_schedule_and_its_keywords_are_one_call():
     prof = _profile({"f": 100.0}, rendezvous=0)
     tree = T.binomial(4)
     sched = Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True)
-    a = F.simulate("gather", prof, ["f"] * 4, tree, 1000, sched)
-    b = F.simulate("gather", prof, ["f"] * 4, tree, 1000, root_copy=True, recv_order="smallest_first", relay_waits=True)
+    a = F.simulate(GATHER, prof, ["f"] * 4, tree, 1000, sched)
+    b = F.simulate(
+        GATHER,
+        prof,
+        ["f"] * 4,
+        tree,
+        1000,
+        root_copy=True,
+        recv_order="smallest_first",
+        relay_waits=True,
+    )
     assert a.done_us.tolist() == b.done_us.tolist() and a.flows == b.flows
     assert F.gather(prof, ["f"] * 4, tree, [1000], sched).tolist() == [a.completion_us]
     # which sharings are queue disciplines of the egress is the registry's, not a list of names

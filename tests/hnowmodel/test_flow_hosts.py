@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hnowmodel import flow as F
+from hnowmodel import ops
 from hnowmodel import trees as T
 from hnowmodel.errors import ProfileError
 from hnowmodel.flow import disciplines as D
@@ -18,6 +19,9 @@ from hnowmodel.layout import Layout
 from hnowmodel.params import Link, Nic, NodeType, Profile, ShmCosts
 from tests.helpers import any_tree as _any_tree
 from tests.helpers import flow_profile as _profile
+
+BCAST, SCATTER, GATHER = (ops.get(o).movement for o in ("bcast", "scatter", "gather"))
+MOVES = {"bcast": BCAST, "scatter": SCATTER, "gather": GATHER}
 
 M = 1e6  # bytes
 
@@ -112,13 +116,13 @@ def test_a_same_host_message_takes_its_shared_memory_time_whatever_the_nic_load(
     lay = Layout(["f"] * 10, hosts=[0, 0, 1, 2, 3, 4, 5, 6, 7, 8])
     shm_one_way = float(prof.ptp_us("f", "f", M, same_host=True))
     assert shm_one_way == pytest.approx(0.5 + 0.2 + 1e-4 * M + 0.7)
-    run = F.simulate("bcast", prof, lay, tree, M)
+    run = F.simulate(BCAST, prof, lay, tree, M)
     assert run.done_us[1] == pytest.approx(shm_one_way, rel=1e-12)
     rec = next(r for r in run.flows if (r.src, r.dst) == (0, 1))
     assert (rec.start_us, rec.end_us, rec.delivered_us) == pytest.approx((0.5, 0.5 + 0.2 + 1e-4 * M, 0.7 + 1e-4 * M))
     # the same with the shared-memory child last: it waits for the root's six network posts, not for the NIC
     lay2 = lay.take([0, 2, 3, 4, 5, 6, 7, 1, 8, 9])
-    run2 = F.simulate("bcast", prof, lay2, T.from_parent([-1, 0, 0, 0, 0, 0, 0, 0, 7, 7]), M)
+    run2 = F.simulate(BCAST, prof, lay2, T.from_parent([-1, 0, 0, 0, 0, 0, 0, 0, 7, 7]), M)
     assert run2.done_us[7] == pytest.approx(6 * 3.0 + shm_one_way, rel=1e-12)
 
 
@@ -157,7 +161,7 @@ def test_same_host_messages_take_exactly_their_shared_memory_transfer(case, m):
     prof, lay, tree = case
     shm = prof.shm_costs("f").link
     for op in ("bcast", "scatter", "gather"):
-        run = F.simulate(op, prof, lay, tree, m)
+        run = F.simulate(MOVES[op], prof, lay, tree, m)
         for r in run.flows:
             if lay.hosts[r.src] == lay.hosts[r.dst]:
                 assert r.end_us - r.start_us == pytest.approx(float(shm.us(r.nbytes)), rel=1e-9, abs=1e-9)

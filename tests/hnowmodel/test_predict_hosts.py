@@ -192,10 +192,10 @@ def test_paper_variants_take_a_host_layout_and_the_others_refuse_in_one_line():
     }
     for (name, op), want in paper.items():
         assert variants.get(name).shared_hosts
-        assert np.array_equal(variants.get(name).predict(op, PROF, FF_SS, tree, SIZES), want), (name, op)
+        assert np.array_equal(variants.get(name).predict(ops.get(op), PROF, FF_SS, tree, SIZES), want), (name, op)
         assert np.array_equal(ops.predict(op, PROF, FF_SS, tree, SIZES, variant=name), want), (name, op)
     for name, v in variants.VARIANTS.items():
-        for op in v.ops:
+        for op in v.movements:
             if v.shared_hosts:
                 assert np.isfinite(v.predict(op, PROF, FF_SS, tree, SIZES)).all(), (name, op)
                 continue
@@ -222,11 +222,17 @@ def test_prediction_rows_show_same_host_one_way_times_and_keep_calibration_hosts
 
 
 def test_a_variant_that_does_not_model_hosts_refuses_them_in_one_line():
+    from hnowmodel import ops
     from hnowmodel.errors import LayoutError
     from hnowmodel.variants import Variant
 
-    toy = Variant("toy", "eq. 7 without hosts", {"bcast": P.bcast}, shared_hosts=False)
+    bcast = ops.get("bcast")
+    toy = Variant("toy", "eq. 7 without hosts", {bcast.movement: P.bcast}, shared_hosts=False)
     with pytest.raises(LayoutError, match="variant 'toy' does not model several ranks on a host") as e:
-        toy.predict("bcast", PROF, FF_SS, T.binomial(4), [0])
-    assert "\n" not in str(e.value) and "4 ranks on 2 hosts" in str(e.value) and "do: paper" in str(e.value)
-    assert toy.predict("bcast", PROF, list(FF_SS), T.binomial(4), [0]).tolist() == [430.0]
+        toy.predict(bcast, PROF, FF_SS, T.binomial(4), [0])
+    assert (
+        "\n" not in str(e.value)
+        and "4 ranks on 2 hosts" in str(e.value)
+        and "bcast variants that do: paper" in str(e.value)
+    )
+    assert toy.predict(bcast, PROF, list(FF_SS), T.binomial(4), [0]).tolist() == [430.0]

@@ -15,7 +15,9 @@ import pytest
 from hnowmodel import ops, paper_profile, trees
 from hnowmodel.jobs.results import ComparisonRow, MeasuredRow, Measurement, error_pct
 from hnowmodel.report import (
+    LOG_SPAN,
     _draw,
+    _parity_panel,
     _plot_series,
     error_stats,
     explain_misses,
@@ -163,13 +165,73 @@ def test_plot_series_chosen_sizes():
 
 
 def test_drawn_figure_follows_the_series():
-    fig = _draw(_plot_series(_plot_rows()), "title")
+    panels = _plot_series(_plot_rows())
+    fig = _draw(panels, "title", _parity_panel(panels))
     ax = fig.axes[0]
     assert ax.get_xscale() == "symlog" and ax.get_xlabel() == "message size (bytes)" and ax.get_ylabel() == "time (µs)"
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "optimal (chosen at 0 B) predicted" in legend and "native measured" in legend
     styles = {ln.get_label(): ln.get_linestyle() for ln in ax.get_lines() if not ln.get_label().startswith("_")}
     assert styles["binomial predicted"] == "-" and styles["optimal (chosen at 0 B) predicted"] == "--"
+    # one legend for the figure, an entry per curve and the keys, outside every panel's data
+    assert [a.get_legend() for a in fig.axes] == [None, None, None] and len(fig.legends) == 1
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert legend == [
+        "binomial", "optimal (chosen at 0 B)", "native",
+        "predicted (lines)", "measured (min–max bar)", "predicted = measured", "±10 % band",
+    ]  # fmt: skip
+    fig.canvas.draw()
+    box = fig.legends[0].get_window_extent()
+    assert all(not box.overlaps(a.get_window_extent()) for a in fig.axes)
+    parity = fig.axes[2]
+    assert (parity.get_xlabel(), parity.get_ylabel()) == ("measured (µs)", "predicted (µs)")
+    assert parity.get_xscale() == parity.get_yscale() == ax.get_yscale()
+
+
+def _times(op, tree, lo_us, hi_us):
+    return [_row(op, tree, s, t, t) for s, t in ((0, lo_us), (4096, hi_us))]
+
+
+def test_one_y_scale_for_every_panel():
+    """Log on every panel when one panel's times span more than LOG_SPAN (10x), else linear on every panel; a time
+    of 0 (nothing to put on a log axis) keeps every panel linear."""
+    assert LOG_SPAN == 10.0
+    # the spans include the measured min-max spread (_row: 0.9x to 1.2x): 90..480 µs, 90..6000 µs, 90..840 µs
+    narrow, wide = _times("bcast", "binomial", 100.0, 400.0), _times("gather", "binomial", 100.0, 5000.0)
+    assert [p["yscale"] for p in _plot_series(narrow + wide)] == ["log", "log"]  # bcast alone would be linear
+    assert [p["yscale"] for p in _plot_series(narrow + _times("gather", "binomial", 100.0, 700.0))] == ["linear"] * 2
+    zero = [_row("bcast", "binomial", 0, 0.0, 5.0)]
+    assert [p["yscale"] for p in _plot_series(zero + wide)] == ["linear", "linear"]
+    # a curve keeps its style in every panel, even when an earlier panel lacks it
+    rows = _times("bcast", "sequential", 1.0, 2.0) + _times("gather", "binomial", 1.0, 2.0)
+    rows += _times("gather", "sequential", 1.0, 2.0)
+    styles = {(p["op"], s["name"]): (s["color"], s["linestyle"]) for p in _plot_series(rows) for s in p["series"]}
+    assert styles["bcast", "sequential"] == styles["gather", "sequential"] != styles["gather", "binomial"]
+
+
+def test_parity_panel_points_band_and_worst_row():
+    # measured 100 µs each; predicted 110 (+10 %), 95 (-5 %), 80 (-20 %: the worst); native 0 B has no prediction
+    rows = [_row("bcast", "binomial", 0, 110.0, 100.0), _row("bcast", "binomial", 1024, 95.0, 100.0)]
+    rows += [_row("gather", "sequential", 1024, 80.0, 100.0), _row("gather", "native", 0, None, 100.0)]
+    par = _parity_panel(_plot_series(rows))
+    assert [(p["op"], p["name"], p["x"], p["y"]) for p in par["points"]] == [
+        ("bcast", "binomial", [100.0, 100.0], [110.0, 95.0]), ("gather", "sequential", [100.0], [80.0])
+    ]  # fmt: skip
+    assert par["title"].splitlines()[1] == "median |error| 10.0 %, max 20.0 %"
+    assert par["worst"]["text"] == "gather sequential 1 KiB: -20.0 %" and par["band_pct"] == 10.0
+    assert par["scale"] == "linear" and par["lim"][0] < 80.0 and par["lim"][1] > 110.0
+    marks = {p["name"]: p["marker"] for p in par["points"]}
+    assert marks["binomial"] != marks["sequential"]  # a marker per tree, as in the panels over the sizes
+    assert _parity_panel(_plot_series([_row("bcast", "native", 0, None, 5.0)])) is None  # nothing to put on it
+
+
+def test_report_pngs_are_written_one_per_split_value(tmp_path):
+    rows = [{**r, "config": c} for c in ("A", "B") for r in _plot_rows()]
+    paths = write_report(tmp_path, rows, title="t", split="config")
+    assert paths["png"] == [str(tmp_path / "compare-A.png"), str(tmp_path / "compare-B.png")]
+    for p in paths["png"]:
+        assert open(p, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    # rows without any prediction still make a figure (no parity panel, nothing to compare)
+    only = plot_comparison([_row("bcast", "native", 0, None, 5.0)], tmp_path / "only.png")
+    assert only.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 _BACKEND_PROBE = """

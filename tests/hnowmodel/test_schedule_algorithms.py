@@ -10,6 +10,7 @@ message's bytes must be the bytes of the blocks it carries, and a reduction redu
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -92,14 +93,22 @@ def test_allgathers_leave_every_block_everywhere(gen, n):
     assert sched.bytes_sent().tolist() == [(n - 1) * m] * n
     assert sched.bytes_received().tolist() == [(n - 1) * m] * n
     lg = math.ceil(math.log2(n)) if n > 1 else 0
-    assert sched.n_steps == (n - 1 if gen is S.ring_allgather else lg)
+    want = {S.ring_allgather: n - 1, S.recursive_doubling_allgather: lg, S.bruck_allgather: lg + 1}[gen]
+    assert sched.n_steps == want
 
 
 def test_bruck_allgather_by_hand():
-    # 6 ranks: steps send 1, 2 and min(4, 6 - 4) = 2 blocks to r - 1, r - 2, r - 4
+    # 6 ranks: steps send 1, 2 and min(4, 6 - 4) = 2 blocks to r - 1, r - 2, r - 4; the own block is copied to
+    # the buffer's top first, and the 6 blocks rotated into place last (a step of copies only)
     s = S.bruck_allgather(6, 10)
-    assert [st.nbytes[0] for st in s.steps] == [10, 20, 20]
-    assert [int(st.dst[0]) for st in s.steps] == [5, 4, 2]
+    assert [st.nbytes.tolist()[:1] for st in s.steps] == [[10], [20], [20], []]
+    assert [st.dst.tolist()[:1] for st in s.steps] == [[5], [4], [2], []]
+    assert [None if st.copy_bytes is None else st.copy_bytes.tolist() for st in s.steps] == [
+        [10.0] * 6,
+        None,
+        None,
+        [60.0] * 6,
+    ]
 
 
 # ---- reductions ----------------------------------------------------------------------------------------------
@@ -112,6 +121,7 @@ def test_recursive_doubling_allreduce(n):
     assert s.n_steps == lg + (2 if rem else 0)
     want = [m if r < 2 * rem and r % 2 == 0 else (lg + 1) * m if r < 2 * rem else lg * m for r in range(n)]
     assert s.bytes_sent().tolist() == want
+    assert s.bytes_received().tolist() == want  # each hand-over comes back: the same counts the other way
 
 
 def test_recursive_doubling_allreduce_on_3_ranks_by_hand():
@@ -131,7 +141,12 @@ def test_recursive_halving_reduce_scatter(n):
     assert all(out[r][r] == _every(n) for r in range(n))
     pof2 = 1 << (n.bit_length() - 1)
     rem = n - pof2
-    assert s.n_steps == pof2.bit_length() - 1 + (2 if rem else 0)
+    assert s.n_steps == pof2.bit_length() - 1 + (2 if rem else 1)  # a power of two: a last step of copies
+    # every rank copies its n blocks first; each of the pof2 copies its result before the post-step (or alone)
+    assert s.steps[0].copy_bytes.tolist() == [n * m + (m if n == 1 else 0)] * n
+    last = s.steps[-1].copy_bytes.tolist()
+    if n > 1:
+        assert last == [0.0 if r < 2 * rem and r % 2 == 0 else m for r in range(n)]
     # the even ranks below 2·rem send their whole vector; every other rank sends every block but its own once
     want = [n * m if r < 2 * rem and r % 2 == 0 else (n - 1) * m for r in range(n)]
     assert s.bytes_sent().tolist() == want
@@ -149,6 +164,7 @@ def test_rabenseifner_allreduce(n, extra):
         half = 2 * 4 * (pof2 - 1)
         want = [m if r < 2 * rem and r % 2 == 0 else half + m if r < 2 * rem else half for r in range(n)]
         assert s.bytes_sent().tolist() == want
+        assert s.bytes_received().tolist() == want
     assert s.bytes_sent().sum() == s.bytes_received().sum()
 
 
@@ -168,6 +184,7 @@ def test_ring_allreduce(n, count):
     if count is None:
         assert s.n_steps == 2 * (n - 1)
         assert s.bytes_sent().tolist() == [2 * (n - 1) * 3.0] * n
+        assert s.bytes_received().tolist() == [2 * (n - 1) * 3.0] * n
         assert all(st.repeat == n - 1 for st in s.steps)
 
 
@@ -189,6 +206,10 @@ def test_binomial_reduce_and_bcast(n, root):
     lg = math.ceil(math.log2(n)) if n > 1 else 0
     assert red.n_steps == lg
     assert red.bytes_sent().tolist() == [0.0 if r == root else m for r in range(n)]
+    # a rank receives from each of its children in the binomial tree (what it sends them in a bcast)
+    assert red.bytes_received().tolist() == S.from_tree(binomial(n, root), m).bytes_sent().tolist()
+    if n > 1:  # every rank but the root copies its input into its work buffer first
+        assert red.steps[0].copy_bytes.tolist() == [0.0 if r == root else m for r in range(n)]
     bc, tr = _traced(S.binomial_bcast, n, m, root)
     hold = [[frozenset({root}) if r == root else frozenset()] for r in range(n)]
     assert all(row[0] == {root} for row in execute(bc, tr, hold))
@@ -222,8 +243,9 @@ def test_alltoalls_deliver_every_block(gen, n):
         want = [(c + (n if k == 0 else 0)) * m for k, c in enumerate(per_step)] + [2 * n * m] if n > 1 else [3 * m]
         assert [st.copy_bytes[0] for st in s.steps] == want
     else:
-        assert s.n_steps == max(n - 1, 1)
+        assert s.n_steps == max(n - 1, 1)  # one rank: a step of its own block's copy only
         assert s.bytes_sent().tolist() == [(n - 1) * m] * n
+    assert s.bytes_received().tolist() == s.bytes_sent().tolist()
 
 
 def test_bruck_alltoall_by_hand():
@@ -268,7 +290,11 @@ def test_every_generator_evaluates_as_its_unrolled_steps(gen):
     lay = ["fast", "slow"] * 6
     s = gen(n, m)
     flat = MessageSchedule(n, tuple(s.unrolled()), s.name)
-    prof = paper_profile()
+    base = paper_profile()  # with a copy line, so that the local copies cost something
+    prof = dataclasses.replace(
+        base,
+        types={k: dataclasses.replace(t, Cc_us=2.0, Cm_us_per_byte=0.004, regimes=()) for k, t in base.types.items()},
+    )
     got = closed.evaluate(prof, lay, s, reduce_us_per_byte=0.01)
     want = closed.evaluate(prof, lay, flat, reduce_us_per_byte=0.01)
     assert got == pytest.approx(want, rel=1e-12)

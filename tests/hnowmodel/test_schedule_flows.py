@@ -51,7 +51,7 @@ TREES = {
     "binomial@2": lambda n: T.binomial(n, root=2),
     "kary:3": lambda n: T.kary(n, 3),
 }
-MOVES = {"bcast": ONE_DOWN, "scatter": SUBTREE_DOWN}
+MOVES = {"one-down": ONE_DOWN, "subtree-down": SUBTREE_DOWN}  # bcast, scatter
 
 
 def _with_copy(ms: MessageSchedule, tree: T.Tree, m: float, first: bool) -> MessageSchedule:
@@ -76,14 +76,14 @@ def _same(got: np.ndarray, want: np.ndarray) -> None:
 # ---- trees: the same numbers as flow.bcast / flow.scatter ----------------------------------------------------------
 @pytest.mark.parametrize("setup", SETUPS)
 @pytest.mark.parametrize("tree_name", TREES)
-@pytest.mark.parametrize("op", MOVES)
+@pytest.mark.parametrize("move", MOVES)
 @pytest.mark.parametrize("sharing", ["maxmin", "weighted"])
-def test_a_tree_as_steps_gives_the_flow_engines_times(setup, tree_name, op, sharing):
+def test_a_tree_as_steps_gives_the_flow_engines_times(setup, tree_name, move, sharing):
     prof, lay = SETUPS[setup]()
     tree = TREES[tree_name](len(lay))
     for m in (0.0, 1.0, 1000.0, 1e5, 1e6):
-        ms = from_tree(tree, MOVES[op].edge_bytes(tree, m))
-        ref = F.simulate(op, prof, lay, tree, m, sharing=sharing)
+        ms = from_tree(tree, MOVES[move].edge_bytes(tree, m))
+        ref = F.simulate(MOVES[move], prof, lay, tree, m, sharing=sharing)
         run = simulate(prof, lay, ms, sharing=sharing)
         _same(run.done_us, ref.done_us)
         assert run.completion_us == pytest.approx(ref.completion_us, rel=1e-12, abs=0)
@@ -100,7 +100,7 @@ def test_the_roots_copy_as_a_step_gives_the_flow_engines_scatter(setup, first):
     for tree in (T.binomial(len(lay)), T.sequential(len(lay), root=1)):
         for m in (1.0, 1e4, 1e6):  # a copy of 0 bytes is no copy in a schedule; the flow engine would pay Cc
             ms = _with_copy(from_tree(tree, SUBTREE_DOWN.edge_bytes(tree, m)), tree, m, first)
-            ref = F.simulate("scatter", prof, lay, tree, m, sched)
+            ref = F.simulate(SUBTREE_DOWN, prof, lay, tree, m, sched)
             run = simulate(prof, lay, ms)
             keep = np.arange(tree.n) != tree.root if first else slice(None)
             _same(run.done_us[keep], ref.done_us[keep])
@@ -116,7 +116,7 @@ def test_a_gather_tree_as_steps_gives_the_flow_engines_gather_in_tree_order(setu
     tree = TREES[tree_name](len(lay))
     for m in (1.0, 1e4, 1e6):
         ms = from_tree(tree, SUBTREE_UP.edge_bytes(tree, m), toward_root=True)
-        ref = F.simulate("gather", prof, lay, tree, m, Schedule(recv_order="tree"))
+        ref = F.simulate(SUBTREE_UP, prof, lay, tree, m, Schedule(recv_order="tree"))
         run = simulate(prof, lay, ms)
         _same(run.done_us, ref.done_us)
         assert run.completion_us == pytest.approx(ref.completion_us, rel=1e-12, abs=0)
@@ -131,11 +131,11 @@ def _tree_case(draw):
 @settings(max_examples=30, deadline=None)
 @given(_tree_case())
 def test_any_tree_as_steps_gives_the_flow_engines_times_on_the_cluster_profile(case):
-    tree, op, m = case
+    tree, move, m = case
     prof = Profile.load(GOLDEN_CLUSTER)
     lay = [prof.layout[i % len(prof.layout)] for i in range(tree.n)]
-    ref = F.simulate(op, prof, lay, tree, m)
-    _same(simulate(prof, lay, from_tree(tree, MOVES[op].edge_bytes(tree, m))).done_us, ref.done_us)
+    ref = F.simulate(MOVES[move], prof, lay, tree, m)
+    _same(simulate(prof, lay, from_tree(tree, MOVES[move].edge_bytes(tree, m))).done_us, ref.done_us)
 
 
 def test_a_binomial_tree_written_by_hand():

@@ -12,15 +12,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from hnowmodel import ops, treespec
 from hnowmodel import predict as P
 from hnowmodel import schedules as S
 from hnowmodel.errors import InputError, LayoutError, ProfileError
 from hnowmodel.layout import Layout
-from hnowmodel.params import Link, NodeType, Profile, ShmCosts, paper_profile
+from hnowmodel.params import Link, LinkRegime, NodeType, Profile, Regime, ShmCosts, paper_profile
+from hnowmodel.schedule import Schedule
 from hnowmodel.schedules.closed import evaluate
 from hnowmodel.schedules.steps import MessageSchedule, Step
 from hnowmodel.trees import binomial, make_tree, sequential, tree_names
+from tests.golden_corpus import load, profiles
+from tests.helpers import any_tree
 
 PAPER = paper_profile()
 REALMPI = Profile.load(Path(__file__).parent.parent / "data" / "golden" / "realmpi_profile.json")  # piecewise
@@ -98,6 +104,32 @@ def test_repeated_ring_settles_to_its_unrolled_value_on_hosts():
             np.testing.assert_allclose(got, evaluate(prof, lay, flat, per_rank=True), rtol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_repeated_steps_settle_to_their_unrolled_value(seed):
+    # random repeated steps (some ranks idle, some only sending or only receiving, copies, steps that do not wait)
+    # on hosts with shared memory: the max-plus shortcut gives the number of running every repetition
+    rng = np.random.default_rng(seed)
+    n = 10
+    lay = Layout([str(t) for t in rng.choice(["fast", "slow"], 5).repeat(2)], hosts=np.arange(10) // 2)
+    steps = []
+    for _ in range(3):
+        k = int(rng.integers(1, n + 1))
+        src, dst = rng.permutation(n)[:k], rng.permutation(n)[:k]
+        keep = src != dst
+        copy = rng.choice([0.0, 500.0], n) if rng.random() < 0.3 else None
+        steps.append(
+            Step.of(src[keep], dst[keep], rng.uniform(0, 5000, keep.sum()), rng.uniform(0, 100, keep.sum()),
+                    copy_bytes=copy, waits=bool(rng.random() < 0.7), repeat=int(rng.integers(1, 40)))
+        )  # fmt: skip
+    fast = dataclasses.replace(HOSTS.types["fast"], Cc_us=3.0, Cm_us_per_byte=0.002, regimes=())
+    prof = dataclasses.replace(HOSTS, types={"fast": fast, "slow": HOSTS.types["slow"]})
+    s = MessageSchedule(n, tuple(steps))
+    flat = MessageSchedule(n, tuple(s.unrolled()))
+    got = evaluate(prof, lay, s, reduce_us_per_byte=0.003, per_rank=True)
+    np.testing.assert_allclose(got, evaluate(prof, lay, flat, reduce_us_per_byte=0.003, per_rank=True), rtol=1e-12)
+    assert evaluate(prof, lay, s) == pytest.approx(evaluate(prof, lay, flat), rel=1e-12)
+
+
 def test_evaluate_refuses_bad_input():
     s = S.ring_allgather(3, 8)
     with pytest.raises(LayoutError, match="3"):
@@ -148,6 +180,118 @@ def test_bcast_and_scatter_trees_on_hosts(family):
         np.testing.assert_allclose(bc, P.bcast(HOSTS, lay, tree, [m], per_rank=True)[0], rtol=1e-12)
         sc = evaluate(HOSTS, lay, S.from_tree(tree, tree.subtree_size * m), per_rank=True)
         np.testing.assert_allclose(sc, P.scatter(HOSTS, lay, tree, [m], per_rank=True)[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("family", ["binomial", "sequential", "kary:3", "chain", "ompi-binomial"])
+def test_scatter_with_the_roots_copy_is_the_paper_equations(family):
+    # the root copies its own block after its sends (MPICH) or before them (Open MPI: everyone else is C later)
+    types = {k: dataclasses.replace(t, Cc_us=7.0, Cm_us_per_byte=0.03, regimes=()) for k, t in PAPER.types.items()}
+    prof = dataclasses.replace(PAPER, types=types)
+    lay = ["slow", "fast", "fast", "slow", "fast", "slow", "slow"]
+    tree = make_tree(family, 7, root=3)
+    for m in SIZES[1:]:  # a copy of 0 bytes is no copy here, while eq. 8-9's root copy costs Cc even then
+        for first in (False, True):
+            sched = S.from_tree(tree, tree.subtree_size * m, root_copy_bytes=m, copy_first=first)
+            want = P.scatter(prof, lay, tree, [m], Schedule(root_copy=True, copy_first=first), per_rank=True)[0]
+            got = evaluate(prof, lay, sched, per_rank=True)
+            others = np.arange(7) != 3
+            np.testing.assert_allclose(got[others], want[others], rtol=1e-12)
+            assert evaluate(prof, lay, sched) == pytest.approx(want.max(), rel=1e-12)
+            if not first:  # the root is done once it has copied, after its sends (copy first: its done clock is
+                # the copy's end, its sends come after; the completion above is the same)
+                assert got[3] == pytest.approx(want[3], rel=1e-12)
+    lone = S.from_tree(make_tree("binomial", 1), 0.0, root_copy_bytes=100.0)
+    assert evaluate(prof, ["fast"], lone) == pytest.approx(7.0 + 3.0, rel=1e-12)
+    zero = S.from_tree(tree, 0.0, root_copy_bytes=0.0)
+    want = P.scatter(prof, lay, tree, [0], Schedule(root_copy=True), per_rank=True)[0]
+    got = evaluate(prof, lay, zero, per_rank=True)  # no copy: the root, which only sends, is done at 0
+    np.testing.assert_allclose(got[others], want[others], rtol=1e-12)
+    assert got[3] == 0.0 and want[3] > 7.0
+
+
+def test_golden_corpus_bcast_and_scatter_through_schedules():
+    # every closed-form (paper) bcast and scatter case of the golden corpus - trees of every family, per-rank
+    # times, the libraries' pinned natives with their root copies and common-start extras - compiled to a schedule
+    # and evaluated: the recorded number (rtol 1e-12). Gather is not among them: eq. 12 queues a parent's messages
+    # on its inbound link (i·X) and takes them in arrival order; a schedule fixes the order of the receives.
+    profs, checked = profiles(), 0
+    for row in load():
+        c = row["case"]
+        if c["kind"] not in ("predict", "per_rank", "native") or c["op"] == "gather" or c.get("variant") != "paper":
+            continue
+        prof, layout, sizes = profs[c["profile"]]
+        if c["kind"] == "native":
+            nat = next(a for a in ops.native_choices(c["op"], c["library"]) if a.algorithm == c["algorithm"])
+            assert not nat.varies
+            tree, sched = make_tree(nat.model_tree, len(layout), root=0, layout=layout), nat.schedule
+        else:
+            spec = treespec.parse_spec(c["tree"])
+            tree = treespec.resolve(spec, len(layout), root=c["root"], layout=layout, profile=prof)
+            sched = Schedule()
+        got = []
+        for m in sizes:
+            if c["op"] == "bcast":
+                s = S.from_tree(tree, m)
+            else:
+                copy = m if sched.root_copy else 0.0
+                s = S.from_tree(tree, tree.subtree_size * m, root_copy_bytes=copy, copy_first=sched.copy_first)
+            per_rank = c["kind"] == "per_rank"
+            extra = 0.0 if per_rank else sched.extra_us(prof, [m])[0]
+            got.append(np.asarray(evaluate(prof, layout, s, per_rank=per_rank)) + extra)
+        np.testing.assert_allclose(np.ravel(got), row["values"], rtol=1e-12, err_msg=str(c))
+        checked += 1
+    assert checked == 306  # 84 + 84 tree cases, 3 + 3 per-rank, 120 + 12 natives
+
+
+_cost = st.floats(0, 200, allow_nan=False).map(lambda v: round(v, 2))
+_per_byte = st.floats(0, 0.5, allow_nan=False).map(lambda v: round(v, 4))
+
+
+def _lines(draw, bounds=(1000, None)):
+    return [(b, draw(_cost), draw(_per_byte)) for b in bounds]
+
+
+@st.composite
+def random_cases(draw):
+    """A random piecewise profile (1-3 types split at 1000 bytes, per-pair links, copy lines, shared memory), a
+    layout of random hosts (ranks maybe interleaved) and a tree of any family or shape."""
+    names = ["a", "b", "c"][: draw(st.integers(1, 3))]
+    types, shm = {}, {}
+    for t in names:
+        s_, r_, c_ = _lines(draw), _lines(draw), _lines(draw)
+        types[t] = NodeType.piecewise(t, [Regime(s[0], s[1], s[2], r[1], r[2], c[1], c[2]) for s, r, c in
+                                          zip(s_, r_, c_, strict=True)])  # fmt: skip
+        xs, ss, rs = _lines(draw, (500, None)), _lines(draw, (500, None)), _lines(draw, (500, None))
+        shm[t] = ShmCosts(
+            NodeType.piecewise(t, [Regime(a[0], a[1], a[2], b[1], b[2]) for a, b in zip(ss, rs, strict=True)]),
+            Link.piecewise([LinkRegime(*x) for x in xs]),
+        )
+    links = {(x, y): Link.piecewise([LinkRegime(*v) for v in _lines(draw, (4000, None))])
+             for x in names for y in names if draw(st.booleans())}  # fmt: skip
+    prof = Profile(types, Link.piecewise([LinkRegime(*v) for v in _lines(draw)]), links, shm=shm)
+    slots = draw(st.lists(st.integers(1, 4), min_size=1, max_size=6))
+    host_types = [draw(st.sampled_from(names)) for _ in slots]
+    layout = Layout([t for t, k in zip(host_types, slots, strict=True) for _ in range(k)],
+                    [h for h, k in enumerate(slots) for _ in range(k)])  # fmt: skip
+    if draw(st.booleans()):
+        layout = layout.take(draw(st.permutations(range(len(layout)))))
+    return prof, layout, any_tree(draw, len(layout))
+
+
+@settings(max_examples=60, deadline=None)
+@given(random_cases())
+def test_random_trees_and_profiles_are_the_paper_equations(case):
+    prof, layout, tree = case
+    for m in (0, 7, 300, 1000, 1001, 5000):
+        want = P.bcast(prof, layout, tree, [m], per_rank=True)[0]
+        np.testing.assert_allclose(evaluate(prof, layout, S.from_tree(tree, m), per_rank=True), want, rtol=1e-12)
+        sub = tree.subtree_size * m
+        want = P.scatter(prof, layout, tree, [m], per_rank=True)[0]
+        np.testing.assert_allclose(evaluate(prof, layout, S.from_tree(tree, sub), per_rank=True), want, rtol=1e-12)
+        if m:  # the root's copy of its own block, after its sends
+            want = P.scatter(prof, layout, tree, [m], Schedule(root_copy=True), per_rank=True)[0]
+            got = evaluate(prof, layout, S.from_tree(tree, sub, root_copy_bytes=m), per_rank=True)
+            np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_binomial_bcast_generator_is_the_binomial_tree():

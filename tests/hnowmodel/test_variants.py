@@ -33,14 +33,15 @@ def test_every_entry_serves_its_operations_and_says_where_the_exact_search_appli
     assert variants.names() == tuple(want)
     for name, (served, exact, flow_level) in want.items():
         v = variants.get(name)
-        assert v.name == name and v.summary and v.ops == served, name
-        assert {op for op in ops.names() if v.exact_for(op)} == exact, name
+        assert v.name == name and v.summary, name
+        assert tuple(op for op in ops.names() if v.serves(ops.get(op))) == served, name
+        assert {op for op in ops.names() if v.exact_for(ops.get(op))} == exact, name
         assert v.flow_level is flow_level, name
 
 
 def test_an_operation_lists_the_variants_that_serve_it_in_registry_order():
     for o in ops.OPERATIONS.values():
-        assert tuple(o.variants) == variants.for_op(o.name)
+        assert tuple(o.variants) == variants.serving(o) == variants.serving(o.movement)
         assert o.default_variant in o.variants and o.network_variant in o.variants
 
 
@@ -48,9 +49,11 @@ def test_unknown_variants_name_the_valid_ones():
     with pytest.raises(InputError, match=r"unknown model variant 'x' \(choose from: link, paper, flow"):
         variants.get("x")
     with pytest.raises(InputError, match=r"unknown gather model variant 'flow-rr' \(choose from: link, paper, flow, "):
-        variants.check("gather", "flow-rr")
-    with pytest.raises(InputError, match="does not predict gather.*bcast, scatter"):
-        variants.get("flow-fifo").predictor("gather")
+        variants.check(ops.get("gather"), "flow-rr")
+    with pytest.raises(InputError, match="does not predict gather .subtree blocks up; it serves: one message down"):
+        variants.get("flow-fifo").predictor(ops.get("gather"))
+    with pytest.raises(InputError, match="serves data movements: give an operation or a movement, got 'gather'"):
+        variants.get("paper").predictor("gather")  # a name is the operation registry's to resolve
 
 
 def test_adding_a_variant_is_one_entry_plus_its_predictor():
@@ -61,21 +64,22 @@ def test_adding_a_variant_is_one_entry_plus_its_predictor():
         m = np.asarray(sizes, dtype=float)
         return np.repeat(m[:, None], len(layout), axis=1) if per_rank else m
 
-    reg = variants.registered(Variant("toy", "every rank done at m µs", {"bcast": toy}))
-    assert variants.for_op("bcast", reg)[-1] == "toy" and "toy" not in VARIANTS
-    v = variants.check("bcast", "toy", reg)
-    assert v.predict("bcast", paper_profile(), LAYOUT, "binomial", [5, 7]).tolist() == [5.0, 7.0]
-    assert v.predict("bcast", paper_profile(), LAYOUT, "binomial", [5], per_rank=True).shape == (1, 4)
+    bcast, scatter = ops.get("bcast"), ops.get("scatter")
+    reg = variants.registered(Variant("toy", "every rank done at m µs", {bcast.movement: toy}))
+    assert variants.serving(bcast, reg)[-1] == "toy" and "toy" not in VARIANTS
+    v = variants.check(bcast, "toy", reg)
+    assert v.predict(bcast, paper_profile(), LAYOUT, "binomial", [5, 7]).tolist() == [5.0, 7.0]
+    assert v.predict(bcast, paper_profile(), LAYOUT, "binomial", [5], per_rank=True).shape == (1, 4)
     with pytest.raises(InputError, match="unknown scatter model variant 'toy'"):
-        variants.check("scatter", "toy", reg)
-    with pytest.raises(ValueError, match="exact for gather, which it does not serve"):
-        Variant("bad", "", {"bcast": toy}, exact_ops=frozenset({"gather"}))
+        variants.check(scatter, "toy", reg)
+    with pytest.raises(ValueError, match="exact for subtree blocks down, which it does not serve"):
+        Variant("bad", "", {bcast.movement: toy}, exact=frozenset({scatter.movement}))
 
 
 def test_every_predictor_takes_the_one_signature():
     prof, tree, sched = paper_profile(), hm.trees.binomial(4), Schedule()
     for v in VARIANTS.values():
-        for op in v.ops:
+        for op in v.movements:
             fn = v.predictor(op)
             t = fn(prof, LAYOUT, tree, [0, 4096], sched, per_rank=False, root=0)
             assert t.shape == (2,) and (t > 0).all(), (v.name, op)
@@ -89,17 +93,17 @@ def test_each_variant_takes_from_the_schedule_what_it_models():
     prof = Profile({k: NodeType(k, 1, 0.001, 1, 0.001, 500.0, 0.01) for k in ("fast", "slow")}, Link(1, 0.01))
     tree = hm.trees.binomial(4)
     for op in ("scatter", "gather"):
-        for name in variants.for_op(op):
+        for name in ops.get(op).variants:
             v = variants.get(name)
-            plain = v.predict(op, prof, LAYOUT, tree, [4096])
+            plain = v.predict(ops.get(op), prof, LAYOUT, tree, [4096])
             copy = Schedule(root_copy=True, copy_first=op == "scatter")
-            copied = v.predict(op, prof, LAYOUT, tree, [4096], copy)
+            copied = v.predict(ops.get(op), prof, LAYOUT, tree, [4096], copy)
             assert copied[0] > plain[0], (op, name)
     ordered = Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True)
     for name in ("link", "paper"):
         v = variants.get(name)
-        same = v.predict("gather", prof, LAYOUT, tree, [4096], Schedule(root_copy=True))
-        assert v.predict("gather", prof, LAYOUT, tree, [4096], ordered).tolist() == same.tolist(), name
+        same = v.predict(ops.get("gather"), prof, LAYOUT, tree, [4096], Schedule(root_copy=True))
+        assert v.predict(ops.get("gather"), prof, LAYOUT, tree, [4096], ordered).tolist() == same.tolist(), name
 
 
 def test_the_common_start_extra_is_the_schedules():
@@ -107,11 +111,12 @@ def test_the_common_start_extra_is_the_schedules():
     doc["extensions"] = {"common_start": {"sizes_bytes": [0, 1000], "extra_us": [3.0, 1.0]}}
     prof = Profile.from_dict(doc)
     v, tree = variants.get("paper"), hm.trees.binomial(4)
-    plain = v.predict("scatter", prof, LAYOUT, tree, [0, 500, 4000])
-    common = v.predict("scatter", prof, LAYOUT, tree, [0, 500, 4000], Schedule(common_start=True))
+    scatter = ops.get("scatter")
+    plain = v.predict(scatter, prof, LAYOUT, tree, [0, 500, 4000])
+    common = v.predict(scatter, prof, LAYOUT, tree, [0, 500, 4000], Schedule(common_start=True))
     np.testing.assert_allclose(common - plain, common_start_us(prof, [0, 500, 4000]), rtol=1e-12)
     assert (common - plain).tolist() == pytest.approx([3.0, 2.0, 1.0])
-    per = v.predict("scatter", prof, LAYOUT, tree, [500], Schedule(common_start=True), per_rank=True)
+    per = v.predict(scatter, prof, LAYOUT, tree, [500], Schedule(common_start=True), per_rank=True)
     assert per[0].max() == pytest.approx(common[1])
 
 
@@ -124,7 +129,7 @@ def test_the_old_call_forms_fold_into_the_schedule():
         ops.predictor("scatter")(prof, LAYOUT, tree, [4096], root_copy=True, copy_first=True).tolist() == old.tolist()
     )
     assert hm.predict.gather(prof, LAYOUT, tree, [64], one_at_a_time=True).tolist() == (
-        variants.get("link").predict("gather", prof, LAYOUT, tree, [64]).tolist()
+        variants.get("link").predict(ops.get("gather"), prof, LAYOUT, tree, [64]).tolist()
     )
     with pytest.raises(InputError, match="unknown schedule field 'sharing'"):
         ops.predict("scatter", prof, LAYOUT, tree, [4096], sharing="rr")
@@ -156,7 +161,10 @@ def test_a_schedule_refuses_what_no_implementation_does():
 # ---- movements -----------------------------------------------------------------------------------------------
 def test_an_operations_movement_is_the_one_the_flow_engine_simulates():
     for o in ops.OPERATIONS.values():
-        assert flow.OPS[o.name] == o.movement and o.edge_data == o.movement.edge_data
+        run = flow.simulate(o.movement, paper_profile(), ["fast"] * 3, hm.trees.chain(3), 100.0)
+        assert run.movement == o.movement and o.edge_data == o.movement.edge_data
+    with pytest.raises(InputError, match="simulate takes a data movement"):
+        flow.simulate("bcast", paper_profile(), ["fast"] * 3, hm.trees.chain(3), 100.0)
     assert ops.get("bcast").movement.one_message and not ops.get("scatter").movement.one_message
     assert ops.get("gather").movement.toward_root and not ops.get("scatter").movement.toward_root
     tree = hm.trees.binomial(4)

@@ -99,7 +99,7 @@ def _toy_bcast(profile, layout, tree, sizes, schedule=None, *, per_rank=False, r
     return np.repeat(t[None, :], m.size, axis=0) if per_rank else np.full(m.size, t.max())
 
 
-TOY = Variant("toy-hosts", "eq. 7 with shared-memory edges", {"bcast": _toy_bcast})
+TOY = Variant("toy-hosts", "eq. 7 with shared-memory edges", {ops.get("bcast").movement: _toy_bcast})
 
 
 @pytest.mark.parametrize("slots,root", [((2, 2, 2), 0), ((2, 2, 2), 1), ((3, 3), 2), ((4, 1, 3, 2, 2), 5)])
