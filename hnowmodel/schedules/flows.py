@@ -18,8 +18,8 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
   a fixed shared-memory transfer;
 * the messages of one pair (sender, receiver) flow one after another, each once the previous one is through: one
   connection per pair, and MPI's non-overtaking order (a tree never sends twice between one pair; a ring does every
-  step, and max-min sharing between them would let a slow link's backlog delay every block: 35 % later on the
-  calibrated cluster profile's 4-rank ring at 1 MB);
+  step, and max-min sharing between them would let a slow link's backlog delay every block: the calibrated
+  cluster profile's 4-rank ring at 1 MB would take 1.54 times as long);
 * the receive completes once the message is delivered, the rank has posted this step's send and completed its
   previous receive: then ``R`` and the reduction, ``γ·reduce_bytes`` (``reduce_us_per_byte``: the profile has no
   γ yet).
