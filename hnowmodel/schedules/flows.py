@@ -30,10 +30,10 @@ sends, or in its first step with ``copy_first``) gives the same times as :func:`
 :func:`hnowmodel.flow.scatter` (``tests/hnowmodel/test_schedule_flows.py``, rtol 1e-12), except the root's own
 ``done_us`` with ``copy_first`` (the flow engine counts its posting, this module its copy); a gather up a tree
 (``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order="tree"`` (the
-other receive orders depend on arrivals, not on a fixed order of steps). To get the same times
-the evaluator sets a timer where each receive ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its
-data: the network notices a token bucket refilling only at its next event, so other events change its times
-slightly (about 5e-5 relative on the calibrated cluster profile at 100 kB).
+other receive orders depend on arrivals, not on a fixed order of steps). To get the same times the evaluator sets a
+timer where each receive ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its data: the network
+notices a token bucket refilling only at its next event, so other events change its times slightly (about 5e-5
+relative on the calibrated cluster profile at 100 kB).
 
 :func:`evaluate` picks this evaluator or the vectorised one (:mod:`hnowmodel.schedules.flowrounds`).
 
