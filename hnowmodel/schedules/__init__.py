@@ -1,11 +1,12 @@
 """Collective algorithms as message schedules (:mod:`~hnowmodel.schedules.steps`): one representation that every
 algorithm compiles to and both model engines evaluate. The generators (:mod:`~hnowmodel.schedules.algorithms`,
 :mod:`~hnowmodel.schedules.alltoall`, trees through :func:`from_tree`) build them; the closed-form engine
-(:func:`~hnowmodel.schedules.closed.evaluate`) evaluates them."""
+(:func:`~hnowmodel.schedules.closed.evaluate`) and the flow engine (:func:`~hnowmodel.schedules.flows.evaluate`)
+evaluate them."""
 
 from __future__ import annotations
 
-from . import closed
+from . import closed, flowrounds, flows
 from .algorithms import (
     BlockTrace,
     binomial_bcast,
@@ -20,6 +21,7 @@ from .algorithms import (
     ring_allreduce,
 )
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
+from .flowrun import ScheduleRun
 from .fromtree import from_tree
 from .steps import MessageSchedule, Step, concat
 
@@ -43,4 +45,8 @@ __all__ = [
     "pairwise_alltoall",
     "bruck_alltoall",
     "scattered_alltoall",
+    # the flow engine's evaluators: flows.evaluate (the one entry), flows.simulate, flowrounds.simulate_rounds
+    "flows",
+    "flowrounds",
+    "ScheduleRun",
 ]

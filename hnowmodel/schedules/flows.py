@@ -1,0 +1,281 @@
+"""A message schedule under the flow engine, event by event: every message a flow through the fluid network of
+:mod:`hnowmodel.flow` (NICs shared by a host's ranks with max-min fairness, token buckets, shared memory inside a
+host), every rank working through its steps by the rules of :mod:`hnowmodel.schedules.steps`.
+
+What a rank does in a step (times in µs; ``S``, ``R``, ``C``, ``Xc``, the pair rate and the shared-memory transfer
+from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
+
+* it **reaches** the step once it has posted its previous step's send (and, in a step that ``waits``, once it has
+  completed its previous receive and reduction); it posts this step's receive then;
+* it copies ``copy_bytes`` locally (``C``; a rank with 0 bytes to copy copies nothing), then posts its send:
+  ``S`` later the message is posted; a rank's first send to another host keeps it busy
+  :meth:`~hnowmodel.flow.costs.MessageCosts.first_send_busy` longer (as
+  :meth:`~hnowmodel.flow.costs.MessageCosts.posts` counts it), and its next step starts after that;
+* an **eager** message flows as soon as it is posted; a **rendezvous** one (``profile.rendezvous_from_bytes``, the
+  same threshold inside a host) once its receiver has reached the step too;
+* a message between hosts is a flow through the sender host's egress and the receiver host's ingress
+  (:func:`hnowmodel.flow.network.send`), delivered ``Xc`` after its last byte; between two ranks of one host it is
+  a fixed shared-memory transfer;
+* the messages of one pair (sender, receiver) flow one after another, each once the previous one is through: one
+  connection per pair, and MPI's non-overtaking order (a tree never sends twice between one pair; a ring does every
+  step, and max-min sharing between them would let a slow link's backlog delay every block: the calibrated
+  cluster profile's 4-rank ring at 1 MB would take 1.54 times as long);
+* the receive completes once the message is delivered, the rank has posted this step's send and completed its
+  previous receive: then ``R`` and the reduction, ``γ·reduce_bytes`` (``reduce_us_per_byte``: the profile has no
+  γ yet).
+
+The events are a few per message (its posting, its flow's start and end, its delivery), never per byte. A tree
+compiled to steps (:func:`~hnowmodel.schedules.fromtree.from_tree`; the root's copy a step of its own after its
+sends, or in its first step with ``copy_first``) gives the same times as :func:`hnowmodel.flow.bcast` and
+:func:`hnowmodel.flow.scatter` (``tests/hnowmodel/test_schedule_flows.py``, rtol 1e-12), except the root's own
+``done_us`` with ``copy_first`` (the flow engine counts its posting, this module its copy); a gather up a tree
+(``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order="tree"`` (the
+other receive orders depend on arrivals, not on a fixed order of steps). To get the same times the evaluator sets a
+timer where each receive ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its data: the network
+notices a token bucket refilling only at its next event, so other events change its times slightly (about 5e-5
+relative on the calibrated cluster profile at 100 kB).
+
+:func:`evaluate` picks this evaluator or the vectorised one (:mod:`hnowmodel.schedules.flowrounds`).
+
+>>> from hnowmodel.params import Link, NodeType, Profile
+>>> from hnowmodel.schedules.steps import MessageSchedule, Step
+>>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(0, 0.01))      # 100 bytes/µs on every link
+>>> ring = MessageSchedule(3, (Step.of([0, 1, 2], [1, 2, 0], 1000, repeat=2),), "ring")
+>>> simulate(prof, ["f"] * 3, ring).done_us.tolist()                       # two steps of 10 µs
+[20.0, 20.0, 20.0]
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..flow.costs import MessageCosts
+from ..flow.network import FlowRecord, Network, send
+from ..layout import hosts_of
+from ..params import Profile
+from .flowrounds import simulate_rounds
+from .flowrun import ReduceRate, ScheduleRun, link_sharing, prepare
+from .steps import MessageSchedule
+
+__all__ = ["simulate", "evaluate", "EVENTS_UP_TO"]
+
+#: :func:`evaluate` simulates event by event up to this many messages (counted with repeats), per step beyond: the
+#: event-driven evaluator runs some 35 000-39 000 messages a second on tens of ranks and 4 000-20 000 on 2048 ranks
+#: with 32 flows through each NIC (``experiments/perf_schedule_flow.py``), so this keeps it near a second or less.
+EVENTS_UP_TO = 10_000
+
+
+def _actions(schedule: MessageSchedule) -> list[list[tuple]]:
+    """Each rank's steps, in order: ``(k, waits, copy_bytes, dst, send_bytes, src, recv_bytes, reduce_bytes)``
+    with ``k`` the step's index counted with repeats, ``dst``/``src`` -1 when it sends/receives nothing."""
+    per_rank: list[list[tuple]] = [[] for _ in range(schedule.n)]
+    k = 0
+    for s in schedule.steps:
+        copies = [] if s.copy_bytes is None else np.flatnonzero(s.copy_bytes > 0).tolist()
+        msgs = list(zip(s.src.tolist(), s.dst.tolist(), s.nbytes.tolist(), s.reduce_bytes.tolist(), strict=True))
+        for _ in range(s.repeat):
+            acts: dict[int, list] = {r: [float(s.copy_bytes[r]), -1, 0.0, -1, 0.0, 0.0] for r in copies}
+            for a, b, nb, red in msgs:
+                x = acts.setdefault(a, [0.0, -1, 0.0, -1, 0.0, 0.0])
+                x[1], x[2] = b, nb
+                y = acts.setdefault(b, [0.0, -1, 0.0, -1, 0.0, 0.0])
+                y[3], y[4], y[5] = a, nb, red
+            for r, x in acts.items():
+                per_rank[r].append((k, s.waits, *x))
+            k += 1
+    return per_rank
+
+
+class _Ranks:
+    """The ranks' progress through their steps on one :class:`Network`: each rank's clock (when it may start its
+    next step), its receives posted and not yet completed (in order), what has arrived, and the rendezvous messages
+    waiting for their receiver."""
+
+    def __init__(self, sim: Network, cost: MessageCosts, schedule: MessageSchedule, gamma: np.ndarray) -> None:
+        n = schedule.n
+        self.sim, self.cost, self.gamma = sim, cost, gamma.tolist()
+        self.acts = _actions(schedule)
+        self.i = [0] * n  # the next step of each rank
+        self.clock = [0.0] * n  # when it may start its next step
+        self.recv_t = [0.0] * n  # when it completed its last receive
+        self.first = [True] * n  # it has not sent to another host yet
+        self.queue: list[deque] = [deque() for _ in range(n)]  # receives posted, not completed: (k, act, after)
+        self.blocked = [False] * n
+        self.arrived: dict[tuple[int, int], float] = {}
+        self.reached: dict[tuple[int, int], float] = {}  # (rank, step) -> when it posted that step's receive
+        self.waiting: dict[tuple[int, int], tuple] = {}  # (receiver, step) -> a rendezvous message not yet matched
+        self.pairs: dict[tuple[int, int], deque] = {}  # (src, dst) with a message flowing -> the ones queued behind
+        self.done = np.zeros(n)
+        self.posted = np.zeros(n)
+
+    def start(self) -> None:
+        for r in range(len(self.acts)):
+            if self.acts[r]:
+                self.sim.at(0.0, lambda r=r: self.advance(r))
+
+    def advance(self, r: int) -> None:
+        """Rank ``r`` works through its steps until one waits for a receive not yet completed."""
+        acts, cost = self.acts[r], self.cost
+        while self.i[r] < len(acts):
+            k, waits, cb, dst, sb, src, rb, red = acts[self.i[r]]
+            if waits and self.queue[r]:
+                self.blocked[r] = True
+                return
+            t = max(self.clock[r], self.recv_t[r]) if waits else self.clock[r]
+            if src >= 0:
+                self._post_receive(r, k, t)
+            if cb > 0:
+                t = t + cost.copy(r, cb)
+                self.done[r] = max(self.done[r], t)
+            if dst >= 0:
+                t_post = t + cost.send(r, sb, dst)
+                t = t_post
+                if self.first[r] and not cost.same_host(r, dst):
+                    t += cost.first_send_busy(sb)
+                    self.first[r] = False
+                self.posted[r] = t
+                self._send(r, dst, k, sb, t_post)
+            self.clock[r] = t
+            self.i[r] += 1
+            if src >= 0:
+                self.queue[r].append((k, src, rb, red, t))
+                self._complete(r)
+        self.blocked[r] = False
+
+    def _post_receive(self, r: int, k: int, t: float) -> None:
+        self.reached[(r, k)] = t
+        held = self.waiting.pop((r, k), None)
+        if held is not None:
+            s, b, t_post = held
+            self._flow(s, r, k, b, max(t_post, t), True)
+
+    def _send(self, s: int, d: int, k: int, b: float, t_post: float) -> None:
+        if not self.cost.rendezvous(b):
+            self._flow(s, d, k, b, t_post, False)
+            return
+        t_recv = self.reached.get((d, k))
+        if t_recv is None:
+            self.waiting[(d, k)] = (s, b, t_post)
+        else:
+            self._flow(s, d, k, b, max(t_post, t_recv), True)
+
+    def _flow(self, s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
+        """The message of step ``k`` from ``s`` to ``d`` is ready to flow at ``t``: it flows once the pair's previous
+        message is through (one connection per pair, MPI's non-overtaking order)."""
+        pair = self.pairs.get((s, d))
+        if pair is not None:
+            pair.append((k, b, t, rdv))
+            return
+        self.pairs[(s, d)] = deque()
+        self._start(s, d, k, b, t, rdv)
+
+    def _start(self, s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
+        sim, cost = self.sim, self.cost
+
+        def on_done(t_end: float, f: Any) -> None:
+            t_del = t_end + cost.latency(s, d, b)
+            sim.records.append(FlowRecord(s, d, b, float(f.start), float(t_end), float(t_del), rdv))
+            self.arrived[(d, k)] = t_del
+            pair = self.pairs[(s, d)]
+            if pair:
+                k2, b2, t2, rdv2 = pair.popleft()
+                self._start(s, d, k2, b2, max(t2, t_end), rdv2)
+            else:
+                del self.pairs[(s, d)]
+            self._complete(d)
+
+        send(sim, cost, t, s, d, b, rdv, on_done)
+
+    def _complete(self, r: int) -> None:
+        """Complete rank ``r``'s receives in order while their messages are there; wake it if it waited."""
+        q = self.queue[r]
+        while q and (r, q[0][0]) in self.arrived:
+            k, src, rb, red, after = q.popleft()
+            t_del = self.arrived.pop((r, k))
+            t = max(t_del, after, self.recv_t[r]) + self.cost.recv(r, rb, src) + self.gamma[r] * red
+            self.recv_t[r] = t
+            self.done[r] = max(self.done[r], t)
+            # a timer at every receive's end, as flow.downward has one where a rank holds its data: the network
+            # notices a bucket refilling only at its next event, so the same events give the same times
+            self.sim.at(t, lambda: self._wake(r))
+
+    def _wake(self, r: int) -> None:
+        if self.blocked[r] and not self.queue[r]:
+            self.advance(r)
+
+
+def simulate(
+    profile: Profile,
+    layout: Sequence[str],
+    schedule: MessageSchedule,
+    *,
+    reduce_us_per_byte: ReduceRate = 0.0,
+    sharing: str = "maxmin",
+) -> ScheduleRun:
+    """Evaluate ``schedule`` on ``layout`` event by event through the flow engine's network (see the module's
+    rules); ``reduce_us_per_byte``: γ, one rate or one per node type (µs per byte reduced); ``sharing``: how
+    concurrent flows share a link (``maxmin``, ``weighted``: :data:`hnowmodel.flow.SHARINGS`' fluid ones).
+
+    >>> from hnowmodel.params import Link, NodeType, Profile
+    >>> from hnowmodel.schedules.steps import MessageSchedule, Step
+    >>> prof = Profile({"f": NodeType("f", 1, 0, 2, 0)}, Link(0, 0.01))        # S = 1, R = 2 µs
+    >>> two = MessageSchedule(3, (Step.of([0], [1], 1000), Step.of([0], [2], 1000, waits=False)), "two sends")
+    >>> run = simulate(prof, ["f"] * 3, two)          # posted at 1 and 2: 100 bytes alone, then 50 bytes/µs each
+    >>> run.done_us.tolist(), run.posted_us.tolist()
+    ([0.0, 22.0, 23.0], [2.0, 0.0, 0.0])
+    """
+    how = link_sharing(sharing)
+    cost, egress, ingress, gamma = prepare(profile, layout, schedule, reduce_us_per_byte)
+    sim = Network(egress, ingress, cost.burst, how.weighted, hosts_of(layout))
+    ranks = _Ranks(sim, cost, schedule, gamma)
+    sim.at(0.0, ranks.start)
+    sim.run()
+    stuck = [r for r in range(schedule.n) if ranks.i[r] < len(ranks.acts[r]) or ranks.queue[r]]
+    if stuck:  # cannot happen: a step's messages are sent and received in that step, which every rank reaches
+        raise RuntimeError(f"message schedule {schedule.name!r}: rank {stuck[0]} did not complete its steps")
+    done, posted = ranks.done, ranks.posted
+    done.flags.writeable = posted.flags.writeable = False
+    completion = float(done.max()) if done.size else 0.0
+    return ScheduleRun(schedule.name, done, posted, completion, tuple(sim.records), "events")
+
+
+def evaluate(
+    profile: Profile,
+    layout: Sequence[str],
+    schedule: MessageSchedule,
+    *,
+    reduce_us_per_byte: ReduceRate = 0.0,
+    sharing: str = "maxmin",
+    method: str = "auto",
+) -> ScheduleRun:
+    """Evaluate ``schedule`` under the flow engine: ``method="events"`` (:func:`simulate`, exact),
+    ``"rounds"`` (:func:`~hnowmodel.schedules.flowrounds.simulate_rounds`, vectorised per step), or ``"auto"``:
+    events up to :data:`EVENTS_UP_TO` messages (counted with repeats), rounds beyond.
+
+    Why a count of messages: the event-driven evaluator is exact and its cost grows with the messages (a few
+    events each), while the vectorised one costs per step, whatever the messages, and agrees with it exactly only
+    where no link carries two flows at once (a ring, recursive doubling on equal nodes); elsewhere it differs by a
+    few % on one network, and on hosts of different speeds, where a fast rank's next step shares a link still
+    carrying a slower rank's flow, it is up to 40-55 % faster at 100 kB (:mod:`~hnowmodel.schedules.flowrounds`).
+    Which links are shared is known only by simulating, so the rule is by cost: exact whenever that is affordable.
+    Pass ``method="events"`` to pay for exactness on a large schedule.
+
+    >>> from hnowmodel.params import Link, NodeType, Profile
+    >>> from hnowmodel.schedules.steps import MessageSchedule, Step
+    >>> prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(0, 0.01))
+    >>> ring = MessageSchedule(4, (Step.of([0, 1, 2, 3], [1, 2, 3, 0], 1000, repeat=3),), "ring")
+    >>> run = evaluate(prof, ["f"] * 4, ring)
+    >>> run.method, run.completion_us
+    ('events', 30.0)
+    """
+    if method not in ("auto", "events", "rounds"):
+        raise InputError(f"unknown evaluation method {method!r} (choose from: auto, events, rounds)")
+    if method == "auto":
+        method = "events" if schedule.n_messages <= EVENTS_UP_TO else "rounds"
+    fn = simulate if method == "events" else simulate_rounds
+    return fn(profile, layout, schedule, reduce_us_per_byte=reduce_us_per_byte, sharing=sharing)
