@@ -37,11 +37,13 @@ from .errors import InputError
 from .libraries.native import NativeAlgorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .schedule import as_schedule
+from .schedules.algorithm import Algorithm
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant
 
 __all__ = [
     "Operation",
+    "Algorithm",
     "OPERATIONS",
     "names",
     "get",
@@ -83,14 +85,27 @@ class Operation:
     it, each as its predictor. ``kernel_code``: the C kernels' code of its native collective (``hk_coll``'s ``op``
     in calibrate/kernels/hnow_kernels.c; -1: none). ``imb``: IMB-MPI1's benchmark of it (``hnow bench imb``; '':
     none); ``outside_names``: the lower-case names outside benchmarks' output gives it (IMB's, OSU's
-    ``osu_<name>``).
+    ``osu_<name>``). ``algorithms``: its algorithms that are not trees, by name, each a generator of its message
+    schedule (:class:`~hnowmodel.schedules.algorithm.Algorithm`: ring, recursive doubling, ...); ``movement`` None:
+    it has no tree algorithms (then it needs ``algorithms``). :meth:`predict` predicts either kind.
+
+    An operation is this one entry; the worked example of docs/operations.md, an allgather whose algorithm is a
+    ring, runs here:
+
+    >>> import hnowmodel as hm
+    >>> from hnowmodel.schedules import Algorithm, ring_allgather
+    >>> allgather = Operation("allgather", "every rank's m bytes to every rank", "paper",
+    ...                       algorithms={"ring": Algorithm("ring", "a ring of p - 1 steps", ring_allgather)})
+    >>> allgather.variants_names(), allgather.predict(hm.paper_profile(), ["fast"] * 4, "ring", [0]).tolist()
+    (('paper', 'flow', 'flow-weighted'), [510.0])
     """
 
     name: str
     summary: str
     default_variant: str
-    movement: Movement
-    kernel: str
+    movement: Movement | None = None
+    kernel: str = ""
+    algorithms: Mapping[str, Algorithm] = field(default_factory=dict)
     native: Mapping[str, NativeAlgorithm] = field(default_factory=dict)
     alternatives: Mapping[str, tuple[NativeAlgorithm, ...]] = field(default_factory=dict)
     network_variant: str = "flow"
@@ -100,6 +115,9 @@ class Operation:
     outside_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "algorithms", MappingProxyType(dict(self.algorithms)))
+        if self.movement is None and not self.algorithms:
+            raise ValueError(f"operation {self.name}: neither a movement (tree algorithms) nor algorithms")
         object.__setattr__(self, "native", MappingProxyType(dict(self.native)))
         object.__setattr__(self, "alternatives", MappingProxyType({k: tuple(v) for k, v in self.alternatives.items()}))
         object.__setattr__(self, "pinned_only", MappingProxyType({k: tuple(v) for k, v in self.pinned_only.items()}))
@@ -109,8 +127,50 @@ class Operation:
 
     @property
     def edge_data(self) -> str:
-        """``"one"`` or ``"subtree"``: what the edge into a rank carries (:attr:`movement`)."""
-        return self.movement.edge_data
+        """``"one"`` or ``"subtree"``: what the edge into a rank carries (:attr:`movement`; '' without one)."""
+        return self.movement.edge_data if self.movement is not None else ""
+
+    def variants_names(self) -> tuple[str, ...]:
+        """The names of the variants that serve this operation, in registry order."""
+        return _variants.serving(self)
+
+    def variant_for(self, profile: Any = None, variant: str | None = None) -> Variant:
+        """The variant ``variant`` names (None: ``network_variant`` for a network profile, else
+        ``default_variant``); :class:`InputError` names the ones that serve this operation."""
+        if variant is None:
+            variant = self.network_variant if is_network_profile(profile) else self.default_variant
+        return _variants.check(self, variant)
+
+    def algorithm(self, name: str) -> Algorithm:
+        """The algorithm called ``name`` (:attr:`algorithms`); :class:`InputError` names the valid ones."""
+        try:
+            return self.algorithms[name]
+        except (KeyError, TypeError):
+            valid = ", ".join(self.algorithms) or "none: its algorithms are trees"
+            raise InputError(f"unknown {self.name} algorithm {name!r} (choose from: {valid})") from None
+
+    def predict(
+        self, profile: Any, layout: Any, algorithm: Any, sizes: Any, *, variant: str | None = None, **kw: Any
+    ) -> np.ndarray:
+        """Predicted completion time (µs per size; ``per_rank=True``: ``(len(sizes), n)``) of this operation run by
+        ``algorithm`` under ``variant`` (None: the default for ``profile``): one of :attr:`algorithms` (by name or
+        as an :class:`~hnowmodel.schedules.algorithm.Algorithm`; ``reduce_us_per_byte`` its γ) evaluated as a
+        message schedule, else a tree (a :class:`~hnowmodel.trees.Tree` or a tree name; ``schedule`` and its
+        fields: how the MPI implementation runs it). ``root``: the root rank."""
+        var = self.variant_for(profile, variant)
+        per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
+        if isinstance(algorithm, Algorithm) or (isinstance(algorithm, str) and algorithm in self.algorithms):
+            alg = algorithm if isinstance(algorithm, Algorithm) else self.algorithms[algorithm]
+            gamma = kw.pop("reduce_us_per_byte", 0.0)
+            if kw:
+                raise InputError(f"{alg.name} is a message schedule: {sorted(kw)[0]} applies to trees only")
+            return var.predict_algorithm(
+                profile, layout, alg, sizes, per_rank=per_rank, root=root, reduce_us_per_byte=gamma
+            )
+        if self.movement is None:
+            self.algorithm(str(algorithm))  # names the valid ones
+        sched = as_schedule(kw.pop("schedule", None), **kw)
+        return var.predict(self, profile, layout, algorithm, sizes, sched, per_rank=per_rank, root=root)
 
     @property
     def variants(self) -> Mapping[str, BoundPredictor]:
@@ -350,10 +410,7 @@ def default_variant(op: str, profile: Any = None) -> str:
     >>> get("bcast").network_variant, get("gather").network_variant
     ('flow-rr', 'flow')
     """
-    o = get(op)
-    if profile is not None and is_network_profile(profile):
-        return o.network_variant
-    return o.default_variant
+    return get(op).variant_for(profile).name
 
 
 def variant_of(op: str, variant: str | None = None, profile: Any = None) -> Variant:
@@ -363,7 +420,7 @@ def variant_of(op: str, variant: str | None = None, profile: Any = None) -> Vari
     >>> variant_of("bcast").exact_for(get("bcast"))
     True
     """
-    return _variants.check(get(op), default_variant(op, profile) if variant is None else variant)
+    return get(op).variant_for(profile, variant)
 
 
 def check_variant(op: str, variant: str | None, profile: Any = None) -> str:
@@ -380,10 +437,7 @@ def predictor(op: str, variant: str | None = None, profile: Any = None) -> Predi
 
 
 def predict(op: str, profile: Any, layout: Any, tree: Any, sizes: Any, *, variant: str | None = None, **kw: Any):
-    """Predicted completion time (µs, one per size) of ``op`` over ``tree`` under ``variant`` (None: the default
-    for ``profile``); ``kw``: ``schedule``, ``per_rank``, ``root`` and the schedule's fields (the old form)."""
-    per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
-    sched = as_schedule(kw.pop("schedule", None), **kw)
-    return variant_of(op, variant, profile).predict(
-        get(op), profile, layout, tree, sizes, sched, per_rank=per_rank, root=root
-    )
+    """Predicted completion time (µs, one per size) of ``op`` over ``tree`` (or one of its :attr:`Operation.
+    algorithms`) under ``variant`` (None: the default for ``profile``); ``kw``: ``schedule``, ``per_rank``, ``root``
+    and the schedule's fields (the old form): :meth:`Operation.predict`."""
+    return get(op).predict(profile, layout, tree, sizes, variant=variant, **kw)

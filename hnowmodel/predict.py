@@ -3,7 +3,9 @@
 ``algorithm`` is anything ``hnow predict --tree`` takes (:mod:`hnowmodel.treespec`): a tree family (``binomial``,
 ``kary:3``, ``hosts:binomial/chain``), a :class:`~hnowmodel.trees.Tree`, a tree file ``@file.json``, a tree the
 model chooses (``optimal[:OP][:SIZE]``, ``fnf[:SIZE]``; a bare ``optimal``/``fnf`` is chosen at each size for
-``op``), or the MPI library's own algorithm (``native``, ``native:ALGO``, with ``library=``). The model variant is
+``op``), the MPI library's own algorithm (``native``, ``native:ALGO``, with ``library=``), or one of the operation's
+algorithms that are not trees (:attr:`hnowmodel.ops.Operation.algorithms`: a message schedule, by name or as an
+:class:`~hnowmodel.schedules.algorithm.Algorithm`). The model variant is
 the operation's default for the profile (:func:`hnowmodel.ops.default_variant`: the flow engine's ``flow-rr`` /
 ``flow`` on a profile calibrated on a network, the paper's ``paper`` / ``link`` otherwise) unless ``variant`` names
 one (:mod:`hnowmodel.variants`).
@@ -37,6 +39,7 @@ from .errors import InputError, LayoutError
 from .layout import Layout, parse_layout
 from .params import Profile
 from .schedule import Schedule
+from .schedules.algorithm import Algorithm
 from .sizes import parse_sizes
 from .trees import Tree
 from .treespec import TreeSpec, parse_spec, resolve
@@ -78,6 +81,13 @@ def predict(
     what = _ops.get(op)  # a variant predicts the operation's data movement
     lay = _layout(prof, layout)
     grid = np.asarray(parse_sizes(sizes), dtype=float) if isinstance(sizes, str) else as_sizes(sizes)
+    if isinstance(algorithm, Algorithm) or (isinstance(algorithm, str) and algorithm in what.algorithms):
+        if schedule is not None or library is not None:
+            raise InputError(f"{op} algorithm {getattr(algorithm, 'name', algorithm)!r} is a message schedule: "
+                             "schedule= and library= apply to trees")  # fmt: skip
+        return what.predict(prof, lay, algorithm, grid, variant=var.name, per_rank=per_rank, root=root or 0)
+    if what.movement is None:  # no tree runs it: name its algorithms
+        what.algorithm(algorithm if isinstance(algorithm, str) else getattr(algorithm, "name", "a tree"))
     spec = algorithm if isinstance(algorithm, Tree) else parse_spec(algorithm)
     if root is None:
         root = algorithm.root if isinstance(algorithm, Tree) else 0

@@ -43,31 +43,54 @@ from .errors import InputError, LayoutError
 from .layout import hosts_of, one_per_host
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .params import Profile
-from .schedule import Schedule, as_schedule
+from .schedule import Schedule, as_schedule, as_sizes
+from .schedules import closed as _closed
+from .schedules import flows as _flows
+from .schedules.algorithm import Algorithm
 from .trees import Tree
 
-__all__ = ["Predictor", "Variant", "BoundPredictor", "VARIANTS", "names", "get", "serving", "check", "registered"]
+__all__ = [
+    "Predictor",
+    "Evaluator",
+    "Variant",
+    "BoundPredictor",
+    "VARIANTS",
+    "names",
+    "get",
+    "serving",
+    "check",
+    "registered",
+]
 
 #: ``f(profile, layout, tree, sizes, schedule, *, per_rank=False, root=0) -> µs`` (one per size, or
 #: ``(len(sizes), n)`` with ``per_rank``).
 Predictor = Callable[..., np.ndarray]
+#: ``f(profile, layout, schedule, *, per_rank=False, reduce_us_per_byte=0.0) -> µs``: a variant's evaluation of a
+#: :class:`~hnowmodel.schedules.steps.MessageSchedule` (the completion, or each rank's time with ``per_rank``).
+Evaluator = Callable[..., Any]
 
 
-def _movement(what: Any) -> Movement:
+def _movement(what: Any) -> Movement | None:
     """The :class:`~hnowmodel.movement.Movement` of ``what``: a movement, or anything that names one (an
-    :class:`hnowmodel.ops.Operation`); an operation's *name* is the registry's to resolve (:mod:`hnowmodel.ops`)."""
+    :class:`hnowmodel.ops.Operation`; None for an operation whose algorithms are all message schedules); an
+    operation's *name* is the registry's to resolve (:mod:`hnowmodel.ops`)."""
     if isinstance(what, Movement):
         return what
-    mv = getattr(what, "movement", None)
-    if isinstance(mv, Movement):
-        return mv
+    if hasattr(what, "movement") and hasattr(what, "algorithms"):
+        mv = what.movement
+        return mv if isinstance(mv, Movement) else None
     raise InputError(f"a model variant serves data movements: give an operation or a movement, got {what!r}")
 
 
 def _label(what: Any) -> str:
     """How an error names ``what``: the operation's name, else its movement's."""
     name = getattr(what, "name", None)
-    return name if isinstance(name, str) else _movement(what).label
+    return name if isinstance(name, str) else _movement(what).label  # type: ignore[union-attr]
+
+
+def _has_algorithms(what: Any) -> bool:
+    """Whether ``what`` (an operation) has algorithms given as message schedules."""
+    return bool(getattr(what, "algorithms", None))
 
 
 @dataclass(frozen=True)
@@ -77,8 +100,10 @@ class Variant:
     movement, so a variant never names operations), the movements whose exact tree search is exact under it
     (``exact``), whether it is ``flow_level`` (links shared by concurrent messages: it needs the profile's per-byte
     link costs as capacities, and trees are improved by a local search under it) and whether its predictors model
-    several ranks on a host (``shared_hosts``; else :meth:`predict` refuses such a layout). Every method that takes
-    ``what`` takes an operation (:func:`hnowmodel.ops.get`) or a movement."""
+    several ranks on a host (``shared_hosts``; else :meth:`predict` refuses such a layout). ``evaluate``: its engine
+    over a message schedule (:data:`Evaluator`; None: it predicts trees only), which serves every algorithm an
+    operation gives as a schedule (:meth:`predict_algorithm`). Every method that takes ``what`` takes an operation
+    (:func:`hnowmodel.ops.get`) or a movement."""
 
     name: str
     summary: str
@@ -86,12 +111,13 @@ class Variant:
     exact: frozenset[Movement] = field(default_factory=frozenset)
     flow_level: bool = False
     shared_hosts: bool = True
+    evaluate: Evaluator | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "predictors", MappingProxyType(dict(self.predictors)))
         object.__setattr__(self, "exact", frozenset(self.exact))
-        if not self.predictors:
-            raise ValueError(f"variant {self.name}: serves no data movement")
+        if not self.predictors and self.evaluate is None:
+            raise ValueError(f"variant {self.name}: serves no data movement and evaluates no schedule")
         if not all(isinstance(m, Movement) for m in (*self.predictors, *self.exact)):
             raise ValueError(f"variant {self.name}: predictors and exact are keyed by data movements (Movement)")
         stray = [m.label for m in self.exact if m not in self.predictors]
@@ -104,7 +130,10 @@ class Variant:
         return tuple(self.predictors)
 
     def serves(self, what: Any) -> bool:
-        return _movement(what) in self.predictors
+        """Whether this variant predicts ``what``: its trees (through its movement) or, for an operation whose
+        algorithms are schedules, those."""
+        mv = _movement(what)
+        return (mv is not None and mv in self.predictors) or (self.evaluate is not None and _has_algorithms(what))
 
     def exact_for(self, what: Any) -> bool:
         """Whether the exact tree search (eq. 7) proves an optimum for ``what`` under this variant."""
@@ -112,8 +141,11 @@ class Variant:
 
     def predictor(self, what: Any) -> Predictor:
         """The bare predictor of ``what`` (no common-start extra; :meth:`predict` adds it)."""
+        mv = _movement(what)
+        if mv is None:
+            raise InputError(f"{_label(what)} has no tree algorithms (its algorithms: {', '.join(what.algorithms)})")
         try:
-            return self.predictors[_movement(what)]
+            return self.predictors[mv]
         except KeyError:
             served = ", ".join(m.label for m in self.movements)
             raise InputError(
@@ -151,6 +183,39 @@ class Variant:
             t = t + (extra[:, None] if per_rank else extra)
         return t
 
+    def predict_algorithm(
+        self,
+        profile: Profile,
+        layout: Sequence[str],
+        algorithm: Algorithm,
+        sizes: Any,
+        *,
+        per_rank: bool = False,
+        root: int = 0,
+        reduce_us_per_byte: Any = 0.0,
+    ) -> np.ndarray:
+        """Predicted time (µs per size; ``per_rank``: ``(len(sizes), n)``) of an algorithm given as a message
+        schedule (:class:`~hnowmodel.schedules.algorithm.Algorithm`), built for ``layout``'s ranks at each size
+        (bytes per rank's block) and evaluated by this variant's engine (``evaluate``); ``reduce_us_per_byte``: γ,
+        one rate or one per node type (µs per byte reduced). A variant that evaluates no schedule says which do."""
+        if self.evaluate is None:
+            able = ", ".join(v.name for v in VARIANTS.values() if v.evaluate is not None)
+            raise InputError(
+                f"model variant {self.name!r} predicts trees only, not the algorithm {algorithm.name!r} (variants "
+                f"that evaluate message schedules: {able})"
+            )
+        if not self.shared_hosts and not one_per_host(layout):
+            raise LayoutError(f"model variant {self.name!r} does not model several ranks on a host")
+        n, m = len(layout), as_sizes(sizes)
+        got = [
+            self.evaluate(profile, layout, algorithm.schedule(n, float(mi), root), per_rank=per_rank,
+                          reduce_us_per_byte=reduce_us_per_byte)
+            for mi in m
+        ]  # fmt: skip
+        if per_rank:
+            return np.array(got, dtype=float).reshape(m.size, n)
+        return np.array(got, dtype=float)
+
 
 @dataclass(frozen=True)
 class BoundPredictor:
@@ -183,9 +248,25 @@ _FLOW = {ONE_DOWN: _flow.bcast, SUBTREE_DOWN: _flow.scatter, SUBTREE_UP: _flow.g
 _DOWN = (ONE_DOWN, SUBTREE_DOWN)
 
 
-def _flow_entry(name: str, sharing: str, moves: Sequence[Movement], summary: str) -> Variant:
-    """A flow-level variant: :mod:`hnowmodel.flow`'s predictors under the link sharing ``sharing``."""
-    return Variant(name, summary, {mv: partial(_FLOW[mv], sharing=sharing) for mv in moves}, flow_level=True)
+def _closed_evaluate(profile: Profile, layout: Sequence[str], schedule: Any, *, per_rank: bool = False, **kw: Any):
+    """The closed-form engine over a message schedule (:func:`hnowmodel.schedules.closed.evaluate`)."""
+    return _closed.evaluate(profile, layout, schedule, per_rank=per_rank, **kw)
+
+
+def _flow_evaluate(
+    profile: Profile, layout: Sequence[str], schedule: Any, *, per_rank: bool = False, sharing: str, **kw: Any
+):
+    """The flow engine over a message schedule (:func:`hnowmodel.schedules.flows.evaluate`)."""
+    run = _flows.evaluate(profile, layout, schedule, sharing=sharing, **kw)
+    return run.done_us if per_rank else run.completion_us
+
+
+def _flow_entry(name: str, sharing: str, moves: Sequence[Movement], summary: str, schedules: bool = False) -> Variant:
+    """A flow-level variant: :mod:`hnowmodel.flow`'s predictors under the link sharing ``sharing`` (and, with
+    ``schedules``, the flow engine over message schedules under the same sharing)."""
+    fns = {mv: partial(_FLOW[mv], sharing=sharing) for mv in moves}
+    ev = partial(_flow_evaluate, sharing=sharing) if schedules else None
+    return Variant(name, summary, fns, flow_level=True, evaluate=ev)
 
 
 #: Every model variant, by name, in the order they are offered (an operation's variants in this order).
@@ -203,10 +284,11 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType(
                 "the paper's equations (eq. 6-12): store-and-forward, one send after another",
                 _PAPER,
                 exact=frozenset({ONE_DOWN}),
+                evaluate=_closed_evaluate,
             ),
-            _flow_entry("flow", "maxmin", tuple(_FLOW), "flow-level network, max-min fair link sharing"),
+            _flow_entry("flow", "maxmin", tuple(_FLOW), "flow-level network, max-min fair link sharing", True),
             _flow_entry(
-                "flow-weighted", "weighted", tuple(_FLOW), "flow-level network, max-min weighted by lone rates"
+                "flow-weighted", "weighted", tuple(_FLOW), "flow-level network, max-min weighted by lone rates", True
             ),
             _flow_entry("flow-fifo", "fifo", _DOWN, "a sender's egress as a FIFO queue"),
             _flow_entry("flow-rr", "rr", _DOWN, "a sender's egress served round-robin"),

@@ -7,6 +7,7 @@ evaluate them."""
 from __future__ import annotations
 
 from . import closed, flowrounds, flows
+from .algorithm import Algorithm, Generator
 from .algorithms import (
     BlockTrace,
     binomial_bcast,
@@ -26,6 +27,8 @@ from .fromtree import from_tree
 from .steps import MessageSchedule, Step, concat
 
 __all__ = [
+    "Algorithm",
+    "Generator",
     "MessageSchedule",
     "Step",
     "concat",
