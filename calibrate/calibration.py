@@ -19,7 +19,7 @@ pair of types), then for every type its send overhead
 On real MPI with the C kernels, ranks on one host are calibrated in interleaved rounds with piecewise regimes
 (:mod:`calibrate.sharedmemory`, fitted by :mod:`calibrate.shmprofile`); ranks on several hosts in the network mode
 (:mod:`calibrate.network`, fitted by :mod:`calibrate.netprofile`: links per pair of host groups in both directions,
-token-bucket burst, refill gaps), after the hosts (:mod:`calibrate.hosts`: each host's NIC from concurrent flows,
+token-bucket burst, refill gaps), after the hosts (:mod:`calibrate.host_probes`: each host's NIC from concurrent flows,
 host groups by NIC with ``--layout auto``, and per node type the shared memory of two ranks of one host: the
 profile's ``hosts``, ``hnowmodel.profile/3``). The steps and their modules: docs/architecture.md, "The calibration,
 by step".
@@ -43,8 +43,7 @@ from hnowmodel.layout import parse_layout
 from hnowmodel.options import parse_assignments
 from hnowmodel.sizes import parse_sizes
 
-from .checks import native_rows, net_self_check, reference_rows, self_check
-from .hosts import (
+from .host_probes import (
     cpu_split,
     host_pair_costs,
     measure_cpus,
@@ -55,10 +54,10 @@ from .hosts import (
     shm_pairs,
 )
 from .info import version_text
-from .microbenchmarks import Sampling, measure
 from .netprofile import fit_network_profile
 from .network import NetworkRun, net_grid, plan_network, run_network, three_host_fanout
 from .pairkernels import PairKernels
+from .paper_experiments import Sampling, measure
 from .paperfit import fit_paper_profile
 from .protocol import (
     CPU_PROBE_BYTES,
@@ -70,6 +69,7 @@ from .protocol import (
     SHM_ROUNDS,
 )
 from .runtime import node_name
+from .selfcheck import native_rows, net_self_check, reference_rows, self_check
 from .sharedmemory import SharedMemoryRun, default_sizes
 from .sharedmemory import run as run_shared_memory
 from .shmprofile import fit_profile
@@ -138,7 +138,7 @@ def parse_network_spec(text: str) -> tuple[float, float]:
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     testbed = None
     if args.testbed:
-        from .testbed import load_testbed
+        from .testbed_transport import load_testbed
 
         testbed = load_testbed(args.testbed)
     mode = "emulated" if testbed else "plain"
@@ -257,7 +257,7 @@ def _plan(layout: tuple[str, ...]) -> tuple[list[tuple[int, int]], dict[str, tup
 def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any] | None:
     """Calibrate (every rank): the network mode on several hosts with the C kernels, the shared-memory rounds on
     one host with them, else the Python kernels (plain MPI or the emulated testbed). Rank 0 returns the profile."""
-    from .testbed import make_transport
+    from .testbed_transport import make_transport
 
     comm = rt.comm
     t_start = time.monotonic()
@@ -460,7 +460,7 @@ def _interleaved_natives(doc: dict[str, Any], raw: dict[str, Any], gap: float, r
 
 def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[str, Any], NetworkRun]:
     """The layout (given, or grouped by the hosts' measured NICs), what the hosts' calibration measured (pairwise
-    links, NICs: :mod:`calibrate.hosts`), and the network run."""
+    links, NICs: :mod:`calibrate.host_probes`), and the network run."""
     budget = NET_BUDGET_QUICK_US if args.quick else NET_BUDGET_US
     gap_min = NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
     pc = host_pair_costs(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
@@ -516,7 +516,7 @@ def _hosts_terms(args, rt, pk, layout, hosts, measured) -> tuple[dict[str, Any],
         section["nic"] = nic
     prov = {
         "method": "shm: the shared-memory calibration (calibrate.sharedmemory) of two ranks of one host per node "
-        "type, the other ranks asleep; nic: concurrent flows per host (calibrate.hosts), per type the median "
+        "type, the other ranks asleep; nic: concurrent flows per host (calibrate.host_probes), per type the median "
         "of its hosts, payload bytes/µs",
         "shm_ranks": {t: v["ranks"] for t, v in shm.items()},
         "shm_warnings": {t: v["warnings"] for t, v in shm.items() if v["warnings"]},

@@ -177,7 +177,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     _check_pinned(natives, ops)
     testbed = None
     if args.testbed:
-        from calibrate.testbed import load_testbed
+        from calibrate.testbed_transport import load_testbed
 
         testbed = load_testbed(args.testbed)
     # MPICH reads its control variables and Open MPI its MCA parameters in MPI_Init: set them now. An algorithm
@@ -204,7 +204,7 @@ def _transport(args: argparse.Namespace, rt: Any, comm: Any, prepared: dict[str,
     type names, None when unknown)."""
     testbed = prepared["testbed"]
     if testbed is not None:
-        from calibrate.testbed import make_transport
+        from calibrate.testbed_transport import make_transport
 
         if args.layout:
             from hnowmodel.layout import parse_layout

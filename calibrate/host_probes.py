@@ -307,7 +307,7 @@ def nic_auto_layout(
 ) -> tuple[tuple[str, ...], dict[str, Any]]:
     """Host groups discovered from the measured NICs (never from a cluster spec): hosts, not ranks, are grouped.
 
-    ``pc``: :func:`calibrate.hosts.host_pair_costs`; ``nics``: :func:`calibrate.hosts.measure_nics` (each host's
+    ``pc``: :func:`host_pair_costs`; ``nics``: :func:`measure_nics` (each host's
     egress and ingress capacity from concurrent flows, so that a fast host whose partners are all slower is seen
     too). Hosts are sorted by (egress, ingress) capacity, fastest first, and a new group starts where either differs
     from the group's first host by more than :data:`GROUP_TOLERANCE`. Ranks take their host's group (ranks of one

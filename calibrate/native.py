@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hnowmodel.launchers import library_name
+from hnowmodel.mpi_programs import library_name
 from hnowmodel.ops import check_native, native_for, native_name, native_spec_env, native_spec_unset
 from hnowmodel.ops import names as op_names
 from hnowmodel.options import MEASURE_OPS as OPS

@@ -35,7 +35,7 @@ def fit_network_profile(
 ) -> dict[str, Any]:
     """The ``hnowmodel.profile/2`` document of a network calibration (the raw medians of
     :func:`calibrate.network.run_network`); ``hnowmodel.profile/3`` with ``hosts_section`` (the hosts' shared-memory
-    and NIC terms, :mod:`calibrate.hosts`), which is in place before ``queued_bytes`` is fitted through the model.
+    and NIC terms, :mod:`calibrate.host_probes`), which is in place before ``queued_bytes`` is fitted through the model.
 
     Regimes: split where the protocol test (:func:`calibrate.sendmodes.network_protocol`) found that ``MPI_Send``
     starts to wait for the receiver (``waits_from_bytes``) and where it starts to wait for the posted receive

@@ -5,7 +5,7 @@ its unit: passes and rounds, repetitions, the idle gaps between isolated message
 sizes measured on a network, the sleeps of the ranks that wait, and the size bounds of the special measurements.
 The steps that use them are :mod:`calibrate.sharedmemory` (ranks on one host), :mod:`calibrate.network` (ranks on
 several hosts), :mod:`calibrate.sendmodes` (eager / delivery / rendezvous), :mod:`calibrate.hinge` (the token
-bucket's burst) and :mod:`calibrate.checks`.
+bucket's burst) and :mod:`calibrate.selfcheck`.
 The why of each value is in docs/model.md ("How the regimes are measured on real MPI") and
 docs/calibrating-a-cluster.md.
 """
@@ -87,7 +87,7 @@ GROUP_TOLERANCE = 0.05
 #: the faster one's, or the gap is within both medians' confidence intervals (as ranks on one host,
 #: :func:`calibrate.calibration.auto_layout`).
 CPU_TOLERANCE = 0.25
-#: Bytes of the CPU probe's ``memcpy`` (:func:`calibrate.hosts.measure_cpus`): source and destination stay in the
+#: Bytes of the CPU probe's ``memcpy`` (:func:`calibrate.host_probes.measure_cpus`): source and destination stay in the
 #: core's caches, so the probe times the core. (A 32 MiB copy timed memory, whose speed differs between processes
 #: of one virtual machine: it split two hosts of equal processors in 2 of 5 runs of the test suite, 2026-11-26.)
 CPU_PROBE_BYTES = 64 << 10

@@ -6,7 +6,7 @@ eager/rendezvous threshold always a break), and ``S``, ``R``, ``C`` and every pa
 same breaks. ``X = T − S − R`` per regime; where the data would make ``X`` (or ``R``) negative — the rendezvous
 copy counted in both ``S`` and ``R`` — ``R`` is capped at ``T − S`` (and ``S`` at ``T``), which keeps ``S + X + R
 = T`` and is said in the warnings. The profile therefore reproduces ``T``: the self-check
-(:func:`calibrate.checks.self_check`) predicts every measured one-way time back and reports the worst miss.
+(:func:`calibrate.selfcheck.self_check`) predicts every measured one-way time back and reports the worst miss.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The one interface every benchmark and collective runs on: ``send``, ``recv``, ``now`` (µs).
 
-:class:`PlainTransport` is MPI as it is. The emulated heterogeneous testbed (:mod:`calibrate.testbed`,
+:class:`PlainTransport` is MPI as it is. The emulated heterogeneous testbed (:mod:`calibrate.testbed_transport`,
 whose docstring states its semantics) implements the same interface with ``time_scale``-stretched busy times,
 and reports every time divided by the scale, so code written against :class:`Transport` never knows which it
 runs on.

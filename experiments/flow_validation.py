@@ -33,7 +33,7 @@ import hnowmodel as hm
 from hnowmodel import flow, ops
 from hnowmodel.cluster.spec import load_spec
 from hnowmodel.params import Link, NodeType, Profile
-from hnowmodel.schedule import Schedule
+from hnowmodel.runopts import Schedule
 from hnowmodel.units import FRAMING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

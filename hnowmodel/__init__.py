@@ -9,8 +9,13 @@ The model and the library: no MPI import anywhere in this package. What runs und
 230.0
 """
 
+import sys as _sys
+
+# former module names kept for users' code: hm.benchmarks (the benchmark registry, now hnowmodel.bench_registry) and
+# hnowmodel.schedule (a tree's run options, now hnowmodel.runopts: the name no longer looks like the package
+# hnowmodel.schedules); registered in sys.modules so ``from hnowmodel.schedule import Schedule`` keeps working
+from . import bench_registry as benchmarks
 from . import (
-    benchmarks,
     cluster,
     errors,
     export,
@@ -23,12 +28,14 @@ from . import (
     params,
     predict,
     reference,
+    runopts,
     search,
     sizes,
     testbed,
     trees,
     treespec,
 )
+from . import runopts as schedule
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
 from .jobs import (
     Comparison,
@@ -53,6 +60,8 @@ from .libraries.mpich import selection as mpich
 from .libraries.openmpi import rules as ompi_rules
 from .params import Link, NodeType, Profile, paper_profile
 from .sizes import parse_sizes
+
+_sys.modules[__name__ + ".schedule"] = schedule
 
 __version__ = "0.1.0"
 
@@ -86,6 +95,8 @@ __all__ = [
     "params",
     "predict",
     "reference",
+    "runopts",
+    "schedule",
     "search",
     "sizes",
     "trees",

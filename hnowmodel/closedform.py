@@ -53,7 +53,7 @@ import numpy as np
 from .errors import LayoutError
 from .layout import hosts_of, one_per_host
 from .params import Profile
-from .schedule import Schedule, as_schedule, as_sizes, common_start_us
+from .runopts import Schedule, as_schedule, as_sizes, common_start_us
 from .trees import Tree, make_tree
 
 __all__ = ["ptp", "bcast", "scatter", "gather", "as_sizes", "common_start_us"]

@@ -5,7 +5,7 @@ variants themselves and their predictors are :mod:`hnowmodel.variants`' registry
 edge (:mod:`hnowmodel.movement`), the name of its MPI kernel (the method of :mod:`calibrate.collectives`'
 executors and of the C kernels), and each MPI library's own algorithms for it, read from the libraries' packages
 (:data:`hnowmodel.libraries.LIBRARIES`: how each is pinned so that ``native`` is modelled by the tree that really
-runs, with the :class:`~hnowmodel.schedule.Schedule` it runs it by); the ``native`` tree specs are resolved here.
+runs, with the :class:`~hnowmodel.runopts.Schedule` it runs it by); the ``native`` tree specs are resolved here.
 
 Adding an operation is one entry in :data:`OPERATIONS` + its predictors (in :mod:`hnowmodel.variants`' entries) +
 its kernel (in :mod:`calibrate.collectives`), and for ``--tree native`` each library's algorithms for it (an entry
@@ -36,7 +36,7 @@ from . import variants as _variants
 from .errors import InputError
 from .libraries.native import NativeAlgorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
-from .schedule import as_schedule
+from .runopts import as_schedule
 from .schedules.algorithm import Algorithm
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant

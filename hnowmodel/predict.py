@@ -38,7 +38,7 @@ from .closedform import as_sizes, bcast, common_start_us, gather, ptp, scatter
 from .errors import InputError, LayoutError
 from .layout import Layout, parse_layout
 from .params import Profile
-from .schedule import Schedule
+from .runopts import Schedule
 from .schedules.algorithm import Algorithm
 from .sizes import parse_sizes
 from .trees import Tree
@@ -67,7 +67,7 @@ def predict(
     rank (a sequence, a :class:`~hnowmodel.layout.Layout`, or a spec such as ``"FFSS"``; None: the profile's
     calibration layout); ``algorithm``: a tree spec or a :class:`~hnowmodel.trees.Tree` (module docstring);
     ``variant``: a model variant (None: the operation's default for this profile); ``schedule``: how the MPI
-    implementation runs the tree (:class:`~hnowmodel.schedule.Schedule`; None: the tree executor's); ``root``: the
+    implementation runs the tree (:class:`~hnowmodel.runopts.Schedule`; None: the tree executor's); ``root``: the
     root rank (None: a given Tree's own root, else 0); ``library``: the MPI library whose ``native[:ALGO]`` is
     predicted (``MPICH``, ``Open MPI``, ``Intel MPI``; case and spaces do not matter). Bad input:
     :class:`~hnowmodel.errors.InputError` (or its subclasses) naming it.

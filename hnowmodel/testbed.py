@@ -1,7 +1,7 @@
 """Testbed files (``hnowmodel.testbed/1``): an emulated heterogeneous cluster for one machine.
 
 Same ``types``/``network``/``links`` as a profile, plus ``ranks`` (the node type of each rank) and ``time_scale``.
-The emulating transport that makes ranks behave like their types is :mod:`calibrate.testbed` (the MPI side);
+The emulating transport that makes ranks behave like their types is :mod:`calibrate.testbed_transport` (the MPI side);
 this module only reads, validates and describes testbeds, so that ``hnow`` checks a testbed file before any MPI
 job starts. The calibration never reads a testbed's parameters; only tests and experiments compare against
 :meth:`Testbed.profile`.

@@ -9,7 +9,7 @@ Every predictor has one signature::
 
     predictor(profile, layout, tree, sizes, schedule, *, per_rank=False, root=0) -> np.ndarray  # µs
 
-taking from the :class:`~hnowmodel.schedule.Schedule` what it models (the root's copy, the receive order, ...) and
+taking from the :class:`~hnowmodel.runopts.Schedule` what it models (the root's copy, the receive order, ...) and
 ignoring the rest; :meth:`Variant.predict` calls it and adds what the schedule adds beyond the model (the
 common-start extra). Which variant an operation uses by default is the operation's (:mod:`hnowmodel.ops`).
 A variant says whether it models several ranks per host (``shared_hosts``: a
@@ -43,7 +43,7 @@ from .errors import InputError, LayoutError
 from .layout import hosts_of, one_per_host
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .params import Profile
-from .schedule import Schedule, as_schedule, as_sizes
+from .runopts import Schedule, as_schedule, as_sizes
 from .schedules import closed as _closed
 from .schedules import flows as _flows
 from .schedules.algorithm import Algorithm

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import hnowmodel as hm
-from hnowmodel import schedule, variants
+from hnowmodel import runopts, variants
 
 __all__ = ["DATA", "profiles", "cases", "evaluate", "outcome", "load"]
 
@@ -126,7 +126,7 @@ def evaluate(case: dict[str, Any], profs: dict[str, Any]) -> list[float]:
         ro = hm.search.rank_order(prof, layout, "binomial", case["op"], sizes[case["size_i"]])
         return [ro.time_us, ro.baseline_us, *map(float, ro.perm)]
     if kind == "common_start":
-        return schedule.common_start_us(prof, sizes).tolist()
+        return runopts.common_start_us(prof, sizes).tolist()
     raise ValueError(f"unknown case kind {kind!r}")
 
 

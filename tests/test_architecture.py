@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.sizes": 0,
     "hnowmodel.units": 0,
     "hnowmodel.tables": 0,
-    "hnowmodel.launchers": 0,  # finding mpiexec/srun/mpicc: read by jobs and by the MPICH export alike
+    "hnowmodel.mpi_programs": 0,  # finding mpiexec/srun/mpicc: read by jobs and by the MPICH export alike
     # L1: what the model reads - the layout of ranks on hosts, the profile (its parameters)
     "hnowmodel.layout": 1,
     "hnowmodel.params": 1,
@@ -45,7 +45,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.closedform": 3,  # the paper's closed-form engine (hm.predict.bcast/scatter/gather are its functions)
     "hnowmodel.flow": 3,
     "hnowmodel.variants": 3,
-    "hnowmodel.schedule": 3,
+    "hnowmodel.runopts": 3,
     "hnowmodel.schedules": 3,  # collective algorithms as message schedules, evaluated by both engines
     "hnowmodel.movement": 3,
     "hnowmodel.ops": 3,
@@ -63,7 +63,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.options": 5,
     "hnowmodel.predictions": 5,
     "hnowmodel.report": 5,
-    "hnowmodel.benchmarks": 5,
+    "hnowmodel.bench_registry": 5,
     "hnowmodel.export": 5,
     "hnowmodel.libraries.*.export": 5,  # each library's export backend (``*``: any one dotted part, every library)
     "hnowmodel.cluster": 5,

@@ -14,8 +14,8 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from hnowmodel.benchmarks import BENCHMARKS as REGISTRY
-from hnowmodel.benchmarks import OPTIONS, check_names, check_options
+from hnowmodel.bench_registry import BENCHMARKS as REGISTRY
+from hnowmodel.bench_registry import OPTIONS, check_names, check_options
 
 from ..info import version_text
 from .common import Ctx
@@ -64,7 +64,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     check_options({k: getattr(args, k) for k in OPTIONS if k not in ("layout", "profile")})
     out: dict[str, Any] = {"names": names, "testbed": None, "profile": None, "layout": None}
     if args.testbed:
-        from calibrate.testbed import load_testbed
+        from calibrate.testbed_transport import load_testbed
         from hnowmodel.layout import parse_layout
 
         tb = load_testbed(args.testbed)
@@ -84,7 +84,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
 def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[str, Any] | None:
     from mpi4py import MPI
 
-    from calibrate.testbed import make_transport
+    from calibrate.testbed_transport import make_transport
 
     from .common import summarize  # noqa: F401  (imported so a broken stats module fails before any run)
 

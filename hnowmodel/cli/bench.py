@@ -1,4 +1,5 @@
-"""``hnow bench NAME --np N``: the seeds' microbenchmarks (docs/benchmarks.md; registry :mod:`hnowmodel.benchmarks`).
+"""``hnow bench NAME --np N``: the seeds' microbenchmarks (docs/benchmarks.md;
+registry :mod:`hnowmodel.bench_registry`).
 
 OSU-style table per benchmark (units in the column names: ``_us`` µs, ``_MBps`` 10^6 bytes/s, ``_pct`` percent);
 ``--json`` prints ``{"rows": [...], ...}``; ``-o DIR`` writes ``bench_NAME.csv``, ``bench_NAME.png`` and
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..benchmarks import BENCHMARKS, OPTIONS
+from ..bench_registry import BENCHMARKS, OPTIONS
 from ..errors import InputError
 from ..jobs import bench, imb_compare
 from ..ops import names as op_names

@@ -40,7 +40,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import HnowError
-from ..launchers import find_pmi_library
+from ..mpi_programs import find_pmi_library
 from .netns import NETNS_DIR
 from .procs import EXIT_WAIT_S, poll, running, stop_processes
 from .state import ClusterState, state_dir
@@ -147,7 +147,7 @@ def ensure_installed(timeout_s: float = 600.0) -> None:
     """Make Slurm usable here: when root, ``apt-get`` exists and a command of :data:`BINARIES` is missing, run
     ``apt-get install -y --no-install-recommends slurmd slurmctld slurm-client munge`` (``DEBIAN_FRONTEND=
     noninteractive``; once more after ``apt-get update`` if that fails). ~8 s when the packages are reachable. Then,
-    where Slurm's PMI-2 library is missing (:func:`hnowmodel.launchers.find_pmi_library`), :data:`PMI2_PACKAGE`
+    where Slurm's PMI-2 library is missing (:func:`hnowmodel.mpi_programs.find_pmi_library`), :data:`PMI2_PACKAGE`
     (without ``apt-get update`` unless Slurm was just installed; once per process); Slurm stays usable when that
     fails (Intel MPI's ranks then speak PMI-1).
 

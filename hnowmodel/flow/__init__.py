@@ -25,7 +25,7 @@ SimGrid's flow-level network model does:
   of all that host's ranks;
 * **eager vs rendezvous** from ``profile.rendezvous_from_bytes``: a rendezvous message flows only once its receiver
   has posted the matching receive. That matters for gather (the schedule's ``recv_order``,
-  :class:`~hnowmodel.schedule.Schedule`): the tree executor posts one receive per child up front, so they all
+  :class:`~hnowmodel.runopts.Schedule`): the tree executor posts one receive per child up front, so they all
   flow at once; a parent that posts its receives one after another (in arrival order, as ``MPI_ANY_SOURCE``
   receives do, or in a fixed order such as MPICH's binomial gather, smallest subtree first) lets each flow only in
   its turn; in bcast and scatter a receiver has always posted its one receive already;
@@ -79,7 +79,7 @@ from ..errors import InputError
 from ..layout import hosts_of
 from ..movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from ..params import Profile
-from ..schedule import RECV_ORDERS, Schedule, as_schedule, as_sizes
+from ..runopts import RECV_ORDERS, Schedule, as_schedule, as_sizes
 from ..trees import Tree, make_tree
 from .costs import MessageCosts
 from .disciplines import LINK_SHARINGS, Sharing, downward_queued
@@ -169,7 +169,7 @@ def simulate(
     blocks) over ``tree``.
 
     Returns a :class:`FlowRun` (times in µs from the root's start; gather: from the common start). The
-    :class:`~hnowmodel.schedule.Schedule` (or its fields as keywords, the old form) says how the MPI implementation
+    :class:`~hnowmodel.runopts.Schedule` (or its fields as keywords, the old form) says how the MPI implementation
     runs the tree: ``root_copy`` adds the root's local copy of its own block (scatter: after posting its sends, or
     before them with ``copy_first`` as Open MPI does; gather: before its first receive), ``recv_order`` is how a
     gather's parents post their receives. ``relay_waits`` (gather): a rank that forwards its children's data sends

@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..schedule import Schedule
+from ..runopts import Schedule
 from ..trees import Tree
 from .costs import MessageCosts
 from .network import FlowRecord

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..schedule import Schedule
+from ..runopts import Schedule
 from ..trees import Tree
 from .costs import MessageCosts
 from .network import FlowRecord, Network, send

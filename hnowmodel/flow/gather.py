@@ -1,5 +1,5 @@
 """gather under the flow model: ranks send their subtree's data up once they hold it; parents post their receives
-as the schedule says (:data:`hnowmodel.schedule.RECV_ORDERS`), and rendezvous, struct-datatype and synchronous
+as the schedule says (:data:`hnowmodel.runopts.RECV_ORDERS`), and rendezvous, struct-datatype and synchronous
 messages flow only into a posted receive."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..schedule import Schedule
+from ..runopts import Schedule
 from ..trees import Tree
 from .costs import MessageCosts
 from .network import FlowRecord, Network, send

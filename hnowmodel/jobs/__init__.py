@@ -12,7 +12,7 @@ an environment of its own made by :func:`setup_library`) is :mod:`hnowmodel.jobs
 imports mpi4py.
 """
 
-from ..launchers import find_launcher
+from ..mpi_programs import find_launcher
 from ..treespec import build_trees
 from .bench_job import BenchSettings, bench, info
 from .calibrate_job import CalibrateSettings, calibrate

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import benchmarks as _b
+from .. import bench_registry as _b
 from ..errors import InputError
 from ..io import check_output
 from ..params import Profile
@@ -46,7 +46,7 @@ def bench(
     progress: Progress = None,
     **keywords: Any,
 ) -> BenchResult:
-    """Run the seeds' microbenchmarks ``names`` (see :data:`hnowmodel.benchmarks.BENCHMARKS`) on ``launch.np``
+    """Run the seeds' microbenchmarks ``names`` (see :data:`hnowmodel.bench_registry.BENCHMARKS`) on ``launch.np``
     ranks (:class:`BenchSettings`; ``keywords``: its fields and the :class:`Launch` ones by name)."""
     launch, s = gather("bench", launch, BenchSettings, settings, keywords)
     chosen = _b.check_names(names)

@@ -12,10 +12,10 @@ from typing import Any
 
 from .. import ops as _ops
 from ..errors import HnowError
-from ..launchers import library_name
+from ..mpi_programs import library_name
 from ..params import Profile
 from ..report import error_pct
-from ..schedule import Schedule
+from ..runopts import Schedule
 from ..trees import Tree, make_tree
 from ..treespec import TreeSet
 from .checks import NATIVE

@@ -39,7 +39,7 @@ from .. import cluster as _cluster
 from .. import ops as _ops
 from ..errors import InputError
 from ..io import check_output
-from ..launchers import find_launcher
+from ..mpi_programs import find_launcher
 from ..options import check_ops
 from ..outside import PingPongCheck, parse_imb, pingpong_checks
 from ..params import Profile

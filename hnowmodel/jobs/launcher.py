@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import cluster as _cluster
 from ..errors import InputError, MPIRunError
-from ..launchers import find_launcher, kind_of, mpiexec_flavour
+from ..mpi_programs import find_launcher, kind_of, mpiexec_flavour
 from .follow import _Expect, _Follow, _pump, world_problem
 from .hostfile import format_hostfile, place, read_hostfile
 from .lock import mpi_lock

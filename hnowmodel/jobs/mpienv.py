@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, MPIRunError
-from ..launchers import MPIEXEC_LIKE, find_launcher, find_pmi_library, mpiexec_flavour
+from ..mpi_programs import MPIEXEC_LIKE, find_launcher, find_pmi_library, mpiexec_flavour
 
 __all__ = [
     "MPILibrary",
@@ -89,7 +89,7 @@ class MPILibrary:
 
     ``name`` is the ``--mpi`` value; ``library`` what ``MPI_Get_library_version`` calls it (and the key of
     :attr:`hnowmodel.ops.Operation.native`); ``flavour`` what its ``mpiexec --version`` says
-    (:func:`hnowmodel.launchers.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
+    (:func:`hnowmodel.mpi_programs.mpiexec_flavour`); ``requirement`` the PyPI wheel; ``libmpi`` its shared
     library under ``<prefix>/lib``; ``launcher_args`` what hnow adds after ``-n N``; ``as_root`` the environment
     it needs when run by root. A library with ``venv_var`` lives in a virtual environment of its own (that variable
     names it; ``launcher`` is the program in its ``bin`` that marks it, ``setup`` the command that makes it);

@@ -77,7 +77,7 @@ class MeasureJob:
 @dataclass(frozen=True)
 class BenchJob:
     """The seeds' microbenchmarks (``bench`` task); ``options`` are the benchmark options by name (see
-    :data:`hnowmodel.benchmarks.OPTIONS`)."""
+    :data:`hnowmodel.bench_registry.OPTIONS`)."""
 
     names: tuple[str, ...]
     options: Mapping[str, Any] = field(default_factory=dict)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..layout import one_per_host as _one_per_host
-from ..schedule import DEFAULT, Schedule
+from ..runopts import DEFAULT, Schedule
 
 __all__ = ["NativeAlgorithm", "OpAlgorithms", "SizeRule", "LayoutRule"]
 
@@ -37,7 +37,7 @@ class NativeAlgorithm:
 
     ``env`` is set before ``MPI_Init`` (MPICH control variables, Open MPI MCA parameters as ``OMPI_MCA_*``, Intel
     MPI's ``I_MPI_ADJUST_*``); ``model_tree`` names the :mod:`hnowmodel.trees` tree that the pinned algorithm runs;
-    ``schedule`` says how it runs it (:class:`~hnowmodel.schedule.Schedule`: the root's local copy where it makes
+    ``schedule`` says how it runs it (:class:`~hnowmodel.runopts.Schedule`: the root's local copy where it makes
     one, MPICH's binomial scatter/gather do, before its first send for Open MPI's scatter; how its receives are
     posted, whether a relay waits: MPICH's binomial gather posts its receives in a fixed order and its relays wait
     for them). ``leaf``: what the library's own tuning file says to run it, in that file's terms, defined by the

@@ -109,7 +109,7 @@ def from_tree(
     once its own subtree is complete (its last receive done); ``reduce_bytes`` (one number or one per rank, bytes
     the parent reduces of that child's message; None: 0) makes it a reduction. Every step waits.
 
-    ``root_copy_bytes``: the root copies its own block locally (:class:`hnowmodel.schedule.Schedule`'s
+    ``root_copy_bytes``: the root copies its own block locally (:class:`hnowmodel.runopts.Schedule`'s
     ``root_copy``): down, after its last send (MPICH's scatter), or before its first with ``copy_first`` (Open
     MPI's); up, before its first receive (MPICH's gather). A copy of 0 bytes is no copy (MPICH's local copy of
     nothing returns at once), where :func:`hnowmodel.closedform.scatter` charges the copy line's constant ``Cc`` even

@@ -1,6 +1,6 @@
 """Choosing trees: the exact broadcast optimum for few node types, heuristics for many, sequential orders,
 rank orders for native collectives, the best tree under a model variant (:mod:`~hnowmodel.search.best`), two-level
-trees for layouts with several ranks per host (:mod:`~hnowmodel.search.hosts`), and pool planning. Pure model code
+trees for layouts with several ranks per host (:mod:`~hnowmodel.search.twolevel`), and pool planning. Pure model code
 (eq. 7-12 costs); :func:`best_tree`'s example is in :mod:`~hnowmodel.search.best`.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from .best import METHODS, BestTree, best_tree
 from .exact import exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve, improve_under
-from .hosts import exact_hosts_bcast, host_candidates
 from .orders import best_sequential, best_sequential_order
 from .plan import PlanChoice, plan
 from .rank_order import RankOrder, host_block_order, rank_order
+from .twolevel import exact_hosts_bcast, host_candidates
 
 __all__ = [
     "BestTree",

@@ -23,9 +23,9 @@ from ..trees import Tree
 from ..variants import Variant
 from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve, improve_under
-from .hosts import host_candidates, host_classes
 from .orders import best_sequential
 from .rank_order import rank_order
+from .twolevel import host_candidates, host_classes
 
 __all__ = [
     "BestTree",
@@ -157,7 +157,7 @@ def best_tree(
     (scatter/gather) uses the regime of its own ``k*size`` bytes - so ``time_us`` equals the prediction of the tree.
 
     On a layout with several ranks per host (:class:`~hnowmodel.layout.Layout`) the two-level trees of
-    :func:`~hnowmodel.search.hosts.host_candidates` join the candidates (a tree over the hosts, exact over host
+    :func:`~hnowmodel.search.twolevel.host_candidates` join the candidates (a tree over the hosts, exact over host
     classes for bcast where affordable, combined with the best family inside the hosts: the heuristic is in that
     module's docstring), beside the plain candidates (all of them up to :data:`HOSTS_PLAIN_MAX_RANKS` ranks, else
     the binomial tree); the fastest under the variant wins, so the result is never slower than a plain candidate,

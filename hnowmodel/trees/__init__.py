@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from .generic import binomial, chain, kary, knomial, sequential
 from .hierarchical import hierarchical, type_speed_order
-from .hosts import HEADS, host_heads, host_members, two_level
 from .mpich import mpich_knomial1, mpich_knomial2
+from .nodeaware import HEADS, host_heads, host_members, two_level
 from .ompi import ompi_binomial, ompi_chain, ompi_in_order_binomial, ompi_in_order_bintree, ompi_linear, ompi_tree
 from .registry import TREES, TreeFactory, make_tree, tree_names
 from .tree import Tree, from_children, from_dict, from_file, from_networkx, from_parent, load_tree, subtree_preorder

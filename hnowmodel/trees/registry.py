@@ -16,8 +16,8 @@ from typing import Any
 from ..errors import TreeError
 from .generic import binomial, chain, kary, knomial, sequential
 from .hierarchical import hierarchical
-from .hosts import host_members, two_level
 from .mpich import mpich_knomial1, mpich_knomial2
+from .nodeaware import host_members, two_level
 from .ompi import ompi_binomial, ompi_chain, ompi_in_order_binomial, ompi_linear, ompi_tree
 from .tree import Tree, load_tree
 
@@ -43,7 +43,7 @@ def _sized_hierarchical(n: int, root: int = 0, arg: Any = None, layout: Any = No
 
 
 def _two_level_factory(family: str, head: str) -> TreeFactory:
-    """A factory for ``family[:INTER[/INTRA]]``: :func:`~hnowmodel.trees.hosts.two_level` with the named families
+    """A factory for ``family[:INTER[/INTRA]]``: :func:`~hnowmodel.trees.nodeaware.two_level` with the named families
     (each ``binomial`` when empty). Without a layout the ranks are taken one per host (the ``INTER`` tree)."""
 
     def build(n: int, root: int = 0, arg: Any = None, layout: Any = None, profile: Any = None) -> Tree:
@@ -74,7 +74,7 @@ def _two_level_factory(family: str, head: str) -> TreeFactory:
     return build
 
 
-#: The two-level families (:mod:`~hnowmodel.trees.hosts`) and who heads each host (:data:`~.hosts.HEADS`): ``hosts``
+#: The two-level families (:mod:`~hnowmodel.trees.nodeaware`) and who heads each host (:data:`~.hosts.HEADS`): ``hosts``
 #: (the root heads its host), ``mpich-smp`` (the root first sends to its host's leader, as MPICH's ``smp`` bcast),
 #: ``ompi-han`` (the ranks at the root's position on their hosts, as Open MPI's coll/han).
 _TWO_LEVEL = {"hosts": "root", "mpich-smp": "leader", "ompi-han": "local"}

@@ -14,7 +14,7 @@ from calibrate.bench import runner
 from calibrate.bench.buffers import reuse_pattern
 from calibrate.bench.hotspot import fanin_extension
 from calibrate.bench.queues import queue_extension
-from hnowmodel.benchmarks import BENCHMARKS, check_names
+from hnowmodel.bench_registry import BENCHMARKS, check_names
 from hnowmodel.errors import InputError
 from hnowmodel.params import Profile, paper_profile
 from tests.helpers import model_us, run_hnow

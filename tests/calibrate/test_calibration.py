@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from calibrate.testbed import load_testbed, paper_testbed
+from calibrate.testbed_transport import load_testbed, paper_testbed
 from hnowmodel.params import NodeType, Profile
 from tests.helpers import run_hnow
 

@@ -148,7 +148,7 @@ def test_emulated_measure_matches_true_profile_prediction():
     The fastest round (the emulator only adds delay: a rank scheduled late) within 10 % below (as on a quiet
     machine) and 15 % above the model (4 ranks busy-poll 2 cores of a loaded machine); and, a ratio that load
     does not shift, where the model says one tree is much faster than the other (> 25 %), the measurement agrees."""
-    testbed_mod = pytest.importorskip("calibrate.testbed")
+    testbed_mod = pytest.importorskip("calibrate.testbed_transport")
     from tests.helpers import model_us
 
     doc = _measure(

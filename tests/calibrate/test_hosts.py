@@ -1,7 +1,7 @@
-"""The calibration of hosts (``calibrate/hosts.py``): one NIC per node type from each host's flows, ``--layout auto``
-grouping hosts by NIC, the shared-memory pair of each type, the ``hosts.shm`` entry a profile reads; and the C
-kernels of concurrent flows (``Kernels.flows``, ``Kernels.flow_list``) under a real ``mpiexec``; the egress
-fan-out's plan (which ranks send to whom). Behaviour only, never timing."""
+"""The calibration of hosts (``calibrate/host_probes.py``): one NIC per node type from each host's flows,
+``--layout auto`` grouping hosts by NIC, the shared-memory pair of each type, the ``hosts.shm`` entry a profile
+reads; and the C kernels of concurrent flows (``Kernels.flows``, ``Kernels.flow_list``) under a real ``mpiexec``;
+the egress fan-out's plan (which ranks send to whom). Behaviour only, never timing."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from calibrate import ckernels
-from calibrate.hosts import (
+from calibrate.host_probes import (
     NIC_FLOWS_PER_HOST,
     cpu_split,
     egress_plan,

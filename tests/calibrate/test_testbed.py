@@ -1,5 +1,5 @@
 """The emulated testbed: file validation, and real mpiexec runs whose timings follow the emulator's
-semantics (calibrate/testbed.py)."""
+semantics (calibrate/testbed_transport.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from calibrate.testbed import load_testbed, paper_testbed
+from calibrate.testbed_transport import load_testbed, paper_testbed
 from hnowmodel.errors import HnowError, InputError, ProfileError
 
 
@@ -63,7 +63,7 @@ PROBE = textwrap.dedent(
     import json, sys
     import numpy as np
     from mpi4py import MPI
-    from calibrate.testbed import load_testbed, make_transport
+    from calibrate.testbed_transport import load_testbed, make_transport
     comm = MPI.COMM_WORLD
     tb = load_testbed("paper").with_ranks(sys.argv[1])
     tr = make_transport(comm, tb)
@@ -215,7 +215,7 @@ ANY_SOURCE_PROBE = textwrap.dedent(
     import mpi4py
     mpi4py.rc.thread_level = "single"
     from mpi4py import MPI
-    from calibrate.testbed import load_testbed, make_transport
+    from calibrate.testbed_transport import load_testbed, make_transport
     from calibrate.transport import PlainTransport
     out = {}
     for name, tr in (("emulated", make_transport(MPI.COMM_SELF, load_testbed("paper"))),

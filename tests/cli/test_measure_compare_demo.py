@@ -136,7 +136,7 @@ def test_compare_plain_mpi_writes_report(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.timing
 def test_compare_emulated_with_true_profile_is_close(tmp_path):
-    testbed = pytest.importorskip("calibrate.testbed")
+    testbed = pytest.importorskip("calibrate.testbed_transport")
     prof = tmp_path / "true.json"
     testbed.load_testbed("paper").profile().save(prof)
     proc = run_hnow(
@@ -200,7 +200,7 @@ def test_demo_smoke(tmp_path):
 @pytest.mark.timing
 def test_measure_reorder_on_testbed_gains(tmp_path):
     """FSSF: a slow rank holds the binomial tree's biggest subtree; rank_order's keys move a fast node there."""
-    testbed = pytest.importorskip("calibrate.testbed")
+    testbed = pytest.importorskip("calibrate.testbed_transport")
     pytest.importorskip("hnowmodel.search")
     prof = tmp_path / "true.json"
     testbed.load_testbed("paper").profile().save(prof)

@@ -15,7 +15,7 @@ import pytest
 
 import hnowmodel as hm
 from hnowmodel.jobs.mpienv import intelmpi_missing
-from hnowmodel.launchers import find_pmi_library
+from hnowmodel.mpi_programs import find_pmi_library
 from tests.helpers import SLURM_NAME, check_measured_row, run_hnow, slurm_cluster
 from tests.helpers import slurm_run as run
 

@@ -19,8 +19,8 @@ import pytest
 
 import hnowmodel as hm
 from calibrate import hinge, netprofile, network, sendmodes
-from calibrate.checks import net_self_check
 from calibrate.queued import fit_queued_bytes
+from calibrate.selfcheck import net_self_check
 from calibrate.sendmodes import DELIVERY, EAGER, RENDEZVOUS
 from hnowmodel.fitreport import fit_report
 from hnowmodel.params import Profile

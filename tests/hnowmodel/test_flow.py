@@ -533,7 +533,7 @@ def test_the_search_under_fifo_finds_the_brute_force_optimum_on_6_ranks(op):
 
 
 def test_the_schedule_and_its_keywords_are_one_call():
-    from hnowmodel.schedule import Schedule
+    from hnowmodel.runopts import Schedule
 
     prof = _profile({"f": 100.0}, rendezvous=0)
     tree = T.binomial(4)
@@ -563,7 +563,7 @@ def test_a_pipelined_relay_forwards_each_segment_as_it_arrives(sharing):
     last segment leaves after it holds it: 45 + 10 + 5 = 60 µs for rank 2 (store-and-forward: 90 µs). A message of
     one segment or less, and a tree without relays, are unchanged."""
     from hnowmodel.params import Link, NodeType, Profile
-    from hnowmodel.schedule import Schedule
+    from hnowmodel.runopts import Schedule
 
     prof = Profile({"f": NodeType("f", 0, 0, 0, 0)}, Link(5, 0.01))
 
@@ -577,7 +577,7 @@ def test_a_pipelined_relay_forwards_each_segment_as_it_arrives(sharing):
 
 
 def test_a_segment_size_is_a_whole_number_of_bytes():
-    from hnowmodel.schedule import Schedule
+    from hnowmodel.runopts import Schedule
 
     for bad in (-1, 1.5, True):
         with pytest.raises(InputError, match="segment_bytes"):

@@ -20,7 +20,7 @@ from hnowmodel import trees as T
 from hnowmodel.errors import ProfileError
 from hnowmodel.layout import Layout
 from hnowmodel.params import Link, LinkRegime, NodeType, Profile, Regime, ShmCosts, paper_profile
-from hnowmodel.schedule import Schedule
+from hnowmodel.runopts import Schedule
 from tests.helpers import any_tree
 
 SIZES = [0, 1, 100, 1000, 4096, 65536]

@@ -18,7 +18,7 @@ from hnowmodel.errors import InputError
 from hnowmodel.layout import Layout
 from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP
 from hnowmodel.params import Nic, Profile, paper_profile
-from hnowmodel.schedule import Schedule
+from hnowmodel.runopts import Schedule
 from hnowmodel.schedules import MessageSchedule, Step, closed, flowrounds, flows
 from hnowmodel.schedules.flowrounds import simulate_rounds
 from hnowmodel.schedules.flows import evaluate, simulate

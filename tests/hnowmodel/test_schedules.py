@@ -21,7 +21,7 @@ from hnowmodel import schedules as S
 from hnowmodel.errors import InputError, LayoutError, ProfileError
 from hnowmodel.layout import Layout
 from hnowmodel.params import Link, LinkRegime, NodeType, Profile, Regime, ShmCosts, paper_profile
-from hnowmodel.schedule import Schedule
+from hnowmodel.runopts import Schedule
 from hnowmodel.schedules.closed import evaluate
 from hnowmodel.schedules.steps import MessageSchedule, Step
 from hnowmodel.trees import binomial, make_tree, sequential, tree_names

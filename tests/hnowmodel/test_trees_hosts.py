@@ -1,4 +1,4 @@
-"""Two-level trees for hosts (hnowmodel.trees.hosts), their specs, and the native algorithms that run on several
+"""Two-level trees for hosts (hnowmodel.trees.nodeaware), their specs, and the native algorithms that run on several
 ranks per host (MPICH smp and composition alpha, Open MPI coll/han): structure, not timing."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The model engine's extension points: the variant registry (hnowmodel.variants), the schedule a variant is told
-(hnowmodel.schedule), the movement an operation names (hnowmodel.movement) and the typed network terms
+(hnowmodel.runopts), the movement an operation names (hnowmodel.movement) and the typed network terms
 (hnowmodel.params.NetworkTerms)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hnowmodel import flow, ops, variants
 from hnowmodel.errors import InputError, ProfileError
 from hnowmodel.fitreport import fit_report
 from hnowmodel.params import Link, NetworkTerms, NodeType, Profile, paper_profile
-from hnowmodel.schedule import RECV_ORDERS, Schedule, as_schedule, common_start_us
+from hnowmodel.runopts import RECV_ORDERS, Schedule, as_schedule, common_start_us
 from hnowmodel.variants import VARIANTS, Variant
 
 LAYOUT = ["fast", "slow", "fast", "slow"]

@@ -32,7 +32,7 @@ from hnowmodel.jobs.mpienv import (
     setup_intelmpi,
     under_srun,
 )
-from hnowmodel.launchers import PMI2_NAMES, find_pmi_library
+from hnowmodel.mpi_programs import PMI2_NAMES, find_pmi_library
 from hnowmodel.trees import make_tree
 from tests.helpers import one_error_line
 

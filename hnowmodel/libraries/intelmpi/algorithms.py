@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ...layout import one_per_host as _one_per_host
-from ...schedule import DEFAULT, Schedule
+from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
 from .adjust import adjust_variable
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from ...schedule import DEFAULT, Schedule
+from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
 
 __all__ = ["ALGORITHMS", "MPICH_TREE_KS"]

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import InputError, MPIRunError
-from ...launchers import find_launcher
+from ...mpi_programs import find_launcher
 
 __all__ = [
     "DefaultTable",

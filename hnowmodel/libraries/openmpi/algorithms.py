@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...layout import hosts_of
-from ...schedule import DEFAULT, Schedule
+from ...runopts import DEFAULT, Schedule
 from ..native import LayoutRule, NativeAlgorithm, OpAlgorithms
 from .fixed import canonical, default_algorithm
 

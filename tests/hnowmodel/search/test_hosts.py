@@ -1,4 +1,4 @@
-"""The search over two-level trees for layouts with shared hosts (hnowmodel.search.hosts, best_tree on hosts):
+"""The search over two-level trees for layouts with shared hosts (hnowmodel.search.twolevel, best_tree on hosts):
 the exact host programme against brute force, and the choice under a host-aware toy model (a message inside a
 host is cheap, one between hosts is dear), which must send every host its data once."""
 
@@ -14,7 +14,7 @@ from hnowmodel.errors import TreeError
 from hnowmodel.layout import Layout, hosts_of
 from hnowmodel.search import best_tree, rank_order
 from hnowmodel.search.exact import edge_costs, exact_bcast
-from hnowmodel.search.hosts import exact_hosts_bcast, host_candidates, host_classes
+from hnowmodel.search.twolevel import exact_hosts_bcast, host_candidates, host_classes
 from hnowmodel.trees import binomial, from_children, from_parent, make_tree
 from hnowmodel.variants import Variant
 from tests.helpers import paper_shm_profile
