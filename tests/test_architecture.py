@@ -57,7 +57,7 @@ LAYERS: dict[str, int] = {
     # L4: the search for the best tree
     "hnowmodel.search": 4,
     # L5: what composes the model for the library - tree specs, options, predictions, reports, benchmarks, the
-    # export to MPI libraries (and its per-library backends), the virtual cluster
+    # export to MPI libraries (and its per-library backends)
     "hnowmodel.treespec": 5,
     "hnowmodel.predict": 5,  # the one public entry, hm.predict: tree specs and variants over both engines
     "hnowmodel.options": 5,
@@ -66,10 +66,11 @@ LAYERS: dict[str, int] = {
     "hnowmodel.bench_registry": 5,
     "hnowmodel.export": 5,
     "hnowmodel.libraries.*.export": 5,  # each library's export backend (``*``: any one dotted part, every library)
-    "hnowmodel.cluster": 5,
     "hnowmodel.outside": 5,  # outside benchmarks' output (IMB, OSU) read and checked against a profile
-    # L6: jobs - what runs under MPI, started as a child process (specs, launcher, wire protocol, results, API)
+    # L6: infrastructure, not model - jobs: what runs under MPI, started as a child process (specs, launcher, wire
+    # protocol, results, API); the virtual cluster (network namespaces, Slurm) the jobs run on
     "hnowmodel.jobs": 6,
+    "hnowmodel.cluster": 6,  # imports only L0 (errors, io, mpi_programs); jobs, demo and cli start clusters
     # L7: the demo (calibrate, compare, report in one call) and the package's facade (``import hnowmodel``)
     "hnowmodel.demo": 7,
     # L8: the command line: parses and prints, one library call per command
