@@ -128,7 +128,7 @@ def test_the_default_and_the_pinned_binomial_run_the_modelled_trees_on_six_hosts
 def test_hnow_bench_imb_runs_imb_and_hnow_on_the_same_cluster(tmp_path, cleanup):
     """``hnow bench imb --cluster``: IMB-MPI1 and hnow's measurement run on the cluster's hosts (kept up for both,
     down after); every row has IMB's and hnow's times (structure, not timing). Under MPICH, IMB-MPI1 with MPICH's
-    library is checked on one host (tests/library/test_imb_compare.py): the cluster adds nothing to that."""
+    library is checked on one host (tests/jobs/test_imb_compare.py): the cluster adds nothing to that."""
     mpi = "intelmpi"
     name = f"xb{os.getpid() % 100000}"
     cleanup.append(name)
