@@ -8,12 +8,13 @@ The graph is read with :mod:`ast` (every ``import``, at module level and inside 
 function to dodge a cycle still counts (so does one under ``if TYPE_CHECKING:``: a dependency all the same). An
 import of ``a.b.c`` is an edge to ``a.b.c`` only (not to the packages ``a`` and ``a.b`` that Python also runs): the
 layers are about what a module uses. The layer table below is the one
-in ``docs/architecture.md``; keep the two the same.
+in ``docs/architecture.md``; keep the two the same (a test compares them).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -424,3 +425,38 @@ def test_the_shape_reader_counts_modules_and_functions_as_the_rules_say(tmp_path
 def test_no_module_over_600_lines_no_function_over_80():
     found = shape_violations(known=LONG_MODULES_KNOWN)
     assert not found, f"{len(found)} modules or functions too long:\n" + "\n".join(found)
+
+
+def doc_layer_table(text: str) -> dict[int, set[str]]:
+    """The module prefixes each row of a layer table names in its modules column (``.x`` is ``hnowmodel.x``), by layer;
+    the rest of a cell (what a package holds, in parentheses) is prose, never a backticked name of a module.
+
+    >>> table = doc_layer_table("| L0 | `hnowmodel.errors`, `.io` | leaves: `FRAMING` |\\n| — | `calibrate` | MPI |")
+    >>> list(table), sorted(table[0])
+    ([0], ['hnowmodel.errors', 'hnowmodel.io'])
+    """
+    table: dict[int, set[str]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and re.fullmatch(r"L\d+", cells[0]):
+            names = re.findall(r"`([^`]+)`", cells[1])
+            table[int(cells[0][1:])] = {"hnowmodel" + n if n.startswith(".") else n for n in names}
+    return table
+
+
+def test_the_layer_table_of_the_docs_is_layers():
+    """docs/architecture.md's layer table names exactly the prefixes of :data:`LAYERS`, each in the row of its layer
+    (and the facade ``hnowmodel`` in L7's): the table is the code's, not a copy left behind by a refactor."""
+    want: dict[int, set[str]] = {FACADE_LAYER: {FACADE}}
+    for prefix, layer in LAYERS.items():
+        want.setdefault(layer, set()).add(prefix)
+    got = doc_layer_table((ROOT / "docs" / "architecture.md").read_text())
+    wrong = {
+        f"L{layer}": {
+            "docs only": sorted(got.get(layer, set()) - want.get(layer, set())),
+            "LAYERS only": sorted(want.get(layer, set()) - got.get(layer, set())),
+        }
+        for layer in sorted(set(got) | set(want))
+        if got.get(layer) != want.get(layer)
+    }
+    assert not wrong, f"docs/architecture.md's layer table and LAYERS differ: {wrong}"
