@@ -159,7 +159,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     if native_ops:
         from hnowmodel.options import check_ops
 
-        from .native import native_env
+        from .nativeexec import native_env
 
         native_ops = check_ops(",".join(native_ops), "--native-ops")
         for k, v in native_env(None, native_ops).items():  # read by the library in MPI_Init: set it now
@@ -377,8 +377,8 @@ def _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start) -> dict[st
 
 
 def _pinning() -> dict[str, Any]:
-    """How the running library's own collectives were pinned (:func:`calibrate.native.native_pinning`)."""
-    from .native import library_info, native_pinning
+    """How the running library's own collectives were pinned (:func:`calibrate.nativeexec.native_pinning`)."""
+    from .nativeexec import library_info, native_pinning
 
     return native_pinning(library_info()["library"])
 

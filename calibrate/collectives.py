@@ -38,7 +38,7 @@ Two kinds of collective:
 
 Timing: ``fig2`` (the paper's Figure 2) and ``sync`` (barrier-free, a common start), both for every row, each
 repeated ``--reps`` times (:mod:`calibrate.timing`). The native side (pinning, the result's ``native``/``natives``,
-the native executor) is :mod:`calibrate.native`.
+the native executor) is :mod:`calibrate.nativeexec`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from hnowmodel.options import (
     split_list,
 )
 
-from .native import (
+from .nativeexec import (
     MPICH_PIN,
     OMPI_PIN,
     NativeExecutor,
