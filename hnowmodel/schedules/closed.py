@@ -17,7 +17,7 @@ Between two ranks of one host (the layout's ``hosts``) ``S``, ``X`` and ``R`` ar
 (:meth:`~hnowmodel.params.Profile.shm_costs`). The completion is the max over ranks of ``max(posted, done)``.
 
 On a tree compiled by :func:`~hnowmodel.schedules.fromtree.from_tree` these rules are eq. 6-7 (bcast) and the
-scatter of :func:`hnowmodel.closedform.scatter` exactly, the root's copy included (``tests/hnowmodel/test_schedules.py``
+scatter of :func:`hnowmodel.closedform.scatter` exactly, the root's copy included (``tests/schedules/test_schedules.py``
 checks every tree family and every paper bcast and scatter case of the golden corpus to 1e-12). A gather is not:
 eq. 10-12 queue a parent's messages on its inbound link (the i-th arrival after ``i`` wire times) and take them in
 arrival order, while a schedule fixes the order of a rank's receives and each message here has its own wire.

@@ -21,7 +21,7 @@ all of a step's messages at once. Only the network is simplified, per step:
 
 So the two evaluators agree exactly (to rounding) where no link ever carries two flows at once and buckets are
 shared out as above (every flow through a link is its bottleneck, or the profile has no burst): a ring, and
-recursive doubling on equal nodes (``tests/hnowmodel/test_schedule_flows.py``). Elsewhere
+recursive doubling on equal nodes (``tests/schedules/test_flows.py``). Elsewhere
 (``experiments/perf_schedule_flow.py``: 8-32 ranks on hosts of 1-4 ranks, 1 kB and 100 kB; the completion,
 rounds/events - 1): on the paper's profile (one network) a ring and recursive doubling agree, a pairwise alltoall
 -7..0 %, Bruck 0..+22 %, a binomial bcast -13..0 %; on profiles with hosts of different speeds (perf_flow.py's

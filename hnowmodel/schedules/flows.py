@@ -27,7 +27,7 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
 The events are a few per message (its posting, its flow's start and end, its delivery), never per byte. A tree
 compiled to steps (:func:`~hnowmodel.schedules.fromtree.from_tree`; the root's copy a step of its own after its
 sends, or in its first step with ``copy_first``) gives the same times as :func:`hnowmodel.flow.bcast` and
-:func:`hnowmodel.flow.scatter` (``tests/hnowmodel/test_schedule_flows.py``, rtol 1e-12), except the root's own
+:func:`hnowmodel.flow.scatter` (``tests/schedules/test_flows.py``, rtol 1e-12), except the root's own
 ``done_us`` with ``copy_first`` (the flow engine counts its posting, this module its copy); a gather up a tree
 (``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order="tree"`` (the
 other receive orders depend on arrivals, not on a fixed order of steps). To get the same times the evaluator sets a
