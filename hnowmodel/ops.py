@@ -37,7 +37,7 @@ from .errors import InputError
 from .libraries.native import NativeAlgorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .runopts import as_schedule
-from .schedules.algorithm import Algorithm
+from .schedules.generator import Algorithm
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant
 
@@ -86,7 +86,7 @@ class Operation:
     in calibrate/kernels/hnow_kernels.c; -1: none). ``imb``: IMB-MPI1's benchmark of it (``hnow bench imb``; '':
     none); ``outside_names``: the lower-case names outside benchmarks' output gives it (IMB's, OSU's
     ``osu_<name>``). ``algorithms``: its algorithms that are not trees, by name, each a generator of its message
-    schedule (:class:`~hnowmodel.schedules.algorithm.Algorithm`: ring, recursive doubling, ...); ``movement`` None:
+    schedule (:class:`~hnowmodel.schedules.generator.Algorithm`: ring, recursive doubling, ...); ``movement`` None:
     it has no tree algorithms (then it needs ``algorithms``). :meth:`predict` predicts either kind.
 
     An operation is this one entry; the worked example of docs/operations.md, an allgather whose algorithm is a
@@ -154,7 +154,7 @@ class Operation:
     ) -> np.ndarray:
         """Predicted completion time (µs per size; ``per_rank=True``: ``(len(sizes), n)``) of this operation run by
         ``algorithm`` under ``variant`` (None: the default for ``profile``): one of :attr:`algorithms` (by name or
-        as an :class:`~hnowmodel.schedules.algorithm.Algorithm`; ``reduce_us_per_byte`` its γ) evaluated as a
+        as an :class:`~hnowmodel.schedules.generator.Algorithm`; ``reduce_us_per_byte`` its γ) evaluated as a
         message schedule, else a tree (a :class:`~hnowmodel.trees.Tree` or a tree name; ``schedule`` and its
         fields: how the MPI implementation runs it). ``root``: the root rank."""
         var = self.variant_for(profile, variant)

@@ -5,7 +5,7 @@
 model chooses (``optimal[:OP][:SIZE]``, ``fnf[:SIZE]``; a bare ``optimal``/``fnf`` is chosen at each size for
 ``op``), the MPI library's own algorithm (``native``, ``native:ALGO``, with ``library=``), or one of the operation's
 algorithms that are not trees (:attr:`hnowmodel.ops.Operation.algorithms`: a message schedule, by name or as an
-:class:`~hnowmodel.schedules.algorithm.Algorithm`). The model variant is
+:class:`~hnowmodel.schedules.generator.Algorithm`). The model variant is
 the operation's default for the profile (:func:`hnowmodel.ops.default_variant`: the flow engine's ``flow-rr`` /
 ``flow`` on a profile calibrated on a network, the paper's ``paper`` / ``link`` otherwise) unless ``variant`` names
 one (:mod:`hnowmodel.variants`).
@@ -39,7 +39,7 @@ from .errors import InputError, LayoutError
 from .layout import Layout, parse_layout
 from .params import Profile
 from .runopts import Schedule
-from .schedules.algorithm import Algorithm
+from .schedules.generator import Algorithm
 from .sizes import parse_sizes
 from .trees import Tree
 from .treespec import TreeSpec, parse_spec, resolve

@@ -46,7 +46,7 @@ from .params import Profile
 from .runopts import Schedule, as_schedule, as_sizes
 from .schedules import closed as _closed
 from .schedules import flows as _flows
-from .schedules.algorithm import Algorithm
+from .schedules.generator import Algorithm
 from .trees import Tree
 
 __all__ = [
@@ -195,7 +195,7 @@ class Variant:
         reduce_us_per_byte: Any = 0.0,
     ) -> np.ndarray:
         """Predicted time (µs per size; ``per_rank``: ``(len(sizes), n)``) of an algorithm given as a message
-        schedule (:class:`~hnowmodel.schedules.algorithm.Algorithm`), built for ``layout``'s ranks at each size
+        schedule (:class:`~hnowmodel.schedules.generator.Algorithm`), built for ``layout``'s ranks at each size
         (bytes per rank's block) and evaluated by this variant's engine (``evaluate``); ``reduce_us_per_byte``: γ,
         one rate or one per node type (µs per byte reduced). A variant that evaluates no schedule says which do."""
         if self.evaluate is None:

@@ -7,7 +7,6 @@ evaluate them."""
 from __future__ import annotations
 
 from . import closed, flowrounds, flows
-from .algorithm import Algorithm, Generator
 from .algorithms import (
     BlockTrace,
     binomial_bcast,
@@ -24,6 +23,7 @@ from .algorithms import (
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .flowrun import ScheduleRun
 from .fromtree import from_tree
+from .generator import Algorithm, Generator
 from .steps import MessageSchedule, Step, concat
 
 __all__ = [

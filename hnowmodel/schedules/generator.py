@@ -1,4 +1,4 @@
-"""A collective algorithm as the registry names it: a generator of its message schedule.
+"""A collective algorithm as the registry names it (:class:`Algorithm`): a named generator of its message schedule.
 
 An operation's entry (:class:`hnowmodel.ops.Operation`) lists the algorithms that are not trees (ring, recursive
 doubling, Bruck, pairwise exchange, compositions) as :class:`Algorithm` s; a tree-shaped algorithm needs no entry
