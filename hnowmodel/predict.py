@@ -113,12 +113,15 @@ def _spec_text(spec: TreeSpec | Tree) -> str:
     return spec.text if isinstance(spec, TreeSpec) else (spec.name or "tree")
 
 
-def _layout(prof: Profile, layout: Sequence[str] | str | None) -> Layout:
+def _layout(prof: Profile, layout: Sequence[str] | str | None) -> Sequence[str]:
     """The layout asked for, checked against the profile's types (None: the profile's calibration layout)."""
     if layout is None:
         if not prof.layout:
             raise InputError("a layout is required (the profile records no calibration layout)")
         return prof.host_layout
+    if not isinstance(layout, str) and set(layout) <= set(prof.type_names):
+        # already a sequence of known types (a Layout keeps its hosts): no per-rank copy, as the engines take it
+        return layout if isinstance(layout, Layout) else list(layout)
     return parse_layout(layout, prof.type_names)
 
 

@@ -143,6 +143,15 @@ def test_perf_schedules_small(tmp_path):
     assert (tmp_path / "perf_schedules.md").read_text().startswith("# Schedule evaluation speed")
 
 
+def test_perf_paths_runs_and_checks_the_entry_gives_the_engines_numbers(tmp_path):
+    """hm.predict beside the engines it calls: the script asserts the same numbers, and writes both times and their
+    ratio for each case (the ratios are its output, not asserted)."""
+    proc = _run("perf_paths.py", tmp_path, "--repeat", "1")
+    rows = _csv(tmp_path / "perf_paths.csv")
+    assert [r["case"] for r in rows] == ["paper, 2^16 ranks", "flow-rr, 64 hosts"], proc.stdout
+    assert all(float(r["engine_s"]) > 0 and float(r["entry_s"]) > 0 for r in rows)
+
+
 def test_hosts_accuracy_measures_coll_han_only_where_it_runs():
     """coll/han hands a job with unequal hosts to the next component, so the hosts run measures it only on hosts
     with equal slots; hnow's pinned native runs everywhere, and an algorithm the library lacks nowhere."""
