@@ -156,6 +156,10 @@ class _Clocks:
         """Advance the clocks by one run of ``step``."""
         S, X, RG, C, cb = self.costs(step)
         P, D = self.posted, self.done
+        rdv = step.rendezvous
+        if rdv is not None:  # when each marked message's receiver reaches the step (posts its receive): before its
+            r = step.dst[rdv]  # copy and its send of the step
+            reach = np.maximum(P[r], D[r]) if step.waits else P[r].copy()
         if C is not None:
             cm = cb > 0
             t = np.maximum(P[cm], D[cm]) + C[cm]
@@ -165,6 +169,8 @@ class _Clocks:
         start = np.maximum(P[src], D[src]) if step.waits else P[src]
         P[src] = start + S
         arrival = P[src] + X
+        if rdv is not None:  # flows once its sender posted it and its receiver reached the step
+            arrival[rdv] = np.maximum(P[src[rdv]], reach) + X[rdv]
         D[dst] = np.maximum(np.maximum(D[dst], P[dst]), arrival) + RG
 
     def repeat(self, step: Step, times: int) -> None:
