@@ -164,6 +164,9 @@ class _Ranks:
         t_recv = self.reached.get((d, k))
         if t_recv is None:
             self.waiting[(d, k)] = (s, b, t_post)
+            # an event at its posting, as hnowmodel.flow.gather offers a rendezvous request to the parent there: the
+            # network notices a bucket refilling only at its next event, so the same events give the same times
+            self.sim.at(t_post, lambda: None)
         else:
             self._flow(s, d, k, b, max(t_post, t_recv), True)
 

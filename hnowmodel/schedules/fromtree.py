@@ -254,7 +254,8 @@ def from_tree(
         msgs = _down(tree, nb, red, int(segment_bytes), sync)
     steps, numbers = msgs.steps()
     if copy:  # down, after the step of the root's last send (the step numbers may have gaps)
-        last = int(msgs.when[msgs.src == tree.root].max())
-        at = 0 if toward_root or copy_first else int(np.searchsorted(numbers, last, side="right"))
+        at = 0
+        if not (toward_root or copy_first):
+            at = int(np.searchsorted(numbers, msgs.when[msgs.src == tree.root].max(), side="right"))
         steps = _with_copy(steps, at, tree.root, copy, n)
     return MessageSchedule(n, steps, label)
