@@ -158,7 +158,12 @@ def _down(tree: Tree, nb: np.ndarray, red: np.ndarray, segment_bytes: int, sync:
                      np.full(e.size, bool(sync)))  # fmt: skip
 
 
-def _check_options(toward_root: bool, recv_order: str, relay_waits: bool, relay_from: float, seg: Any) -> None:
+def _check_options(
+    toward_root: bool, recv_order: str, relay_waits: bool, relay_from: float, seg: Any, copy: Any
+) -> None:
+    """:class:`InputError` on a run option :func:`from_tree` cannot compile (each named)."""
+    if not np.isfinite(float(copy)) or float(copy) < 0:
+        raise InputError(f"from_tree root_copy_bytes: must be a finite number of bytes >= 0, got {copy!r}")
     if recv_order not in RECV_ORDERS:
         raise InputError(f"from_tree recv_order: unknown receive order {recv_order!r} (choose from: "
                          f"{', '.join(RECV_ORDERS)})")  # fmt: skip
@@ -238,14 +243,12 @@ def from_tree(
     if not isinstance(tree, Tree):
         raise InputError(f"from_tree: expected a Tree, got {type(tree).__name__}")
     relay_from = float(rendezvous_from_bytes) if relay_waits else math.inf
-    _check_options(toward_root, recv_order, relay_waits, relay_from, segment_bytes)
+    _check_options(toward_root, recv_order, relay_waits, relay_from, segment_bytes, root_copy_bytes)
     n = tree.n
     nb = _per_rank(edge_bytes, n, "edge_bytes")
     red = _per_rank(0.0 if reduce_bytes is None else reduce_bytes, n, "reduce_bytes")
     label = name or f"{'up' if toward_root else 'down'}:{tree.name or 'tree'}"
     copy = float(root_copy_bytes)
-    if not np.isfinite(copy) or copy < 0:
-        raise InputError(f"from_tree root_copy_bytes: must be a finite number of bytes >= 0, got {root_copy_bytes!r}")
     if n == 1:
         return MessageSchedule(n, _with_copy((), 0, tree.root, copy, n) if copy else (), label)
     if toward_root:
