@@ -10,6 +10,11 @@ messages or ranks):
   ``Cc_us``/``Cm_us_per_byte``); both clocks become its end;
 * a send starts at ``max(posted, done)`` when the step ``waits``, else at ``posted``; ``posted[src] = start +
   S_src(b)`` and the message arrives at ``posted[src] + X_src,dst(b)``;
+* a message marked ``rendezvous`` (``Step.rendezvous``: a synchronous send, a relay's struct datatype) is
+  transferred only once its receiver has reached the step, posted its receive: it arrives at ``max(posted[src],
+  reach[dst]) + X``, with ``reach`` the receiver's ``max(posted, done)`` (``posted`` in a step that does not wait)
+  at the start of the step, before its copy and send (the closed form has no rendezvous size: only marked
+  messages wait so);
 * ``done[dst] = max(done[dst], posted[dst], arrival) + R_dst(b) + gamma_dst * reduce_bytes`` (``posted[dst]``
   after the receiver's own send of the step).
 
@@ -21,6 +26,9 @@ scatter of :func:`hnowmodel.closedform.scatter` exactly, the root's copy include
 checks every tree family and every paper bcast and scatter case of the golden corpus to 1e-12). A gather is not:
 eq. 10-12 queue a parent's messages on its inbound link (the i-th arrival after ``i`` wire times) and take them in
 arrival order, while a schedule fixes the order of a rank's receives and each message here has its own wire.
+A pipelined tree (``from_tree(..., segment_bytes=...)``) is a schedule of segments: since each message has its own
+wire here, the segments of one edge overlap on it and only the overheads ``S`` and ``R`` of a segment serialise
+(``tests/schedules/test_fromtree_options.py``: a chain of 3 in 2 segments ends at ``3S + 2X + 3R`` of a segment).
 
 >>> from hnowmodel.params import paper_profile
 >>> from hnowmodel.schedules.steps import MessageSchedule, Step

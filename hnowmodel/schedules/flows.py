@@ -30,11 +30,15 @@ compiled to steps (:func:`~hnowmodel.schedules.fromtree.from_tree`; the root's c
 sends, or in its first step with ``copy_first``) gives the same times as :func:`hnowmodel.flow.bcast` and
 :func:`hnowmodel.flow.scatter` (``tests/schedules/test_flows.py``, rtol 1e-12), except the root's own
 ``done_us`` with ``copy_first`` (the flow engine counts its posting, this module its copy); a gather up a tree
-(``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order="tree"`` (the
-other receive orders depend on arrivals, not on a fixed order of steps). To get the same times the evaluator sets a
-timer where each receive ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its data: the network
-notices a token bucket refilling only at its next event, so other events change its times slightly (about 5e-5
-relative on the calibrated cluster profile at 100 kB).
+(``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order`` ``"tree"`` or
+``"smallest_first"`` (from_tree's ``recv_order``), ``relay_waits`` and ``sync`` (marked ``rendezvous``) and the
+root's copy (``tests/schedules/test_fromtree_options.py``; the orders ``posted`` and ``arrival`` depend on
+arrivals, not on a fixed order of steps). To get the same times the evaluator sets a timer where each receive
+ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its data, and one where a rendezvous message is
+posted before its receiver has reached its step, as :mod:`hnowmodel.flow.gather` offers its request there: the
+network notices a token bucket refilling only at its next event, so other events change its times slightly (about
+5e-5 relative on the calibrated cluster profile at 100 kB; 1.7e-3 on its gather with ``sync`` without the second
+timer).
 
 :func:`evaluate` picks this evaluator or the vectorised one (:mod:`hnowmodel.schedules.flowrounds`).
 
