@@ -208,7 +208,6 @@ def from_tree(
     every edge the same bytes: a bcast) splits each edge's message in segments of that many bytes (the last one
     the rest), a relay passing segment ``j`` to its children once it holds it (:func:`_down`: MPICH's pipelined
     tree, Intel MPI's default bcast); a message of ``segment_bytes`` or fewer is one segment, the tree unsegmented.
-    The closed form gives each segment its own wire: optimistic (:mod:`hnowmodel.schedules.closed`).
 
     Up (gather, reduce): each parent receives its children one a step in ``recv_order`` (``tree``: the tree's send
     order; ``smallest_first``: ascending subtree size, ties in reverse send order), and a child sends once its own

@@ -149,6 +149,19 @@ def test_a_chain_in_two_segments_under_the_closed_form():
     assert closed.evaluate(prof, ["f"] * 3, from_tree(T.chain(3), 2000.0)) == pytest.approx(134, rel=1e-12)
 
 
+def test_a_pairs_segments_take_its_wire_one_after_another_under_the_closed_form():
+    """chain(3), 2000 bytes in two segments, S = 1, R = 2, X = 5 + 0.01·b µs: a segment's wire time W = 10,
+    X = 15. Segment 0 is on 0 -> 1's wire 1..11 (received at 18), segment 1, posted at 2, only 11..21 (arrives 26,
+    received max(18, 19, 26) + 2 = 28: rank 1 posted segment 0 to rank 2 at 18 + 1); rank 1's segment 0 is on its
+    wire 19..29 (received at 34 + 2 = 36), segment 1 posted at 29, wire 29..39, received at 44 + 2 = 46. Each its
+    own wire, segment 1 would be at rank 1 at 17, received at 21 and at rank 2 at 22 + 15 + 2 = 39; unsegmented,
+    2·(1 + 25 + 2) = 56."""
+    prof = Profile({"f": NodeType("f", 1, 0, 2, 0)}, Link(5, 0.01))
+    piped = from_tree(T.chain(3), 2000.0, segment_bytes=1000)
+    assert closed.evaluate(prof, ["f"] * 3, piped, per_rank=True).tolist() == pytest.approx([0, 28, 46], rel=1e-12)
+    assert closed.evaluate(prof, ["f"] * 3, from_tree(T.chain(3), 2000.0)) == pytest.approx(56, rel=1e-12)
+
+
 def test_a_chain_in_two_segments_under_the_flow_engine():
     """chain(3), hosts of their own, S = 3, R = 4, Xc = 20 µs, 100 bytes/µs, 2e5 bytes in two segments (T = 1000 µs
     each): segment 0 reaches rank 1 at 3 + T + 24 = 1027, segment 1 queues behind it on the pair (1003..2003) and
