@@ -22,7 +22,9 @@ evaluate exactly this):
   ``waits``, completed its previous receive; a message marked ``rendezvous`` flows (its transfer starts) only once
   its sender has posted it and its receiver has reached the step: a synchronous send, a struct datatype that waits
   for the posted receive (:class:`hnowmodel.runopts.Schedule`'s ``sync``, ``relay_waits``). The flow engine also
-  takes every message from the profile's rendezvous size so; the closed form only the marked ones.
+  takes every message from the profile's rendezvous size so; the closed form only the marked ones;
+* the messages of one pair (sender, receiver) are transferred one after another (one connection per pair, MPI's
+  non-overtaking order): a pipelined tree's segments of one edge.
 
 >>> s = Step.of([0, 1], [1, 0], 8.0)          # ranks 0 and 1 exchange 8 bytes
 >>> s.n_messages, s.nbytes.tolist(), s.receiver_of(0), s.sender_to(0)
