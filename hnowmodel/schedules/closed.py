@@ -10,6 +10,17 @@ messages or ranks):
   ``Cc_us``/``Cm_us_per_byte``); both clocks become its end;
 * a send starts at ``max(posted, done)`` when the step ``waits``, else at ``posted``; ``posted[src] = start +
   S_src(b)`` and the message arrives at ``posted[src] + X_src,dst(b)``;
+* a message marked ``rendezvous`` (``Step.rendezvous``: a synchronous send, a relay's struct datatype) is
+  transferred only once its receiver has reached the step, posted its receive: from ``max(posted[src],
+  reach[dst])``, with ``reach`` the receiver's ``max(posted, done)`` (``posted`` in a step that does not wait)
+  at the start of the step, before its copy and send (the closed form has no rendezvous size: only marked
+  messages wait so);
+* the messages of one pair (sender, receiver) take its wire one after another, as the flow engine's one
+  connection per pair: a transfer starts no earlier than the pair's previous message has had its wire time ``W``
+  (the per-byte part of ``X``; ``X - W`` is the latency after the last byte), and arrives ``X`` after its start.
+  A tree never sends twice between one pair, and a step that waits for the previous receive finds the wire free
+  (its previous message arrived before): the rule binds where a pair carries a batch, a pipelined tree's
+  segments;
 * ``done[dst] = max(done[dst], posted[dst], arrival) + R_dst(b) + gamma_dst * reduce_bytes`` (``posted[dst]``
   after the receiver's own send of the step).
 
@@ -21,6 +32,8 @@ scatter of :func:`hnowmodel.closedform.scatter` exactly, the root's copy include
 checks every tree family and every paper bcast and scatter case of the golden corpus to 1e-12). A gather is not:
 eq. 10-12 queue a parent's messages on its inbound link (the i-th arrival after ``i`` wire times) and take them in
 arrival order, while a schedule fixes the order of a rank's receives and each message here has its own wire.
+A pipelined tree (``from_tree(..., segment_bytes=...)``) is a schedule of segments, an edge's segments one after
+another on its pair's wire (``tests/schedules/test_fromtree_options.py``: a chain of 3 in 2 segments, hand-computed).
 
 >>> from hnowmodel.params import paper_profile
 >>> from hnowmodel.schedules.steps import MessageSchedule, Step
@@ -91,10 +104,19 @@ class CostTables:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(S, X, R)`` in µs of messages ``src -> dst`` of ``b`` bytes (ranks' type indices ``ti``; ``hosts``:
         each rank's host, None: one rank per host)."""
+        S, X, R, _ = self.messages_wire(ti, hosts, src, dst, b)
+        return S, X, R
+
+    def messages_wire(
+        self, ti: np.ndarray, hosts: np.ndarray | None, src: np.ndarray, dst: np.ndarray, b: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(S, X, R, W)`` in µs: :meth:`messages` and ``W``, the per-byte part of ``X`` (how long the message
+        occupies its pair's wire; ``X - W`` is the latency after its last byte)."""
         seg, ts, td = self.segment(b), ti[src], ti[dst]
         nd, lk = self.node, self.link
         S = nd[seg, ts, 0] + nd[seg, ts, 1] * b
-        X = lk[seg, ts, td, 0] + lk[seg, ts, td, 1] * b
+        W = lk[seg, ts, td, 1] * b
+        X = lk[seg, ts, td, 0] + W
         R = nd[seg, td, 2] + nd[seg, td, 3] * b
         if hosts is not None:
             same = np.flatnonzero(hosts[src] == hosts[dst])
@@ -106,8 +128,9 @@ class CostTables:
                 bs = b[same]
                 S[same] = sh[:, 0] + sh[:, 1] * bs
                 R[same] = sh[:, 2] + sh[:, 3] * bs
-                X[same] = sh[:, 4] + sh[:, 5] * bs
-        return S, X, R
+                W[same] = sh[:, 5] * bs
+                X[same] = sh[:, 4] + W[same]
+        return S, X, R, W
 
     def copies(self, ti: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
         """``C(nbytes)`` in µs of each rank (``nbytes``: one count per rank; type indices ``ti``)."""
@@ -139,23 +162,45 @@ class _Clocks:
         self.tables, self.ti, self.hosts, self.gamma = CostTables(profile), ti, hosts, gamma
         self.posted, self.done = np.zeros(n), np.zeros(n)
         self._costs: dict[int, tuple[np.ndarray, ...]] = {}
+        # each pair's wire: when it has carried the pair's last message (keys src·n + dst, sorted)
+        self.pair_keys, self.pair_free = np.zeros(0, dtype=np.int64), np.zeros(0)
+        self.track_pairs = True  # False when no pair carries two messages (then the wires never wait)
 
     def costs(self, step: Step) -> tuple[np.ndarray, ...]:
-        """The step's S, X, R + reduction (per message) and copy (per rank, None: no copy), computed once."""
+        """The step's S, X, R + reduction, wire time W and pair key (per message) and copy (per rank, None: no
+        copy), computed once."""
         got = self._costs.get(id(step))
         if got is None:
-            S, X, R = self.tables.messages(self.ti, self.hosts, step.src, step.dst, step.nbytes)
+            S, X, R, W = self.tables.messages_wire(self.ti, self.hosts, step.src, step.dst, step.nbytes)
             RG = R + self.gamma[step.dst] * step.reduce_bytes
             C = None
             if step.copy_bytes is not None and np.any(step.copy_bytes > 0):
                 C = self.tables.copies(self.ti, step.copy_bytes)
-            got = self._costs[id(step)] = (S, X, RG, C, step.copy_bytes)  # the step keeps id() valid
+            keys = step.src * self.ti.size + step.dst
+            got = self._costs[id(step)] = (S, X, RG, C, step.copy_bytes, W, keys)  # the step keeps id() valid
         return got
+
+    def pairs(self, keys: np.ndarray) -> np.ndarray:
+        """The index of each pair ``keys`` in :attr:`pair_keys`, adding the pairs not there yet (wire free at 0)."""
+        idx = np.searchsorted(self.pair_keys, keys)
+        have = idx < self.pair_keys.size
+        have[have] = self.pair_keys[idx[have]] == keys[have]
+        if not have.all():
+            new = np.union1d(self.pair_keys, keys)
+            free = np.zeros(new.size)
+            free[np.searchsorted(new, self.pair_keys)] = self.pair_free
+            self.pair_keys, self.pair_free = new, free
+            idx = np.searchsorted(new, keys)
+        return idx
 
     def run(self, step: Step) -> None:
         """Advance the clocks by one run of ``step``."""
-        S, X, RG, C, cb = self.costs(step)
+        S, X, RG, C, cb, W, keys = self.costs(step)
         P, D = self.posted, self.done
+        rdv = step.rendezvous
+        if rdv is not None:  # when each marked message's receiver reaches the step (posts its receive): before its
+            r = step.dst[rdv]  # copy and its send of the step
+            reach = np.maximum(P[r], D[r]) if step.waits else P[r].copy()
         if C is not None:
             cm = cb > 0
             t = np.maximum(P[cm], D[cm]) + C[cm]
@@ -164,13 +209,20 @@ class _Clocks:
         src, dst = step.src, step.dst
         start = np.maximum(P[src], D[src]) if step.waits else P[src]
         P[src] = start + S
-        arrival = P[src] + X
+        wire = P[src]
+        if rdv is not None:  # flows once its sender posted it and its receiver reached the step
+            wire[rdv] = np.maximum(wire[rdv], reach)
+        if self.track_pairs and keys.size:  # and once its pair's wire has carried the pair's previous message
+            pi = self.pairs(keys)
+            wire = np.maximum(wire, self.pair_free[pi])
+            self.pair_free[pi] = wire + W
+        arrival = wire + X
         D[dst] = np.maximum(np.maximum(D[dst], P[dst]), arrival) + RG
 
     def repeat(self, step: Step, times: int) -> None:
         """``times`` runs of ``step``: iterate until one run advances every clock the step moves by the same λ
         (the clocks it leaves alone being dominated by the rank's other clock), then add the rest as ``k·λ``."""
-        S, X, RG, C, cb = self.costs(step)
+        S, X, RG, C, cb, W, keys = self.costs(step)
         moves_p = np.zeros(self.ti.size, dtype=bool)
         moves_d = np.zeros(self.ti.size, dtype=bool)
         moves_p[step.src] = True
@@ -180,12 +232,15 @@ class _Clocks:
             moves_d |= cb > 0
         recv_only, send_only = moves_d & ~moves_p, moves_p & ~moves_d  # each rank's other clock stands still
         for k in range(times):
-            before_p, before_d = self.posted[moves_p], self.done[moves_d]
+            pi = self.pairs(keys) if self.track_pairs else keys[:0]  # stable: no pair is added after the first run
+            before_p, before_d, before_w = self.posted[moves_p], self.done[moves_d], self.pair_free[pi]
             self.run(step)
             left = times - k - 1
             if left == 0:
                 return
-            adv = np.concatenate([self.posted[moves_p] - before_p, self.done[moves_d] - before_d])
+            adv = np.concatenate(
+                [self.posted[moves_p] - before_p, self.done[moves_d] - before_d, self.pair_free[pi] - before_w]
+            )
             if adv.size == 0:
                 return
             lam = float(adv.max())
@@ -195,7 +250,16 @@ class _Clocks:
             ) and np.all(self.done[send_only] <= self.posted[send_only]):  # fmt: skip
                 self.posted[moves_p] += left * lam
                 self.done[moves_d] += left * lam
+                self.pair_free[pi] += left * lam
                 return
+
+
+def _pair_repeats(schedule: MessageSchedule) -> bool:
+    """Whether some pair of ranks carries more than one message (a repeated step, or a pair in two steps)."""
+    if any(s.repeat > 1 and s.n_messages for s in schedule.steps):
+        return True
+    keys = np.concatenate([s.src * schedule.n + s.dst for s in schedule.steps] or [np.zeros(0, dtype=np.int64)])
+    return bool(np.unique(keys).size < keys.size)
 
 
 def _type_hosts(profile: Profile, layout: Sequence[str], n: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -235,6 +299,7 @@ def evaluate(
         raise InputError(f"evaluate: expected a MessageSchedule, got {type(schedule).__name__}")
     ti, hosts = _type_hosts(profile, layout, schedule.n)
     clocks = _Clocks(profile, ti, hosts, _gamma(profile, ti, reduce_us_per_byte))
+    clocks.track_pairs = _pair_repeats(schedule)
     for step in schedule.steps:
         if step.repeat == 1:
             clocks.run(step)

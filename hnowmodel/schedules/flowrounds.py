@@ -101,6 +101,8 @@ class _Plan:
         )  # fmt: skip
         self.fsb = np.array([cost.first_send_busy(x) for x in sizes], dtype=float)[bi]
         self.rdv = np.array([cost.rendezvous(x) for x in sizes], dtype=bool)[bi]
+        if s.rendezvous is not None:  # marked in the step (a synchronous send, a struct datatype), at any size
+            self.rdv = self.rdv | s.rendezvous
         self.gred = gamma[dst] * s.reduce_bytes
         self.x_shm, self.xc, self.pair = x_shm[~fl], xc[fl], pair[fl]
         self.e, self.i = hosts[src[fl]], n_hosts + hosts[dst[fl]]

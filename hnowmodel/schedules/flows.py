@@ -12,7 +12,8 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
   :meth:`~hnowmodel.flow.costs.MessageCosts.first_send_busy` longer (as
   :meth:`~hnowmodel.flow.costs.MessageCosts.posts` counts it), and its next step starts after that;
 * an **eager** message flows as soon as it is posted; a **rendezvous** one (``profile.rendezvous_from_bytes``, the
-  same threshold inside a host) once its receiver has reached the step too;
+  same threshold inside a host, or marked so in its step: ``Step.rendezvous``, a synchronous send or a relay's
+  struct datatype) once its receiver has reached the step too;
 * a message between hosts is a flow through the sender host's egress and the receiver host's ingress
   (:func:`hnowmodel.flow.network.send`), delivered ``Xc`` after its last byte; between two ranks of one host it is
   a fixed shared-memory transfer;
@@ -29,11 +30,15 @@ compiled to steps (:func:`~hnowmodel.schedules.fromtree.from_tree`; the root's c
 sends, or in its first step with ``copy_first``) gives the same times as :func:`hnowmodel.flow.bcast` and
 :func:`hnowmodel.flow.scatter` (``tests/schedules/test_flows.py``, rtol 1e-12), except the root's own
 ``done_us`` with ``copy_first`` (the flow engine counts its posting, this module its copy); a gather up a tree
-(``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order="tree"`` (the
-other receive orders depend on arrivals, not on a fixed order of steps). To get the same times the evaluator sets a
-timer where each receive ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its data: the network
-notices a token bucket refilling only at its next event, so other events change its times slightly (about 5e-5
-relative on the calibrated cluster profile at 100 kB).
+(``from_tree(..., toward_root=True)``) gives :func:`hnowmodel.flow.gather`'s times with ``recv_order`` ``"tree"`` or
+``"smallest_first"`` (from_tree's ``recv_order``), ``relay_waits`` and ``sync`` (marked ``rendezvous``) and the
+root's copy (``tests/schedules/test_fromtree_options.py``; the orders ``posted`` and ``arrival`` depend on
+arrivals, not on a fixed order of steps). To get the same times the evaluator sets a timer where each receive
+ends, as :mod:`hnowmodel.flow.downward` does where a rank holds its data, and one where a rendezvous message is
+posted before its receiver has reached its step, as :mod:`hnowmodel.flow.gather` offers its request there: the
+network notices a token bucket refilling only at its next event, so other events change its times slightly (about
+5e-5 relative on the calibrated cluster profile at 100 kB; 1.7e-3 on its gather with ``sync`` without the second
+timer).
 
 :func:`evaluate` picks this evaluator or the vectorised one (:mod:`hnowmodel.schedules.flowrounds`).
 
@@ -71,20 +76,22 @@ EVENTS_UP_TO = 10_000
 
 
 def _actions(schedule: MessageSchedule) -> list[list[tuple]]:
-    """Each rank's steps, in order: ``(k, waits, copy_bytes, dst, send_bytes, src, recv_bytes, reduce_bytes)``
-    with ``k`` the step's index counted with repeats, ``dst``/``src`` -1 when it sends/receives nothing."""
+    """Each rank's steps, in order: ``(k, waits, copy_bytes, dst, send_bytes, rendezvous, src, recv_bytes,
+    reduce_bytes)`` with ``k`` the step's index counted with repeats, ``dst``/``src`` -1 when it sends/receives
+    nothing, ``rendezvous`` whether its send is marked so."""
     per_rank: list[list[tuple]] = [[] for _ in range(schedule.n)]
     k = 0
     for s in schedule.steps:
         copies = [] if s.copy_bytes is None else np.flatnonzero(s.copy_bytes > 0).tolist()
-        msgs = list(zip(s.src.tolist(), s.dst.tolist(), s.nbytes.tolist(), s.reduce_bytes.tolist(), strict=True))
+        rdv = [False] * s.n_messages if s.rendezvous is None else s.rendezvous.tolist()
+        msgs = list(zip(s.src.tolist(), s.dst.tolist(), s.nbytes.tolist(), s.reduce_bytes.tolist(), rdv, strict=True))
         for _ in range(s.repeat):
-            acts: dict[int, list] = {r: [float(s.copy_bytes[r]), -1, 0.0, -1, 0.0, 0.0] for r in copies}
-            for a, b, nb, red in msgs:
-                x = acts.setdefault(a, [0.0, -1, 0.0, -1, 0.0, 0.0])
-                x[1], x[2] = b, nb
-                y = acts.setdefault(b, [0.0, -1, 0.0, -1, 0.0, 0.0])
-                y[3], y[4], y[5] = a, nb, red
+            acts: dict[int, list] = {r: [float(s.copy_bytes[r]), -1, 0.0, False, -1, 0.0, 0.0] for r in copies}
+            for a, b, nb, red, sync in msgs:
+                x = acts.setdefault(a, [0.0, -1, 0.0, False, -1, 0.0, 0.0])
+                x[1], x[2], x[3] = b, nb, sync
+                y = acts.setdefault(b, [0.0, -1, 0.0, False, -1, 0.0, 0.0])
+                y[4], y[5], y[6] = a, nb, red
             for r, x in acts.items():
                 per_rank[r].append((k, s.waits, *x))
             k += 1
@@ -122,7 +129,7 @@ class _Ranks:
         """Rank ``r`` works through its steps until one waits for a receive not yet completed."""
         acts, cost = self.acts[r], self.cost
         while self.i[r] < len(acts):
-            k, waits, cb, dst, sb, src, rb, red = acts[self.i[r]]
+            k, waits, cb, dst, sb, sync, src, rb, red = acts[self.i[r]]
             if waits and self.queue[r]:
                 self.blocked[r] = True
                 return
@@ -139,7 +146,7 @@ class _Ranks:
                     t += cost.first_send_busy(sb)
                     self.first[r] = False
                 self.posted[r] = t
-                self._send(r, dst, k, sb, t_post)
+                self._send(r, dst, k, sb, t_post, sync)
             self.clock[r] = t
             self.i[r] += 1
             if src >= 0:
@@ -154,13 +161,16 @@ class _Ranks:
             s, b, t_post = held
             self._flow(s, r, k, b, max(t_post, t), True)
 
-    def _send(self, s: int, d: int, k: int, b: float, t_post: float) -> None:
-        if not self.cost.rendezvous(b):
+    def _send(self, s: int, d: int, k: int, b: float, t_post: float, sync: bool) -> None:
+        if not (sync or self.cost.rendezvous(b)):
             self._flow(s, d, k, b, t_post, False)
             return
         t_recv = self.reached.get((d, k))
         if t_recv is None:
             self.waiting[(d, k)] = (s, b, t_post)
+            # an event at its posting, as hnowmodel.flow.gather offers a rendezvous request to the parent there: the
+            # network notices a bucket refilling only at its next event, so the same events give the same times
+            self.sim.at(t_post, lambda: None)
         else:
             self._flow(s, d, k, b, max(t_post, t_recv), True)
 

@@ -17,7 +17,14 @@ evaluate exactly this):
   depends on them: ring, recursive doubling); in a step that does not wait it starts as soon as the rank has posted
   its previous send (a batch of non-blocking sends: a tree's later children, a scattered alltoall);
 * a receive completes after its message arrived and after the rank posted this step's send; the receiver then pays
-  its receive overhead, then the reduction.
+  its receive overhead, then the reduction;
+* a rank **reaches** a step (posts its receive there) once it has posted its previous send and, in a step that
+  ``waits``, completed its previous receive; a message marked ``rendezvous`` flows (its transfer starts) only once
+  its sender has posted it and its receiver has reached the step: a synchronous send, a struct datatype that waits
+  for the posted receive (:class:`hnowmodel.runopts.Schedule`'s ``sync``, ``relay_waits``). The flow engine also
+  takes every message from the profile's rendezvous size so; the closed form only the marked ones;
+* the messages of one pair (sender, receiver) are transferred one after another (one connection per pair, MPI's
+  non-overtaking order): a pipelined tree's segments of one edge.
 
 >>> s = Step.of([0, 1], [1, 0], 8.0)          # ranks 0 and 1 exchange 8 bytes
 >>> s.n_messages, s.nbytes.tolist(), s.receiver_of(0), s.sender_to(0)
@@ -57,13 +64,32 @@ def _floats(a: Any, k: int, what: str) -> np.ndarray:
     return arr
 
 
+def _flags(a: Any, k: int) -> np.ndarray | None:
+    """One bool per message (a scalar broadcast), or None when no message is flagged."""
+    if a is None:
+        return None
+    arr = np.asarray(a)
+    if arr.dtype.kind != "b":
+        raise InputError("schedule step rendezvous: must be true or false, one for all or one per message")
+    try:
+        arr = np.broadcast_to(arr, (k,)).copy()
+    except ValueError:
+        raise InputError(f"schedule step rendezvous: one flag per message ({k}), got shape {arr.shape}") from None
+    if not arr.any():
+        return None
+    arr.flags.writeable = False
+    return arr
+
+
 @dataclass(frozen=True, eq=False)
 class Step:
     """One step: messages ``src[i] -> dst[i]`` of ``nbytes[i]`` bytes, each receiver then reducing
     ``reduce_bytes[i]`` bytes (0: it only stores what it received); ``copy_bytes``: bytes each rank copies
     locally at the start of the step (a per-rank array, or None: none); ``waits``: the step's sends wait for the
     sender's previous receive (see the module's rules); ``repeat``: the step runs this many times in a row, unchanged
-    (a ring's steps). A rank sends at most one message and receives at most one per step.
+    (a ring's steps); ``rendezvous``: which messages flow only once their receiver has reached the step (a bool per
+    message, or None: none; :meth:`of` stores None when none is). A rank sends at most one message and receives at
+    most one per step.
 
     >>> Step.of([0, 0], [1, 2], 4)
     Traceback (most recent call last):
@@ -78,6 +104,7 @@ class Step:
     copy_bytes: np.ndarray | None = None
     waits: bool = True
     repeat: int = 1
+    rendezvous: np.ndarray | None = None
     _recv: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -91,15 +118,23 @@ class Step:
         copy_bytes: Sequence[float] | np.ndarray | None = None,
         waits: bool = True,
         repeat: int = 1,
+        rendezvous: bool | Sequence[bool] | np.ndarray | None = None,
     ) -> Step:
-        """A checked step (scalars broadcast over the messages)."""
+        """A checked step (scalars broadcast over the messages).
+
+        >>> Step.of([0, 1], [1, 2], 8, rendezvous=[False, True]).rendezvous.tolist()
+        [False, True]
+        >>> Step.of([0, 1], [1, 2], 8, rendezvous=False).rendezvous is None
+        True
+        """
         s, d = _ints(src, "src"), _ints(dst, "dst")
         if s.shape != d.shape:
             raise InputError("schedule step: src and dst must have one entry per message")
         k = s.size
         cb = None if copy_bytes is None else _floats(copy_bytes, len(copy_bytes), "copy_bytes")
+        rdv = _flags(rendezvous, k)
         step = cls(
-            s, d, _floats(nbytes, k, "nbytes"), _floats(reduce_bytes, k, "reduce_bytes"), cb, bool(waits), repeat
+            s, d, _floats(nbytes, k, "nbytes"), _floats(reduce_bytes, k, "reduce_bytes"), cb, bool(waits), repeat, rdv
         )
         step.check()
         return step
@@ -114,6 +149,8 @@ class Step:
             if counts.size and counts.max() > 1:
                 r = int(vals[counts > 1][0])
                 raise InputError(f"schedule step: rank {r} {what} more than one message in one step")
+        if self.rendezvous is not None and self.rendezvous.shape != self.src.shape:
+            raise InputError(f"schedule step rendezvous: one flag per message ({self.src.size})")
         if np.any(self.src == self.dst):
             raise InputError(f"schedule step: rank {int(self.src[self.src == self.dst][0])} sends to itself")
         if n is not None:
@@ -164,7 +201,7 @@ class Step:
         cb = None if self.copy_bytes is None else self.copy_bytes * factor
         return Step.of(
             self.src, self.dst, self.nbytes * factor, self.reduce_bytes * factor, copy_bytes=cb,
-            waits=self.waits, repeat=self.repeat,
+            waits=self.waits, repeat=self.repeat, rendezvous=self.rendezvous,
         )  # fmt: skip
 
 
@@ -219,13 +256,15 @@ class MessageSchedule:
 
     def messages(self) -> dict[str, np.ndarray]:
         """The flat form, message by message (for tests and small schedules): ``step`` (its index counted with
-        repeats), ``src``, ``dst``, ``nbytes``, ``reduce_bytes``."""
-        cols: dict[str, list[np.ndarray]] = {k: [] for k in ("step", "src", "dst", "nbytes", "reduce_bytes")}
+        repeats), ``src``, ``dst``, ``nbytes``, ``reduce_bytes``, ``rendezvous`` (bool)."""
+        keys = ("step", "src", "dst", "nbytes", "reduce_bytes", "rendezvous")
+        cols: dict[str, list[np.ndarray]] = {k: [] for k in keys}
         i = 0
         for s in self.unrolled():
             cols["step"].append(np.full(s.n_messages, i, dtype=np.int64))
             for k in ("src", "dst", "nbytes", "reduce_bytes"):
                 cols[k].append(getattr(s, k))
+            cols["rendezvous"].append(np.zeros(s.n_messages, dtype=bool) if s.rendezvous is None else s.rendezvous)
             i += 1
         return {k: (np.concatenate(v) if v else np.zeros(0)) for k, v in cols.items()}
 
