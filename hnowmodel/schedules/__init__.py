@@ -22,7 +22,7 @@ from .algorithms import (
 )
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .flowrun import ScheduleRun
-from .fromtree import from_tree
+from .fromtree import from_tree, tree_schedule
 from .generator import Algorithm, Generator
 from .steps import MessageSchedule, Step, concat
 
@@ -34,6 +34,7 @@ __all__ = [
     "concat",
     "closed",
     "from_tree",
+    "tree_schedule",
     "BlockTrace",
     "ring_allgather",
     "recursive_doubling_allgather",

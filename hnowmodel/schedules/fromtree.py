@@ -21,11 +21,12 @@ import numpy as np
 
 from ..closedform import _path_sum
 from ..errors import InputError
-from ..runopts import RECV_ORDERS
+from ..movement import Movement
+from ..runopts import RECV_ORDERS, Schedule
 from ..trees import Tree
 from .steps import MessageSchedule, Step
 
-__all__ = ["from_tree"]
+__all__ = ["from_tree", "tree_schedule"]
 
 
 def _per_rank(value: Any, n: int, what: str) -> np.ndarray:
@@ -262,3 +263,38 @@ def from_tree(
             at = int(np.searchsorted(numbers, msgs.when[msgs.src == tree.root].max(), side="right"))
         steps = _with_copy(steps, at, tree.root, copy, n)
     return MessageSchedule(n, steps, label)
+
+
+def tree_schedule(tree: Tree, movement: Movement, m: float, run: Schedule | None = None, *, profile: Any = None):
+    """The message schedule of an operation whose data moves as ``movement`` (:mod:`hnowmodel.movement`) over
+    ``tree``, ``m`` bytes per rank's block, run as ``run`` says (:class:`hnowmodel.runopts.Schedule`, None: the
+    tree executor's): what a native algorithm (its model tree and run options) compiles to. ``root_copy`` copies
+    the root's own ``m`` bytes, ``recv_order``, ``relay_waits`` (from ``profile``'s struct rendezvous size),
+    ``sync`` and ``segment_bytes`` as :func:`from_tree` takes them; ``common_start`` is a measuring convention, not
+    a message. A gather whose parents take their messages as they arrive (``recv_order`` ``posted``, the tree
+    executor's, or ``arrival``) is no fixed order of steps: :class:`InputError` says so.
+
+    >>> from hnowmodel.movement import SUBTREE_DOWN
+    >>> from hnowmodel.trees import binomial
+    >>> tree_schedule(binomial(4), SUBTREE_DOWN, 100.0, Schedule(root_copy=True)).bytes_sent().tolist()
+    [300.0, 0.0, 100.0, 0.0]
+    """
+    run = Schedule() if run is None else run
+    relay_from = 0.0
+    if run.relay_waits and movement.toward_root:
+        if profile is None:
+            raise InputError("tree_schedule: relay_waits needs the profile (its struct rendezvous size)")
+        relay_from = float(profile.network_terms.struct_rendezvous_from)
+    return from_tree(
+        tree,
+        movement.edge_bytes(tree, float(m)),
+        toward_root=movement.toward_root,
+        root_copy_bytes=float(m) if run.root_copy else 0.0,
+        copy_first=run.copy_first,
+        recv_order=run.recv_order if movement.toward_root else "tree",
+        relay_waits=run.relay_waits and movement.toward_root,
+        rendezvous_from_bytes=relay_from,
+        sync=run.sync,
+        segment_bytes=run.segment_bytes if movement.one_message and not movement.toward_root else 0,
+        name=f"{movement.label}:{tree.name or 'tree'}",
+    )
