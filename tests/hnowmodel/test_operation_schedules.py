@@ -16,6 +16,7 @@ from hnowmodel.errors import InputError
 from hnowmodel.layout import Layout
 from hnowmodel.params import Link, NodeType, Profile, paper_profile
 from hnowmodel.schedules import Algorithm, binomial_bcast, bruck_allgather, closed, flows, ring_allgather
+from tests.golden_corpus import DATA
 
 ALLGATHER = ops.Operation(
     "allgather",
@@ -83,7 +84,7 @@ def test_a_tree_operation_may_add_a_schedule_algorithm_and_both_paths_agree():
     bcast = dataclasses.replace(
         ops.get("bcast"), algorithms={"binomial-steps": Algorithm("binomial-steps", "", binomial_bcast, rooted=True)}
     )
-    prof = hm.Profile.load("tests/data/golden/realmpi_profile.json")
+    prof = hm.Profile.load(DATA / "realmpi_profile.json")
     types = sorted(prof.types)
     lay = Layout([types[i % 2] for i in range(6)])
     for root in (0, 4):

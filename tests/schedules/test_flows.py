@@ -23,9 +23,10 @@ from hnowmodel.schedules import MessageSchedule, Step, closed, flowrounds, flows
 from hnowmodel.schedules.flowrounds import simulate_rounds
 from hnowmodel.schedules.flows import evaluate, simulate
 from hnowmodel.schedules.fromtree import from_tree
+from tests.golden_corpus import DATA
 from tests.helpers import any_tree, flow_profile, paper_shm_profile
 
-GOLDEN_CLUSTER = "tests/data/golden/cluster_profile.json"
+GOLDEN_CLUSTER = str(DATA / "cluster_profile.json")
 M = 1e6  # bytes
 
 

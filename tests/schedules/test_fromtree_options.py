@@ -23,9 +23,10 @@ from hnowmodel.schedules import MessageSchedule, Step, closed
 from hnowmodel.schedules.flowrounds import simulate_rounds
 from hnowmodel.schedules.flows import simulate
 from hnowmodel.schedules.fromtree import from_tree
+from tests.golden_corpus import DATA
 from tests.helpers import flow_profile
 
-GOLDEN_CLUSTER = "tests/data/golden/cluster_profile.json"
+GOLDEN_CLUSTER = str(DATA / "cluster_profile.json")
 
 
 def _cluster() -> tuple[Profile, list[str]]:

@@ -15,8 +15,9 @@ from hnowmodel.errors import InputError
 from hnowmodel.layout import Layout
 from hnowmodel.schedules import flows, tree_schedule
 from hnowmodel.trees import make_tree
+from tests.golden_corpus import DATA
 
-GOLDEN = "tests/data/golden/cluster_profile.json"
+GOLDEN = str(DATA / "cluster_profile.json")
 SIZE = 65536
 
 
