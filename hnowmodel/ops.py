@@ -149,6 +149,17 @@ class Operation:
             valid = ", ".join(self.algorithms) or "none: its algorithms are trees"
             raise InputError(f"unknown {self.name} algorithm {name!r} (choose from: {valid})") from None
 
+    def schedule_algorithm(self, algorithm: Any) -> Algorithm | None:
+        """The :class:`~hnowmodel.schedules.generator.Algorithm` that ``algorithm`` is or names among
+        :attr:`algorithms`; None when it is something else (a tree, a tree spec).
+
+        >>> get("bcast").schedule_algorithm("binomial") is None
+        True
+        """
+        if isinstance(algorithm, Algorithm):
+            return algorithm
+        return self.algorithms.get(algorithm) if isinstance(algorithm, str) else None
+
     def predict(
         self, profile: Any, layout: Any, algorithm: Any, sizes: Any, *, variant: str | None = None, **kw: Any
     ) -> np.ndarray:
@@ -159,8 +170,8 @@ class Operation:
         fields: how the MPI implementation runs it). ``root``: the root rank."""
         var = self.variant_for(profile, variant)
         per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
-        if isinstance(algorithm, Algorithm) or (isinstance(algorithm, str) and algorithm in self.algorithms):
-            alg = algorithm if isinstance(algorithm, Algorithm) else self.algorithms[algorithm]
+        alg = self.schedule_algorithm(algorithm)
+        if alg is not None:
             gamma = kw.pop("reduce_us_per_byte", 0.0)
             if kw:
                 raise InputError(f"{alg.name} is a message schedule: {sorted(kw)[0]} applies to trees only")

@@ -39,7 +39,6 @@ from .errors import InputError, LayoutError
 from .layout import Layout, parse_layout
 from .params import Profile
 from .runopts import Schedule
-from .schedules.generator import Algorithm
 from .sizes import parse_sizes
 from .trees import Tree
 from .treespec import TreeSpec, parse_spec, resolve
@@ -81,11 +80,13 @@ def predict(
     what = _ops.get(op)  # a variant predicts the operation's data movement
     lay = _layout(prof, layout)
     grid = np.asarray(parse_sizes(sizes), dtype=float) if isinstance(sizes, str) else as_sizes(sizes)
-    if isinstance(algorithm, Algorithm) or (isinstance(algorithm, str) and algorithm in what.algorithms):
+    alg = what.schedule_algorithm(algorithm)
+    if alg is not None:
         if schedule is not None or library is not None:
-            raise InputError(f"{op} algorithm {getattr(algorithm, 'name', algorithm)!r} is a message schedule: "
-                             "schedule= and library= apply to trees")  # fmt: skip
-        return what.predict(prof, lay, algorithm, grid, variant=var.name, per_rank=per_rank, root=root or 0)
+            raise InputError(
+                f"{op} algorithm {alg.name!r} is a message schedule: schedule= and library= apply to trees"
+            )
+        return what.predict(prof, lay, alg, grid, variant=var.name, per_rank=per_rank, root=root or 0)
     if what.movement is None:  # no tree runs it: name its algorithms
         what.algorithm(algorithm if isinstance(algorithm, str) else getattr(algorithm, "name", "a tree"))
     spec = algorithm if isinstance(algorithm, Tree) else parse_spec(algorithm)

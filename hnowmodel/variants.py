@@ -153,6 +153,17 @@ class Variant:
                 f"{served})"
             ) from None
 
+    def _check_hosts(self, layout: Sequence[str], label: str, able: Callable[[Variant], bool]) -> None:
+        """:class:`~hnowmodel.errors.LayoutError` when this variant does not model several ranks on a host and
+        ``layout`` has them, naming the variants ``able`` accepts that do (``label``: what is predicted)."""
+        if self.shared_hosts or one_per_host(layout):
+            return
+        others = ", ".join(v.name for v in VARIANTS.values() if v.shared_hosts and able(v)) or "none"
+        raise LayoutError(
+            f"model variant {self.name!r} does not model several ranks on a host (the layout has {len(layout)} "
+            f"ranks on {int(hosts_of(layout).max()) + 1} hosts); {label} variants that do: {others}"
+        )
+
     def predict(
         self,
         what: Any,
@@ -169,13 +180,7 @@ class Variant:
         over ``tree`` run as ``schedule`` says (None: the tree executor's), with what the schedule adds beyond the
         model (the common-start extra, to every entry) included. A layout with several ranks on a host is refused
         (:class:`~hnowmodel.errors.LayoutError`) by a variant that does not model hosts."""
-        if not self.shared_hosts and not one_per_host(layout):
-            able = ", ".join(v.name for v in VARIANTS.values() if v.shared_hosts and v.serves(what)) or "none"
-            raise LayoutError(
-                f"model variant {self.name!r} does not model several ranks on a host (the layout has "
-                f"{len(layout)} ranks on {int(hosts_of(layout).max()) + 1} hosts); {_label(what)} variants that do: "
-                f"{able}"
-            )
+        self._check_hosts(layout, _label(what), lambda v: v.serves(what))
         sched = as_schedule(schedule)
         t = self.predictor(what)(profile, layout, tree, sizes, sched, per_rank=per_rank, root=root)
         if sched.common_start:
@@ -204,8 +209,7 @@ class Variant:
                 f"model variant {self.name!r} predicts trees only, not the algorithm {algorithm.name!r} (variants "
                 f"that evaluate message schedules: {able})"
             )
-        if not self.shared_hosts and not one_per_host(layout):
-            raise LayoutError(f"model variant {self.name!r} does not model several ranks on a host")
+        self._check_hosts(layout, algorithm.name, lambda v: v.evaluate is not None)
         n, m = len(layout), as_sizes(sizes)
         got = [
             self.evaluate(profile, layout, algorithm.schedule(n, float(mi), root), per_rank=per_rank,

@@ -193,8 +193,8 @@ class _Clocks:
             idx = np.searchsorted(new, keys)
         return idx
 
-    def run(self, step: Step) -> None:
-        """Advance the clocks by one run of ``step``."""
+    def run(self, step: Step, pi: np.ndarray | None = None) -> None:
+        """Advance the clocks by one run of ``step`` (``pi``: its pairs' indices, :meth:`pairs`, when known)."""
         S, X, RG, C, cb, W, keys = self.costs(step)
         P, D = self.posted, self.done
         rdv = step.rendezvous
@@ -213,7 +213,7 @@ class _Clocks:
         if rdv is not None:  # flows once its sender posted it and its receiver reached the step
             wire[rdv] = np.maximum(wire[rdv], reach)
         if self.track_pairs and keys.size:  # and once its pair's wire has carried the pair's previous message
-            pi = self.pairs(keys)
+            pi = self.pairs(keys) if pi is None else pi
             wire = np.maximum(wire, self.pair_free[pi])
             self.pair_free[pi] = wire + W
         arrival = wire + X
@@ -231,10 +231,10 @@ class _Clocks:
             moves_p |= cb > 0
             moves_d |= cb > 0
         recv_only, send_only = moves_d & ~moves_p, moves_p & ~moves_d  # each rank's other clock stands still
+        pi = self.pairs(keys) if self.track_pairs else keys[:0]  # stable: adds the step's pairs once, here
         for k in range(times):
-            pi = self.pairs(keys) if self.track_pairs else keys[:0]  # stable: no pair is added after the first run
             before_p, before_d, before_w = self.posted[moves_p], self.done[moves_d], self.pair_free[pi]
-            self.run(step)
+            self.run(step, pi if self.track_pairs else None)
             left = times - k - 1
             if left == 0:
                 return
