@@ -7,6 +7,7 @@ singletons, the wrong hosts).
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ class _Follow:
         self.steps: dict[int, tuple[int, str]] = {}
         self.errors: list[str] = []
         self.results: list[str] = []
+        self.result_at: float | None = None  # time.monotonic() when rank 0's result line arrived
         self.tail: deque[str] = deque(maxlen=40)
         self.lock = threading.Lock()
 
@@ -108,6 +110,7 @@ class _Follow:
                 self.steps[rank] = (entered, name)
             elif line.startswith(RESULT_PREFIX):
                 self.results.append(line[len(RESULT_PREFIX) :].strip())
+                self.result_at = time.monotonic()
             elif line.startswith(ERROR_PREFIX):
                 self.errors.append(line[len(ERROR_PREFIX) :].strip())
             elif line.startswith(PROGRESS_PREFIX):

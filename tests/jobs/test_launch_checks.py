@@ -216,3 +216,24 @@ def test_intel_mpi_gets_its_machinefile_flag(tmp_path):
     argv = task_command(launch, "info", [], hostfile="/x/hf")
     assert argv[:5] == [impi, "-n", "2", "-machinefile", "/x/hf"]
     assert launch.mpi_env.library.name == "intelmpi" and launch.mpi_env.env["I_MPI_FABRICS"] == "shm:ofi"
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(not MPIEXEC.exists(), reason="needs the mpiexec beside this Python (the mpich wheel)")
+def test_a_launcher_that_hangs_after_the_job_is_stopped_and_the_result_kept(tmp_path, monkeypatch):
+    """Open MPI 5.0's prterun sometimes never exits after its ranks have (prrte#1839): a real job under a launcher
+    that then hangs returns its result EXIT_GRACE_S after it arrived, and nothing of the launcher is left."""
+    import hnowmodel.jobs.launcher as launcher
+    from hnowmodel.jobs import info
+
+    pidfile = tmp_path / "pid"
+    fake = _launcher(
+        tmp_path, "mpiexec-then-hang", f'"{MPIEXEC}" "$@"; rc=$?\necho $$ > "{pidfile}"\nsleep 600\nexit $rc\n'
+    )
+    monkeypatch.setattr(launcher, "EXIT_GRACE_S", 1.0)
+    said: list[str] = []
+    doc = info(2, launcher=fake, timeout=60, progress=said.append)
+    assert doc["ranks"] == 2 and len(doc["hosts"]) == 2
+    assert any("did not exit 1 s after the job's result" in line for line in said), said
+    pid = int(pidfile.read_text())
+    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
