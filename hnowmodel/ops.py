@@ -12,6 +12,8 @@ its kernel (in :mod:`calibrate.collectives`), and for ``--tree native`` each lib
 of its package's ``ALGORITHMS``); nothing else lists the operations.
 
 >>> names()
+('bcast', 'scatter', 'gather', 'reduce', 'allreduce', 'allgather', 'reduce_scatter', 'alltoall')
+>>> tree_names()
 ('bcast', 'scatter', 'gather')
 >>> get("gather").default_variant
 'link'
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -36,7 +39,21 @@ from . import variants as _variants
 from .errors import InputError
 from .libraries.native import NativeAlgorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
-from .runopts import as_schedule
+from .runopts import as_schedule, as_sizes
+from .schedules import (
+    binomial_reduce,
+    bruck_allgather,
+    bruck_alltoall,
+    pairwise_alltoall,
+    rabenseifner_allreduce,
+    recursive_doubling_allgather,
+    recursive_doubling_allreduce,
+    recursive_halving_reduce_scatter,
+    reduce_bcast_allreduce,
+    ring_allgather,
+    ring_allreduce,
+    scattered_alltoall,
+)
 from .schedules.generator import Algorithm
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant
@@ -46,6 +63,7 @@ __all__ = [
     "Algorithm",
     "OPERATIONS",
     "names",
+    "tree_names",
     "get",
     "predictor",
     "variant_of",
@@ -87,7 +105,9 @@ class Operation:
     none); ``outside_names``: the lower-case names outside benchmarks' output gives it (IMB's, OSU's
     ``osu_<name>``). ``algorithms``: its algorithms that are not trees, by name, each a generator of its message
     schedule (:class:`~hnowmodel.schedules.generator.Algorithm`: ring, recursive doubling, ...); ``movement`` None:
-    it has no tree algorithms (then it needs ``algorithms``). :meth:`predict` predicts either kind.
+    it has no tree algorithms (then it needs ``algorithms``). :meth:`predict` predicts either kind. ``reduction``:
+    its ranks combine buffers (MPI_SUM on doubles, 8-byte elements): a prediction needs the reduction cost γ
+    (µs per byte combined), given or from the profile (:meth:`reduce_costs`); hnow never assumes one.
 
     An operation is this one entry; the worked example of docs/operations.md, an allgather whose algorithm is a
     ring, runs here:
@@ -113,6 +133,7 @@ class Operation:
     kernel_code: int = -1
     imb: str = ""
     outside_names: tuple[str, ...] = ()
+    reduction: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "algorithms", MappingProxyType(dict(self.algorithms)))
@@ -172,16 +193,46 @@ class Operation:
         per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
         alg = self.schedule_algorithm(algorithm)
         if alg is not None:
-            gamma = kw.pop("reduce_us_per_byte", 0.0)
+            given = kw.pop("reduce_us_per_byte", None)
             if kw:
                 raise InputError(f"{alg.name} is a message schedule: {sorted(kw)[0]} applies to trees only")
-            return var.predict_algorithm(
-                profile, layout, alg, sizes, per_rank=per_rank, root=root, reduce_us_per_byte=gamma
-            )
+            m = as_sizes(sizes)
+            gammas = self.reduce_costs(profile, m, given)
+            if all(g is gammas[0] for g in gammas):  # one γ for every size: one call
+                return var.predict_algorithm(
+                    profile, layout, alg, m, per_rank=per_rank, root=root, reduce_us_per_byte=gammas[0] if gammas else 0.0
+                )
+            got = [
+                var.predict_algorithm(profile, layout, alg, [mi], per_rank=per_rank, root=root, reduce_us_per_byte=g)
+                for mi, g in zip(m, gammas, strict=True)
+            ]
+            return np.concatenate(got)
         if self.movement is None:
             self.algorithm(str(algorithm))  # names the valid ones
         sched = as_schedule(kw.pop("schedule", None), **kw)
         return var.predict(self, profile, layout, algorithm, sizes, sched, per_rank=per_rank, root=root)
+
+    def reduce_costs(self, profile: Any, sizes: Any, given: Any = None) -> list[Any]:
+        """The reduction cost γ (µs per byte combined: one rate, or node type -> rate) at each of ``sizes`` (bytes,
+        the operation's ``m``): ``given`` when given (for every size), else, for a :attr:`reduction`, the profile's
+        measured γ at that size (``Profile.reduce_us_per_byte_at``); 0 for an operation that combines nothing.
+        :class:`InputError` when a reduction has neither: hnow never assumes a γ.
+
+        >>> get("allgather").reduce_costs(None, [8, 16])
+        [0.0, 0.0]
+        >>> get("allreduce").reduce_costs(None, [8], given=0.001)
+        [0.001]
+        """
+        m = as_sizes(sizes)
+        if given is not None or not self.reduction:
+            return [0.0 if given is None else given] * len(m)
+        at = getattr(profile, "reduce_us_per_byte_at", None)
+        if at is None:
+            raise InputError(
+                f"{self.name} combines buffers: its prediction needs the reduction cost (µs per byte reduced), which "
+                "the profile does not have: give reduce_us_per_byte= (--reduce-us-per-byte)"
+            )
+        return [at(float(x)) for x in m]
 
     @property
     def variants(self) -> Mapping[str, BoundPredictor]:
@@ -350,6 +401,10 @@ def native_spec_unset(spec: str, ops: Any) -> set[str]:
     return out
 
 
+def _alg(name: str, summary: str, build: Any, rooted: bool = False) -> Algorithm:
+    return Algorithm(name, summary, build, rooted)
+
+
 def _registry(*ops: Operation) -> Mapping[str, Operation]:
     """The registry: each operation with every MPI library's algorithms for it (``native``, ``alternatives``,
     ``pinned_only``), read from the libraries' packages (:data:`hnowmodel.libraries.LIBRARIES`)."""
@@ -390,12 +445,84 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         imb="Gather",
         outside_names=("gather",),
     ),
+    # Operations whose algorithms are message schedules (no tree movement), each generator as MPICH runs it
+    # (hnowmodel/schedules). m is in bytes per rank, as each summary says; reductions are MPI_SUM on doubles.
+    Operation(
+        name="reduce",
+        summary="every rank's m-byte vector (doubles) summed into the root's",
+        default_variant="paper",
+        kernel="reduce",
+        kernel_code=5,
+        reduction=True,
+        algorithms={"binomial": _alg("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, True)},
+    ),
+    Operation(
+        name="allreduce",
+        summary="every rank's m-byte vector (doubles) summed, the sum on every rank",
+        default_variant="paper",
+        kernel="allreduce",
+        kernel_code=6,
+        reduction=True,
+        algorithms={
+            "recursive_doubling": _alg("recursive_doubling", "lg p exchanges of the whole vector",
+                                       recursive_doubling_allreduce),
+            "reduce_scatter_allgather": _alg("reduce_scatter_allgather", "Rabenseifner: halving then doubling",
+                                             partial(rabenseifner_allreduce, elem_bytes=8)),
+            "ring": _alg("ring", "a reduce-scatter ring, then an allgather ring of m/p chunks",
+                         partial(ring_allreduce, elem_bytes=8)),
+            "reduce_bcast": _alg("reduce_bcast", "binomial reduce to rank 0, then binomial bcast",
+                                 reduce_bcast_allreduce),
+        },  # fmt: skip
+    ),
+    Operation(
+        name="allgather",
+        summary="every rank's m-byte block to every rank",
+        default_variant="paper",
+        kernel="allgather",
+        kernel_code=7,
+        algorithms={
+            "ring": _alg("ring", "p - 1 steps to the right-hand neighbour", ring_allgather),
+            "recursive_doubling": _alg("recursive_doubling", "lg p exchanges of doubling size (p a power of two)",
+                                       recursive_doubling_allgather),
+            "brucks": _alg("brucks", "ceil(lg p) steps of doubling distance", bruck_allgather),
+        },  # fmt: skip
+    ),
+    Operation(
+        name="reduce_scatter",
+        summary="every rank's p blocks of m bytes (doubles) summed, block i on rank i (MPI_Reduce_scatter_block)",
+        default_variant="paper",
+        kernel="reduce_scatter",
+        kernel_code=8,
+        reduction=True,
+        algorithms={
+            "recursive_halving": _alg("recursive_halving", "lg p steps of halving distance",
+                                      recursive_halving_reduce_scatter),
+        },  # fmt: skip
+    ),
+    Operation(
+        name="alltoall",
+        summary="every rank's m-byte block for each rank to that rank",
+        default_variant="paper",
+        kernel="alltoall",
+        kernel_code=9,
+        algorithms={
+            "pairwise": _alg("pairwise", "p - 1 blocking exchanges", pairwise_alltoall),
+            "brucks": _alg("brucks", "ceil(lg p) steps of doubling distance, blocks packed", bruck_alltoall),
+            "scattered": _alg("scattered", "non-blocking sends and receives, 32 at a time", scattered_alltoall),
+        },
+    ),
 )
 
 
 def names() -> tuple[str, ...]:
     """The registered operation names, in registry order."""
     return tuple(OPERATIONS)
+
+
+def tree_names() -> tuple[str, ...]:
+    """The operations that trees run (an entry with a ``movement``), in registry order: what the tree search,
+    ``optimal``, the tree executor and the export to MPI libraries serve."""
+    return tuple(name for name, o in OPERATIONS.items() if o.movement is not None)
 
 
 def get(op: str) -> Operation:
