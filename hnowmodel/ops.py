@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -40,20 +39,7 @@ from .errors import InputError
 from .libraries.native import NativeAlgorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .runopts import as_schedule, as_sizes
-from .schedules import (
-    binomial_reduce,
-    bruck_allgather,
-    bruck_alltoall,
-    pairwise_alltoall,
-    rabenseifner_allreduce,
-    recursive_doubling_allgather,
-    recursive_doubling_allreduce,
-    recursive_halving_reduce_scatter,
-    reduce_bcast_allreduce,
-    ring_allgather,
-    ring_allreduce,
-    scattered_alltoall,
-)
+from .schedules import catalog as _catalog
 from .schedules.generator import Algorithm
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant
@@ -196,27 +182,18 @@ class Operation:
             given = kw.pop("reduce_us_per_byte", None)
             if kw:
                 raise InputError(f"{alg.name} is a message schedule: {sorted(kw)[0]} applies to trees only")
-            m = as_sizes(sizes)
-            gammas = self.reduce_costs(profile, m, given)
-            if all(g is gammas[0] for g in gammas):  # one γ for every size: one call
-                return var.predict_algorithm(
-                    profile, layout, alg, m, per_rank=per_rank, root=root, reduce_us_per_byte=gammas[0] if gammas else 0.0
-                )
-            got = [
-                var.predict_algorithm(profile, layout, alg, [mi], per_rank=per_rank, root=root, reduce_us_per_byte=g)
-                for mi, g in zip(m, gammas, strict=True)
-            ]
-            return np.concatenate(got)
+            gammas = self.reduce_costs(profile, sizes, given)
+            return var.predict_algorithm(profile, layout, alg, sizes, per_rank=per_rank, root=root,
+                                         reduce_us_per_byte=gammas)  # fmt: skip
         if self.movement is None:
             self.algorithm(str(algorithm))  # names the valid ones
         sched = as_schedule(kw.pop("schedule", None), **kw)
         return var.predict(self, profile, layout, algorithm, sizes, sched, per_rank=per_rank, root=root)
 
     def reduce_costs(self, profile: Any, sizes: Any, given: Any = None) -> list[Any]:
-        """The reduction cost γ (µs per byte combined: one rate, or node type -> rate) at each of ``sizes`` (bytes,
-        the operation's ``m``): ``given`` when given (for every size), else, for a :attr:`reduction`, the profile's
-        measured γ at that size (``Profile.reduce_us_per_byte_at``); 0 for an operation that combines nothing.
-        :class:`InputError` when a reduction has neither: hnow never assumes a γ.
+        """γ (µs per byte combined: a rate, or type -> rate) at each of ``sizes`` (bytes, the operation's ``m``):
+        ``given``, else for a :attr:`reduction` the profile's at that size (``Profile.reduce_us_per_byte_at``), else
+        0; :class:`InputError` when a reduction has neither (hnow never assumes a γ).
 
         >>> get("allgather").reduce_costs(None, [8, 16])
         [0.0, 0.0]
@@ -275,28 +252,39 @@ def native_predict(
     root: int = 0,
     variant: str | None = None,
     algorithm: NativeAlgorithm | None = None,
+    reduce_us_per_byte: Any = None,
 ) -> np.ndarray | None:
     """Predicted time (µs per size) of ``library``'s own ``op`` as :data:`OPERATIONS` pins it (or of
     ``algorithm``, one of :func:`native_choices`): its model tree, under ``variant``, run by the algorithm's
     schedule (the root's copy, the order of its receives, …); None when hnow does not pin that library's
     algorithm for ``op`` (nothing to predict). The model tree is built for ``layout``'s hosts (a node-aware
     algorithm's tree depends on them). A default that runs different trees by size (``by_size``) is predicted per
-    size with the tree that runs there, NaN where hnow does not know which does."""
+    size with the tree that runs there, NaN where hnow does not know which does. A model that names one of the
+    operation's :attr:`~Operation.algorithms` (a message schedule: MPICH's ring allreduce) is that algorithm's
+    prediction (``reduce_us_per_byte``: γ, :meth:`Operation.reduce_costs`)."""
     nat = get(op).native.get(library) if algorithm is None else algorithm
     if nat is None:
         return None
     v = variant_of(op, variant, profile)
     if not nat.varies:
-        tree = make_tree(nat.model_tree, len(layout), root=root, layout=layout)
-        return v.predict(get(op), profile, layout, tree, sizes, nat.schedule)
+        return _model_predict(op, v, profile, layout, (nat.model_tree, nat.schedule), sizes, root, reduce_us_per_byte)
     m = np.atleast_1d(np.asarray(sizes))
     out = np.full(m.shape, np.nan)
     runs = [nat.on(layout, int(x)) for x in m]
     for run in dict.fromkeys(r for r in runs if r is not None):
         idx = [i for i, r in enumerate(runs) if r == run]
-        tree = make_tree(run[0], len(layout), root=root, layout=layout)
-        out[idx] = v.predict(get(op), profile, layout, tree, m[idx], run[1])
+        out[idx] = _model_predict(op, v, profile, layout, run, m[idx], root, reduce_us_per_byte)
     return out
+
+
+def _model_predict(op: str, v: Variant, profile: Any, layout: Any, run: tuple, sizes: Any, root: int, gamma: Any):
+    """µs per size of ``op`` under ``v`` by a native algorithm's model ``run`` = (tree spec or the name of one of
+    the operation's schedule algorithms, :class:`~hnowmodel.runopts.Schedule`)."""
+    o = get(op)
+    if o.schedule_algorithm(run[0]) is not None:
+        return o.predict(profile, layout, run[0], sizes, variant=v.name, root=root, reduce_us_per_byte=gamma)
+    tree = make_tree(run[0], len(layout), root=root, layout=layout)
+    return v.predict(o, profile, layout, tree, sizes, run[1])
 
 
 # ---- native tree specs: ``native`` (each library's pinned default) and ``native:ALGO`` -----------------------------
@@ -401,10 +389,6 @@ def native_spec_unset(spec: str, ops: Any) -> set[str]:
     return out
 
 
-def _alg(name: str, summary: str, build: Any, rooted: bool = False) -> Algorithm:
-    return Algorithm(name, summary, build, rooted)
-
-
 def _registry(*ops: Operation) -> Mapping[str, Operation]:
     """The registry: each operation with every MPI library's algorithms for it (``native``, ``alternatives``,
     ``pinned_only``), read from the libraries' packages (:data:`hnowmodel.libraries.LIBRARIES`)."""
@@ -454,7 +438,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel="reduce",
         kernel_code=5,
         reduction=True,
-        algorithms={"binomial": _alg("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, True)},
+        algorithms=_catalog.REDUCE,
     ),
     Operation(
         name="allreduce",
@@ -463,16 +447,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel="allreduce",
         kernel_code=6,
         reduction=True,
-        algorithms={
-            "recursive_doubling": _alg("recursive_doubling", "lg p exchanges of the whole vector",
-                                       recursive_doubling_allreduce),
-            "reduce_scatter_allgather": _alg("reduce_scatter_allgather", "Rabenseifner: halving then doubling",
-                                             partial(rabenseifner_allreduce, elem_bytes=8)),
-            "ring": _alg("ring", "a reduce-scatter ring, then an allgather ring of m/p chunks",
-                         partial(ring_allreduce, elem_bytes=8)),
-            "reduce_bcast": _alg("reduce_bcast", "binomial reduce to rank 0, then binomial bcast",
-                                 reduce_bcast_allreduce),
-        },  # fmt: skip
+        algorithms=_catalog.ALLREDUCE,
     ),
     Operation(
         name="allgather",
@@ -480,12 +455,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         default_variant="paper",
         kernel="allgather",
         kernel_code=7,
-        algorithms={
-            "ring": _alg("ring", "p - 1 steps to the right-hand neighbour", ring_allgather),
-            "recursive_doubling": _alg("recursive_doubling", "lg p exchanges of doubling size (p a power of two)",
-                                       recursive_doubling_allgather),
-            "brucks": _alg("brucks", "ceil(lg p) steps of doubling distance", bruck_allgather),
-        },  # fmt: skip
+        algorithms=_catalog.ALLGATHER,
     ),
     Operation(
         name="reduce_scatter",
@@ -494,10 +464,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel="reduce_scatter",
         kernel_code=8,
         reduction=True,
-        algorithms={
-            "recursive_halving": _alg("recursive_halving", "lg p steps of halving distance",
-                                      recursive_halving_reduce_scatter),
-        },  # fmt: skip
+        algorithms=_catalog.REDUCE_SCATTER,
     ),
     Operation(
         name="alltoall",
@@ -505,11 +472,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         default_variant="paper",
         kernel="alltoall",
         kernel_code=9,
-        algorithms={
-            "pairwise": _alg("pairwise", "p - 1 blocking exchanges", pairwise_alltoall),
-            "brucks": _alg("brucks", "ceil(lg p) steps of doubling distance, blocks packed", bruck_alltoall),
-            "scattered": _alg("scattered", "non-blocking sends and receives, 32 at a time", scattered_alltoall),
-        },
+        algorithms=_catalog.ALLTOALL,
     ),
 )
 

@@ -10,6 +10,8 @@ library's own collective), timing methods, and ``KEY=VALUE`` lists (``--pool fas
 {'fast': 16, 'slow': 32}
 >>> parse_variants("paper", ["bcast", "scatter"]), parse_variants("gather=paper")
 ({'bcast': 'paper', 'scatter': 'paper'}, {'gather': 'paper'})
+>>> parse_reduce_rate("0.0004"), parse_reduce_rate("fast=0.0004,slow=0.001"), parse_reduce_rate(None)
+(0.0004, {'fast': 0.0004, 'slow': 0.001}, None)
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ __all__ = [
     "parse_assignments",
     "parse_variants",
     "VARIANT_FORM",
+    "parse_reduce_rate",
+    "REDUCE_RATE_FORM",
 ]
 
 MEASURE_OPS = _op_names()
@@ -136,3 +140,20 @@ def parse_variants(given: Any, ops: Sequence[str] = (), flag: str = "--variant")
             raise InputError(f"{flag} {op}={name!r}: expected {VARIANT_FORM}")
         check_variant(op, name)
     return got
+
+
+#: The form ``--reduce-us-per-byte`` takes.
+REDUCE_RATE_FORM = "µs per byte reduced, or TYPE=µs[,TYPE=µs]"
+
+
+def parse_reduce_rate(given: Any, flag: str = "--reduce-us-per-byte") -> float | dict[str, float] | None:
+    """The reduction cost γ a user states (µs per byte combined): one number for every rank, ``TYPE=µs[,…]`` per
+    node type, or None/``""`` (none stated: the profile's measured one); :class:`InputError` names ``flag``."""
+    if given is None or given == "" or isinstance(given, (int, float, Mapping)):
+        return None if given in (None, "") else given
+    if "=" in str(given):
+        return parse_assignments(given, flag, float, REDUCE_RATE_FORM)
+    try:
+        return float(given)
+    except ValueError:
+        raise InputError(f"{flag} {given!r}: expected {REDUCE_RATE_FORM}") from None

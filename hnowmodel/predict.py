@@ -58,6 +58,7 @@ def predict(
     per_rank: bool = False,
     root: int | None = None,
     library: str | None = None,
+    reduce_us_per_byte: Any = None,
 ) -> np.ndarray:
     """Predicted completion time of ``op`` run by ``algorithm`` on ``layout``, in µs, one per size of ``sizes``
     (bytes; per rank for scatter/gather); ``per_rank``: ``(len(sizes), n)``, each rank's own time.
@@ -68,7 +69,9 @@ def predict(
     ``variant``: a model variant (None: the operation's default for this profile); ``schedule``: how the MPI
     implementation runs the tree (:class:`~hnowmodel.runopts.Schedule`; None: the tree executor's); ``root``: the
     root rank (None: a given Tree's own root, else 0); ``library``: the MPI library whose ``native[:ALGO]`` is
-    predicted (``MPICH``, ``Open MPI``, ``Intel MPI``; case and spaces do not matter). Bad input:
+    predicted (``MPICH``, ``Open MPI``, ``Intel MPI``; case and spaces do not matter); ``reduce_us_per_byte``: an
+    operation that combines buffers (allreduce, reduce, reduce_scatter) costs γ µs per byte reduced, one rate or
+    node type -> rate (None: the profile's measured γ; :meth:`hnowmodel.ops.Operation.reduce_costs`). Bad input:
     :class:`~hnowmodel.errors.InputError` (or its subclasses) naming it.
 
     >>> from hnowmodel.params import paper_profile
@@ -86,8 +89,17 @@ def predict(
             raise InputError(
                 f"{op} algorithm {alg.name!r} is a message schedule: schedule= and library= apply to trees"
             )
-        return what.predict(prof, lay, alg, grid, variant=var.name, per_rank=per_rank, root=root or 0)
-    if what.movement is None:  # no tree runs it: name its algorithms
+        return what.predict(
+            prof,
+            lay,
+            alg,
+            grid,
+            variant=var.name,
+            per_rank=per_rank,
+            root=root or 0,
+            reduce_us_per_byte=reduce_us_per_byte,
+        )
+    if what.movement is None and _ops.native_name(algorithm) is None:  # no tree runs it: name its algorithms
         what.algorithm(algorithm if isinstance(algorithm, str) else getattr(algorithm, "name", "a tree"))
     spec = algorithm if isinstance(algorithm, Tree) else parse_spec(algorithm)
     if root is None:
@@ -95,7 +107,9 @@ def predict(
     if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root < len(lay):
         raise LayoutError(f"root {root!r} is not a rank of the {len(lay)}-rank layout")
     if isinstance(spec, TreeSpec) and spec.kind == "native":
-        return _native(op, prof, lay, spec, grid, var.name, schedule, per_rank, int(root), library)
+        return _native(op, prof, lay, spec, grid, var.name, schedule, per_rank, int(root), library, reduce_us_per_byte)
+    if reduce_us_per_byte is not None and not what.reduction:
+        raise InputError(f"reduce_us_per_byte applies to an operation that combines buffers, not to {op}")
     if library is not None:
         raise InputError(f"library= applies to a native algorithm (native, native:ALGO), not to {_spec_text(spec)!r}")
     kw = {"per_rank": per_rank, "root": int(root)}
@@ -159,6 +173,7 @@ def _native(
     per_rank: bool,
     root: int,
     library: str | None,
+    gamma: Any = None,
 ) -> np.ndarray:
     """``library``'s own ``op`` as hnow pins it (:func:`hnowmodel.ops.native_predict`): its model tree, run by its
     own schedule (so no ``schedule`` here), predicted under ``variant``."""
@@ -178,7 +193,9 @@ def _native(
     if nat is None:
         what = "pins no default" if spec.text == _ops.NATIVE else "has no such algorithm"
         raise InputError(f"{spec.text}: {name} {what} for {op} in hnow's registry")
-    return _ops.native_predict(op, name, prof, lay, grid, root=root, variant=variant, algorithm=nat)
+    return _ops.native_predict(
+        op, name, prof, lay, grid, root=root, variant=variant, algorithm=nat, reduce_us_per_byte=gamma
+    )
 
 
 class _CallableModule(types.ModuleType):

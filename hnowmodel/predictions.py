@@ -14,7 +14,7 @@ from . import ops
 from .closedform import ptp
 from .errors import InputError, LayoutError
 from .layout import parse_layout
-from .options import parse_variants
+from .options import parse_reduce_rate, parse_variants
 from .params import Profile
 from .predict import predict
 from .search import best_sequential
@@ -48,16 +48,19 @@ def prediction_rows(
     operation over each tree on ``layout`` (default: the profile's calibration layout). ``choices``:
     ``order="best"`` uses, for ``sequential``, the exact best send order at each size (default ``"rank"``);
     ``src``/``dst`` (node types) restrict ``ptp``; ``library``: the MPI library whose ``native[:ALGO]`` is
-    predicted. ``variant``: a name, ``OP=NAME,…`` or ``{op: name}`` (:func:`hnowmodel.options.parse_variants`;
-    None: the operation's default for the profile). An operation's times are :func:`hnowmodel.predict`'s (tree
-    specs: :mod:`hnowmodel.treespec`)."""
-    bad = [k for k in choices if k not in ("order", "src", "dst", "library")]
+    predicted; ``reduce_us_per_byte``: γ stated for an operation that combines buffers
+    (:func:`hnowmodel.options.parse_reduce_rate`). ``variant``: a name, ``OP=NAME,…`` or ``{op: name}``
+    (:func:`hnowmodel.options.parse_variants`; None: the operation's default for the profile). An operation's
+    times are :func:`hnowmodel.predict`'s (tree specs: :mod:`hnowmodel.treespec`)."""
+    bad = [k for k in choices if k not in ("order", "src", "dst", "library", "reduce_us_per_byte")]
     if bad:
         raise TypeError(
-            f"prediction_rows() got an unexpected keyword argument {bad[0]!r} (choose: order, src, dst, library)"
+            f"prediction_rows() got an unexpected keyword argument {bad[0]!r} (choose: order, src, dst, library, "
+            "reduce_us_per_byte)"
         )
     order, src, dst = choices.get("order") or "rank", choices.get("src"), choices.get("dst")
     library = choices.get("library")
+    gamma = parse_reduce_rate(choices.get("reduce_us_per_byte"))
     prof = profile if isinstance(profile, Profile) else Profile.load(profile)
     _choice(op, OPS_AND_PTP, "operation (--op)")
     _choice(order, ("rank", "best"), "send order (--order)")
@@ -96,6 +99,8 @@ def prediction_rows(
             ]
         else:
             lib = library if name in natives else None
-            times = predict(op, prof, lay, name, grid, variant=variant, root=root, library=lib)
+            times = predict(
+                op, prof, lay, name, grid, variant=variant, root=root, library=lib, reduce_us_per_byte=gamma
+            )
         rows += [{"op": op, "tree": name, "size": s, "time_us": float(t)} for s, t in zip(grid, times, strict=True)]
     return rows

@@ -202,7 +202,8 @@ class Variant:
         """Predicted time (µs per size; ``per_rank``: ``(len(sizes), n)``) of an algorithm given as a message
         schedule (:class:`~hnowmodel.schedules.generator.Algorithm`), built for ``layout``'s ranks at each size
         (bytes per rank's block) and evaluated by this variant's engine (``evaluate``); ``reduce_us_per_byte``: γ,
-        one rate or one per node type (µs per byte reduced). A variant that evaluates no schedule says which do."""
+        one rate or one per node type (µs per byte reduced), or a list of those, one per size. A variant that
+        evaluates no schedule says which do."""
         if self.evaluate is None:
             able = ", ".join(v.name for v in VARIANTS.values() if v.evaluate is not None)
             raise InputError(
@@ -211,10 +212,13 @@ class Variant:
             )
         self._check_hosts(layout, algorithm.name, lambda v: v.evaluate is not None)
         n, m = len(layout), as_sizes(sizes)
+        gammas = reduce_us_per_byte if isinstance(reduce_us_per_byte, list) else [reduce_us_per_byte] * m.size
+        if len(gammas) != m.size:
+            raise InputError(f"reduce_us_per_byte: {len(gammas)} rates for {m.size} sizes")
         got = [
             self.evaluate(profile, layout, algorithm.schedule(n, float(mi), root), per_rank=per_rank,
-                          reduce_us_per_byte=reduce_us_per_byte)
-            for mi in m
+                          reduce_us_per_byte=g)
+            for mi, g in zip(m, gammas, strict=True)
         ]  # fmt: skip
         if per_rank:
             return np.array(got, dtype=float).reshape(m.size, n)

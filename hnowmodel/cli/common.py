@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..options import VARIANT_FORM
+from ..options import REDUCE_RATE_FORM, VARIANT_FORM
 from ..tables import print_table, table_text
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "add_op_argument",
     "add_tree_argument",
     "add_variant_argument",
+    "add_reduce_rate_argument",
     "launch_kwargs",
     "positive_int",
     "progress",
@@ -130,3 +131,13 @@ def add_variant_argument(p: argparse.ArgumentParser, what: str) -> None:
     """``--variant NAME`` (every operation) or ``OP=NAME[,OP=NAME]`` (per operation), the same in every command;
     parsed by :func:`hnowmodel.options.parse_variants`. ``what``: what the variant is used for, and its default."""
     p.add_argument("--variant", default=None, help=f"model variant: {VARIANT_FORM}; {what}")
+
+
+def add_reduce_rate_argument(p: argparse.ArgumentParser) -> None:
+    """``--reduce-us-per-byte``: the reduction cost γ a user states for an operation that combines buffers
+    (:func:`hnowmodel.options.parse_reduce_rate`; unset: the profile's measured one)."""
+    p.add_argument(
+        "--reduce-us-per-byte",
+        default=None,
+        help=f"an operation that combines buffers: γ, {REDUCE_RATE_FORM} (default: the profile's measured γ)",
+    )

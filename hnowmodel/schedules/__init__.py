@@ -6,7 +6,7 @@ evaluate them."""
 
 from __future__ import annotations
 
-from . import closed, flowrounds, flows
+from . import catalog, closed, flowrounds, flows
 from .algorithms import (
     BlockTrace,
     binomial_bcast,
@@ -33,6 +33,7 @@ __all__ = [
     "Step",
     "concat",
     "closed",
+    "catalog",
     "from_tree",
     "tree_schedule",
     "BlockTrace",

@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
+from . import defaults as _defaults
 
 __all__ = ["ALGORITHMS", "MPICH_TREE_KS"]
 
@@ -108,6 +109,48 @@ _MPICH_BCAST_TREES = (
 )
 
 
+# ---- the operations whose algorithms are message schedules (hnowmodel/schedules/catalog.py) -------------------
+# Each pinned by MPIR_CVAR_<OP>_INTRA_ALGORITHM (MPI_Reduce_scatter_block reads MPIR_CVAR_REDUCE_SCATTER_BLOCK_...;
+# the values of MPICH 5.0.2's libmpi) with the device's own collectives off, as above, and modelled by the
+# operation's schedule algorithm of that name (model_tree names it). Not modelled, so not pinned: allreduce tree,
+# recursive_multiplying, k_reduce_scatter_allgather, recexch; allgather k_brucks, recexch_*; alltoall k_brucks,
+# pairwise_sendrecv_replace; reduce_scatter_block pairwise, noncommutative, recursive_doubling; reduce smp,
+# reduce_scatter_gather.
+_SCHEDULE_CVARS = {
+    "reduce": ("MPIR_CVAR_REDUCE_INTRA_ALGORITHM", {"binomial": "binomial"}),
+    "allreduce": (
+        "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
+        {
+            "recursive_doubling": "recursive_doubling",
+            "reduce_scatter_allgather": "reduce_scatter_allgather",
+            "ring": "ring",
+        },
+    ),  # fmt: skip
+    "allgather": (
+        "MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM",
+        {"recursive_doubling": "recursive_doubling", "brucks": "brucks", "ring": "ring"},
+    ),  # fmt: skip
+    "reduce_scatter": ("MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM", {"recursive_halving": "recursive_halving"}),
+    "alltoall": (
+        "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM",
+        {"brucks": "brucks", "pairwise": "pairwise", "scattered": "scattered"},
+    ),  # fmt: skip
+}
+
+
+def _pinned_schedules(op: str) -> tuple[NativeAlgorithm, ...]:
+    cvar, algos = _SCHEDULE_CVARS[op]
+    return tuple(NativeAlgorithm(name, {cvar: name, **_MPICH_COMMON}, model) for name, model in algos.items())
+
+
+def _default(op: str) -> NativeAlgorithm:
+    """MPICH's own choice (its ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` unset, i.e. ``auto``: the built-in selection
+    JSON of ``MPIR_Csel``, :mod:`.defaults`), with the device's collectives off: what ``--tree native`` runs for
+    ``op``, modelled size by size."""
+    cvar = _SCHEDULE_CVARS[op][0]
+    return NativeAlgorithm("default", dict(_MPICH_COMMON), "by size", by_size=_defaults.RULES[op], unset=(cvar,))
+
+
 #: MPICH's algorithms by operation. Scatter and gather: binomial only (their ch4 composition alpha is the netmod's
 #: call on the whole communicator, MPIR's binomial: the pinned entries). MPIR_Gather_intra_binomial: blocking receives
 #: from rank+1, +2, +4, ...; a relay sends its block and the received ones as one struct datatype, which moves only
@@ -125,5 +168,8 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
                 Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
             )
         ),
+        # MPICH's default (auto) and the algorithms hnow models, pinned by the environment (hnow export does not
+        # write these operations yet)
+        **{op: OpAlgorithms(_default(op), pinned_only=_pinned_schedules(op)) for op in _SCHEDULE_CVARS},
     }
 )

@@ -1,0 +1,79 @@
+"""The named algorithms of the operations whose algorithms are message schedules, as the operation registry
+(:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
+generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
+``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it.
+
+What ``m`` is, in bytes per rank: a reduction's vector (reduce, allreduce: the m bytes each rank contributes, doubles
+summed, 8-byte elements where the split is by elements), an allgather's block (each rank's m bytes), a
+reduce-scatter's result block (each rank contributes p blocks of m bytes, ends with one), an alltoall's block (the
+m bytes each rank sends to each rank).
+
+>>> sorted(ALLREDUCE)
+['recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring']
+>>> ALLREDUCE["ring"].schedule(4, 64).steps[0].nbytes.tolist()
+[16.0, 16.0, 16.0, 16.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+from types import MappingProxyType
+
+from .algorithms import (
+    binomial_reduce,
+    bruck_allgather,
+    rabenseifner_allreduce,
+    recursive_doubling_allgather,
+    recursive_doubling_allreduce,
+    recursive_halving_reduce_scatter,
+    reduce_bcast_allreduce,
+    ring_allgather,
+    ring_allreduce,
+)
+from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
+from .generator import Algorithm
+
+__all__ = ["REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
+
+#: The reductions' element: MPI_DOUBLE (MPI_SUM), 8 bytes; MPICH splits a vector by elements.
+ELEM_BYTES = 8
+
+
+def _named(*algs: Algorithm) -> Mapping[str, Algorithm]:
+    return MappingProxyType({a.name: a for a in algs})
+
+
+#: m = each rank's vector (bytes).
+REDUCE = _named(Algorithm("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, rooted=True))
+#: m = each rank's vector (bytes).
+ALLREDUCE = _named(
+    Algorithm("recursive_doubling", "lg p exchanges of the whole vector", recursive_doubling_allreduce),
+    Algorithm(
+        "reduce_scatter_allgather",
+        "Rabenseifner's: a reduce-scatter by recursive halving, an allgather by recursive doubling",
+        partial(rabenseifner_allreduce, elem_bytes=ELEM_BYTES),
+    ),
+    Algorithm(
+        "ring",
+        "a reduce-scatter ring, then an allgather ring, of m/p chunks",
+        partial(ring_allreduce, elem_bytes=ELEM_BYTES),
+    ),  # fmt: skip
+    Algorithm("reduce_bcast", "a binomial reduce to rank 0, then a binomial bcast", reduce_bcast_allreduce),
+)
+#: m = each rank's block (bytes).
+ALLGATHER = _named(
+    Algorithm("ring", "p - 1 steps to the right-hand neighbour", ring_allgather),
+    Algorithm("recursive_doubling", "lg p exchanges of doubling size (p a power of two)", recursive_doubling_allgather),
+    Algorithm("brucks", "ceil(lg p) steps of doubling distance", bruck_allgather),
+)
+#: m = each rank's result block (bytes); each rank contributes p·m.
+REDUCE_SCATTER = _named(
+    Algorithm("recursive_halving", "lg p steps of halving distance", recursive_halving_reduce_scatter),
+)
+#: m = the block each rank sends to each rank (bytes).
+ALLTOALL = _named(
+    Algorithm("pairwise", "p - 1 blocking exchanges", pairwise_alltoall),
+    Algorithm("brucks", "ceil(lg p) steps of doubling distance, blocks packed", bruck_alltoall),
+    Algorithm("scattered", "non-blocking sends and receives to every peer, 32 at a time", scattered_alltoall),
+)
