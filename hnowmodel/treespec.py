@@ -104,15 +104,14 @@ def parse_spec(text: str) -> TreeSpec:
         return TreeSpec(text, "family")
     op, size = None, None
     for part in arg.split(":") if arg else []:
-        if method == "optimal" and op is None and part in _ops.OPERATIONS:
+        if method == "optimal" and op is None and part in _ops.tree_names():  # the operations trees run
             op = part
             continue
         try:
             size = parse_size(part, f"tree {method}:SIZE")
         except InputError:
-            need = (
-                "[OP:]SIZE needs an operation (bcast, scatter, gather) and/or" if method == "optimal" else "SIZE needs"
-            )
+            ops = ", ".join(_ops.tree_names())
+            need = f"[OP:]SIZE needs an operation ({ops}) and/or" if method == "optimal" else "SIZE needs"
             raise TreeError(f"tree {method}:{need} a size in bytes, got {arg!r}") from None
     if op is not None and size is None:
         size = 0  # optimal:OP: chosen at 0 bytes

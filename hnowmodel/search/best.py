@@ -41,9 +41,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class BestTree:
-    """A chosen tree, its predicted time (µs), how it was found, and the standard trees' times for comparison."""
+    """A chosen tree, its predicted time (µs), how it was found, and the standard trees' times for comparison. For
+    an operation whose algorithms are message schedules (no tree runs it) ``tree`` is None and ``method`` names the
+    chosen algorithm; ``compared`` holds the others' times."""
 
-    tree: Tree
+    tree: Tree | None
     time_us: float
     method: str
     op: str
@@ -58,8 +60,11 @@ class BestTree:
             "method": self.method,
             "exact": self.exact,
             "time_us": self.time_us,
-            "parent": self.tree.parent.tolist(),
-            "children": [list(c) for c in self.tree.children],
+            **(
+                {"algorithm": self.method}
+                if self.tree is None
+                else {"parent": self.tree.parent.tolist(), "children": [list(c) for c in self.tree.children]}
+            ),
             "compared_us": dict(self.compared),
             "gain_vs_best_compared_pct": self.gain_pct,
         }
@@ -135,6 +140,7 @@ def best_tree(
     root: int = 0,
     compare: Sequence[str] = ("binomial", "sequential", "hierarchical"),
     variant: str | None = None,
+    reduce_us_per_byte: Any = None,
 ) -> BestTree:
     """The fastest tree found for ``op`` at ``size`` bytes on this layout (``method``: auto, exact, fnf, ecef).
 
@@ -162,7 +168,14 @@ def best_tree(
     module's docstring), beside the plain candidates (all of them up to :data:`HOSTS_PLAIN_MAX_RANKS` ranks, else
     the binomial tree); the fastest under the variant wins, so the result is never slower than a plain candidate,
     and ``exact`` is False.
+
+    An operation whose algorithms are message schedules (:attr:`hnowmodel.ops.Operation.algorithms`: ring,
+    recursive doubling, …) has no tree: each of its algorithms that runs on ``n`` ranks at ``size`` is predicted
+    under the variant (``reduce_us_per_byte``: γ of a reduction, None: the profile's) and the fastest is returned
+    (``method`` its name, ``tree`` None, ``compared`` the others; ``method`` and ``compare`` do not apply).
     """
+    if _ops.get(op).movement is None:
+        return _best_algorithm(profile, layout, op, size, root, variant, reduce_us_per_byte)
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
     o = _ops.get(op)
@@ -271,3 +284,26 @@ def _improve_under_variant(
             best = (c, scored[i][1], t)
     assert best is not None
     return best[0], f"{best[1]} + local search ({var.name})", best[2]
+
+
+def _best_algorithm(
+    profile: Profile, layout: Sequence[str], op: str, size: float, root: int, variant: str | None, gamma: Any
+) -> BestTree:
+    """The fastest of ``op``'s schedule algorithms at ``size`` (those that refuse ``n`` ranks or ``size`` - a
+    recursive doubling on a non-power of two - are left out; none left: :class:`InputError`)."""
+    o = _ops.get(op)
+    var = o.variant_for(profile, variant).name  # the request's faults first: a bad variant, no γ
+    gamma = o.reduce_costs(profile, [size], gamma)[0]
+    times: dict[str, float] = {}
+    skipped: list[str] = []
+    for name in o.algorithms:
+        try:
+            t = o.predict(profile, layout, name, [size], variant=var, root=root, reduce_us_per_byte=gamma)
+        except InputError as e:  # this algorithm does not run here (ranks, elements)
+            skipped.append(f"{name} ({e})")
+            continue
+        times[name] = float(t[0])
+    if not times:
+        raise InputError(f"no {op} algorithm runs on {len(layout)} ranks at {size:g} B: {'; '.join(skipped)}")
+    best = min(times, key=lambda k: times[k])  # the earliest in registry order on ties
+    return BestTree(None, times[best], best, op, int(size), False, {k: v for k, v in times.items() if k != best})
