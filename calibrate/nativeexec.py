@@ -190,9 +190,14 @@ def spec_pinning(library: str, spec: str, ops: Sequence[str]) -> dict[str, Any]:
 
 def spec_runs_op(spec: str, op: str, library: str | None = None) -> bool:
     """A tree chosen for one operation (``optimal:scatter``, ``optimal:gather:4096``) runs only that operation; a
-    native algorithm asked for by name (``native:tree:kary:3``) only the operations ``library`` offers it for."""
+    native algorithm asked for by name (``native:tree:kary:3``) only the operations ``library`` offers it for; a
+    tree no operation whose algorithms are message schedules (it has no tree movement)."""
+    from hnowmodel import ops as registry
+
     if native_name(spec) and library is not None:
         return native_for(spec, op, library) is not None
+    if native_name(spec) is None and registry.get(op).movement is None:  # no tree runs it
+        return False
     name, _, arg = spec.partition(":")
     chosen_for = arg.partition(":")[0]
     return not (name == "optimal" and chosen_for in OPS and chosen_for != op)

@@ -255,7 +255,7 @@ def _run_testbed_demo(s: DemoSettings, fallback: str, progress: Progress) -> Dem
         "trees": ", ".join(TREES) + ", optimal (each operation's best tree, chosen at 0 B under its default model "
         "variant and measured at every size)",
         "timing": f"{s.method}, {s.stat} of {s.reps} repetitions (spread = min-max)",
-        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in ops.OPERATIONS.values()),
+        "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in map(ops.get, ops.tree_names())),
         "wall time": f"{elapsed:.0f} s",
     }
     _write_testbed_report(out, rows, best, context, s.configs)
@@ -264,18 +264,18 @@ def _run_testbed_demo(s: DemoSettings, fallback: str, progress: Progress) -> Dem
 
 def _testbed_rows(s: DemoSettings, prof: Profile, note: _Notes) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Compare every configuration on the testbed: rows (with ``config``) and the last job's description."""
-    chosen = [f"optimal:{op}" for op in ops.names()]
+    chosen = [f"optimal:{op}" for op in ops.tree_names()]
     rows: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
     for cfg in s.configs:
         lay = CONFIGS[cfg]
-        note(f"configuration {cfg} ({lay}): measuring {', '.join(ops.names())} over {', '.join(TREES)}, optimal")
+        note(f"configuration {cfg} ({lay}): measuring {', '.join(ops.tree_names())} over {', '.join(TREES)}, optimal")
         cmp = compare(
             prof,
             np=len(lay),
             testbed=s.testbed,
             layout=lay,
-            ops=ops.names(),
+            ops=ops.tree_names(),
             trees=[*TREES, *chosen],
             sizes=s.sizes,
             reps=s.reps,
@@ -383,7 +383,7 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
         "its default model variant for this profile), native (the library's pinned binomial)",
         "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
         "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {s.reps} repetitions (spread = min-max)",
-        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()),
+        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.tree_names()),
         "calibration": f"{t_cal:.0f} s",
         "wall time": f"{elapsed:.0f} s",
     }
@@ -412,13 +412,13 @@ def _cluster_rows(
     run: dict[str, Any] = {}
     trees = cluster_trees(lay)
     for m in grid:
-        chosen = [f"optimal:{op}:{m}" for op in ops.names()]
-        note(f"{format_size(m)}: measuring {', '.join(ops.names())} over {', '.join(trees)}, optimal, native")
+        chosen = [f"optimal:{op}:{m}" for op in ops.tree_names()]
+        note(f"{format_size(m)}: measuring {', '.join(ops.tree_names())} over {', '.join(trees)}, optimal, native")
         cmp = compare(
             prof,
             np=np_,
             layout=",".join(lay),
-            ops=ops.names(),
+            ops=ops.tree_names(),
             trees=[*trees, *chosen, "native"],
             sizes=[m],
             reps=reps,
@@ -450,7 +450,7 @@ def _gains(rows: Sequence[dict[str, Any]], grid: Sequence[int], ro: Any) -> list
     binomial), then the rank order's for native binomial."""
     gains: list[dict[str, Any]] = []
     for what, tree, base in CLUSTER_GAINS:
-        for op in ops.names():
+        for op in ops.tree_names():
             for m in grid:
                 by = {r["tree"]: r for r in rows if r["op"] == op and r["size"] == m}
                 b, o = by.get(base), by.get(tree)

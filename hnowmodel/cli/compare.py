@@ -31,7 +31,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--profile", default=None, help="profile JSON or 'paper' (default: calibrate first on the same ranks)"
     )
-    add_op_argument(p, ",".join(ops.names()), f"operations, comma-separated (default {','.join(ops.names())})")
+    add_op_argument(
+        p,
+        ",".join(ops.tree_names()),
+        f"operations, comma-separated: {', '.join(ops.names())} (default {','.join(ops.tree_names())})",
+    )
     add_tree_argument(
         p, "binomial,sequential", f"trees, comma-separated (default binomial,sequential): {', '.join(spec_names())}"
     )

@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         None,
         f"operation(s): the rank order is chosen for one (default {ops.names()[0]}); mpich-json, ompi-rules, "
-        f"impi-env: a comma list (default {','.join(ops.names())})",
+        f"impi-env: a comma list (default {','.join(ops.tree_names())})",
     )
     p.add_argument(
         "--sizes",

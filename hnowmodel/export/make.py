@@ -62,6 +62,9 @@ def export(
     :func:`choose_ompi`, ``impi-env`` from :func:`choose_impi`) for ``algorithms`` (:class:`AlgorithmRequest`).
     With a rank order too, the algorithms are chosen for the ranks in the exported order, as they will run."""
     req = AlgorithmRequest() if algorithms is None else algorithms
+    for o in [op, *(req.ops or ())]:
+        if _ops.get(o).movement is None:  # the backends write the tree operations' algorithms only
+            raise InputError(f"export of {o}: not yet supported")
     fmts = _formats(formats, req.layout)
     want_order = [f for f in fmts if f in ORDER_FORMATS]
     # the order is chosen for the algorithm as the library whose selection goes with it runs it (MPICH's alone)
@@ -78,7 +81,7 @@ def export(
             own.take(ex.order.perm) if own is not None and not own.one_per_host else [types[r] for r in ex.order.perm]
         )
         hosts = [ex.hosts[r] for r in ex.order.perm]
-    op_list = _ops.names() if req.ops is None else req.ops
+    op_list = _ops.tree_names() if req.ops is None else req.ops
     size_list = [size] if req.sizes is None else req.sizes
     selections: dict[str, Any] = {}
     for lib in LIBRARY_FORMATS.values():

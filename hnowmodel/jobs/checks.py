@@ -143,7 +143,14 @@ def check_request(
     if isinstance(root, bool) or not isinstance(root, int) or not 0 <= root < launch.np:
         raise InputError(f"--root {root!r} is not a rank in 0..{launch.np - 1}")
     items = spec_items(trees)
-    for name in native_names(items):
+    natives = native_names(items)
+    for op in op_names:  # an operation that no tree runs is measured by the MPI library's own algorithms only
+        if _ops.get(op).movement is None and not natives:
+            raise InputError(
+                f"--tree: {op} runs no tree (its algorithms are message schedules): measure the MPI library's own, "
+                "--tree native or native:ALGO"
+            )
+    for name in natives:
         _ops.check_native(name, op_names)
         if tb is not None:
             raise InputError(

@@ -59,7 +59,7 @@ class CompareSettings:
 
     testbed: str | None = None
     layout: Any = None
-    ops: Any = _ops.names()
+    ops: Any = _ops.tree_names()
     trees: Any = ("binomial", "sequential")
     sizes: Any = (0, 1024, 4096, 16384)
     root: int = 0
@@ -105,7 +105,7 @@ def compare(
             raise InputError("--layout is required (the profile records no layout for this many ranks)")
         # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing
         variants = {o: _ops.check_variant(o, (s.variants or {}).get(o), prof) for o in op_names}
-        rows = [(o, m) for o in op_names for m in grid]
+        rows = [(o, m) for o in _ops.tree_names() if o in op_names for m in grid]  # chosen per row: tree operations
         tset = resolve_all(items, launch.np, root=s.root, layout=lay, profile=prof, variants=variants, rows=rows)
         m = _measure(launch, s, tset, prof, tb, interleaved, op_names, grid, progress)
         rows_ = compare_rows(prof, lay, m, tset, variants, s.root, str(m.run.get("library", "")))

@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import ops as _ops
-from ..errors import HnowError
+from ..errors import HnowError, InputError
 from ..mpi_programs import library_name
 from ..params import Profile
 from ..report import error_pct
@@ -53,15 +53,32 @@ class _Predictions:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
             if nat is not None:  # native: the algorithm's model tree, run by its schedule
                 run = nat.on(self.lay, r.size)
-                tree = None if run is None else make_tree(run[0], len(self.lay), root=self.root, layout=self.lay)
+                if run is not None and _ops.get(r.op).schedule_algorithm(run[0]) is not None:
+                    tree = run[0]  # the operation's message schedule of that name
+                else:
+                    tree = None if run is None else make_tree(run[0], len(self.lay), root=self.root, layout=self.lay)
                 schedule = replace(nat.schedule if run is None else run[1], common_start=schedule.common_start)
-            t = (
-                None
-                if tree is None
-                else _ops.predict(r.op, self.prof, self.lay, tree, sizes, variant=variant, schedule=schedule)
-            )
+            t = None if tree is None else self._predict(r.op, tree, sizes, variant, schedule)
             self.cache[key] = None if t is None else dict(zip(sizes, (float(v) for v in t), strict=True))
         return None if self.cache[key] is None else self.cache[key][r.size]
+
+    def _predict(self, op: str, tree: Tree | str, sizes: list[int], variant: str, schedule: Schedule) -> Any:
+        """``op`` over ``tree`` (or by the schedule algorithm it names: the common-start term added as a tree's
+        schedule adds it; a reduction whose profile has no γ: None, :func:`compare_rows` notes it)."""
+        if not isinstance(tree, str):
+            return _ops.predict(op, self.prof, self.lay, tree, sizes, variant=variant, schedule=schedule)
+        try:
+            t = _ops.predict(op, self.prof, self.lay, tree, sizes, variant=variant, root=self.root)
+        except InputError:
+            if _ops.get(op).reduction and not _has_reduce_cost(self.prof):
+                return None
+            raise
+        return t + schedule.extra_us(self.prof, sizes)
+
+
+def _has_reduce_cost(prof: Profile) -> bool:
+    """Whether ``prof`` states the reduction cost γ (µs per byte reduced) that a reduction's prediction needs."""
+    return bool(getattr(prof, "has_reduce_cost", False))
 
 
 def compare_rows(
@@ -96,7 +113,10 @@ def compare_rows(
                 by_variant = dict.fromkeys(by_variant)
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
             elif (run := nat.on(lay, r.size)) is None:
-                note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which tree runs is not known"
+                what = "tree runs is not known" if _ops.get(r.op).movement else "algorithm runs hnow does not model"
+                note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which {what}"
+            elif predicted is None and _ops.get(r.op).reduction and not _has_reduce_cost(prof):
+                note = f"{r.op} combines buffers: the profile has no reduction cost (γ) to predict it with"
             else:
                 model_tree = run[0] + (" + root copy" if run[1].root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""

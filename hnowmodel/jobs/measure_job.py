@@ -84,7 +84,7 @@ def measure(
     iters = check_count(s.iters, "--iters") if s.iters is not None else (2 if tb is not None else 50)
     method, stat = resolve_timing(s.method, s.stat, tb is not None)
     lay = job_layout(s.layout, launch.np, tb, prof, hosts=placement_hosts(launch))
-    rows = [(o, m) for o in ops for m in grid]
+    rows = [(o, m) for o in _ops.tree_names() if o in ops for m in grid]  # trees chosen per row: tree operations
     tset = resolve_all(items, launch.np, root=s.root, layout=lay, profile=prof, rows=rows)
     keys = s.keys
     if keys is not None:
@@ -115,7 +115,7 @@ def measure_trees(
     base = MeasureJob(ops, {}, grid, s.testbed, lay if tb is not None else None, s.root, s.reps, s.iters, methods)
     base = replace(base, keys=s.keys)
     jobs = [replace(base, trees=trees) for trees in job_groups(tset.fixed, ops)] if tset.fixed else []
-    for o in ops if tset.per_row_names else ():
+    for o in [o for o in ops if o in _ops.tree_names()] if tset.per_row_names else ():
         same: dict[tuple, list[int]] = {}  # sizes whose chosen trees are the same run in one job
         for m in grid:
             same.setdefault(tuple(_shape(tset.tree(name, o, m)) for name in tset.per_row_names), []).append(m)
