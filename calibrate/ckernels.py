@@ -328,7 +328,9 @@ class Kernels:
     ) -> tuple[np.ndarray, np.ndarray]:
         """A native collective (``"bcast"``/0, ``"scatter"``/1, ``"gather"``/2; ``m`` bytes, per rank for scatter and
         gather), ``"p2p"``/3 (one ``MPI_Send`` from ``root`` to ``(root + 1) % size``) or ``"fanout"``/4 (``root``
-        ``MPI_Send``s ``m`` bytes to every other rank in turn, ``(root + 1) % size`` first), timed with a common start
+        ``MPI_Send``s ``m`` bytes to every other rank in turn, ``(root + 1) % size`` first), or the native collective
+        of another operation by its registry ``kernel`` name (codes 5-9, ``m`` as the registry defines it: a
+        reduction's doubles summed, MPI_SUM; hnow_kernels.c ``coll_data``), timed with a common start
         ``lead_us`` ahead on the shared ``CLOCK_MONOTONIC``. Returns this rank's
         ``(start_us, finish_us)`` arrays (absolute clock, µs) on every rank; completion of repetition i is
         ``max over ranks finish[i] − min over ranks start[i]``. A rank whose start is clearly later than the others'
@@ -336,7 +338,7 @@ class Kernels:
         timed repetition (a network's token buckets refill)."""
         code = _OP_NAMES.get(op, op) if isinstance(op, str) else int(op)
         if not isinstance(code, int):
-            raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..4, not {op!r}")
+            raise ValueError(f"op must be one of {sorted(_OP_NAMES)} or 0..{max(_OP_NAMES.values())}, not {op!r}")
         start = np.zeros(self._reps(reps), dtype=np.float64)
         finish = np.zeros_like(start)
         rc = self._lib.hk_coll(

@@ -67,11 +67,11 @@ from hnowmodel.options import (
 from .nativeexec import (
     MPICH_PIN,
     OMPI_PIN,
-    NativeExecutor,
     _check_natives_run,
     _check_pinned,
     library_info,
     native_env,
+    native_executor,
     native_pinning,
     spec_pinning,
     spec_runs_op,
@@ -150,6 +150,7 @@ def _tree_specs(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Validate everything that can be checked before MPI starts; pin the libraries' algorithms in the
     environment."""
+    from hnowmodel import ops as registry
     from hnowmodel.errors import InputError
     from hnowmodel.params import Profile
     from hnowmodel.sizes import parse_sizes
@@ -157,6 +158,10 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     ops = check_ops(args.op)
     methods = check_methods(args.methods)
     sizes = parse_sizes(args.sizes)
+    for op in ops:
+        odd = [m for m in sizes if registry.get(op).reduction and m % 8]
+        if odd:
+            raise InputError(f"--sizes: {op} sums doubles (8 bytes each): {odd[0]} B is not a whole number of them")
     if args.reps < 1:
         raise InputError(f"--reps must be >= 1, got {args.reps}")
     if args.iters < 1:
@@ -260,7 +265,7 @@ class _Timing:
 
 def _row(tm: _Timing, comm: Any, op: str, spec: str, tree: Any, root: int, m: int) -> dict[str, Any]:
     """One measured row: the collective run once untimed and checked on every rank, then timed by each method."""
-    ex = NativeExecutor(comm, root, m) if tree is None else TreeExecutor(tm.tr, tree, m)
+    ex = native_executor(comm, root, m, op) if tree is None else TreeExecutor(tm.tr, tree, m)
     run = getattr(ex, op)
     tm.clock.root = root
     ex.setup(op)

@@ -26,6 +26,7 @@ __all__ = [
     "MPICH_PIN",
     "OMPI_PIN",
     "NativeExecutor",
+    "native_executor",
     "library_info",
     "native_pinning",
     "spec_pinning",
@@ -75,6 +76,19 @@ def _check_pinned(natives: Sequence[str], ops: Sequence[str]) -> None:
             f"--tree {','.join(natives)}: one of these native algorithms needs {both[0]} set, another (a library's "
             "default) unset; measure them in separate jobs"
         )
+
+
+def native_executor(comm: Any, root: int, m: int, op: str) -> Any:
+    """The executor of the library's own ``op``: :class:`NativeExecutor` for an operation trees run (bcast,
+    scatter, gather), :class:`calibrate.nativedata.NativeDataExecutor` for one whose algorithms are message
+    schedules (``m`` as the registry defines it)."""
+    from hnowmodel import ops as registry
+
+    if registry.get(op).movement is not None:
+        return NativeExecutor(comm, root, m)
+    from .nativedata import NativeDataExecutor
+
+    return NativeDataExecutor(comm, root, m)
 
 
 class NativeExecutor:

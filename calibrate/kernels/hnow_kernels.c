@@ -44,6 +44,13 @@
 #define HK_EPAYLOAD (-3)  /* a receiver got wrong bytes or a wrong byte count */
 #define HK_EOP (-4)       /* unknown collective op */
 
+/* hk_coll's ops of the collectives whose algorithms are message schedules (hnowmodel/ops.py kernel_code) */
+#define HK_OP_REDUCE 5
+#define HK_OP_ALLREDUCE 6
+#define HK_OP_ALLGATHER 7
+#define HK_OP_REDUCE_SCATTER 8
+#define HK_OP_ALLTOALL 9
+
 #define HK_PAGE 4096
 #ifndef HK_SEND_OFFSET
 #define HK_SEND_OFFSET 16 /* aligned == 0: send buffers start this far past what malloc returned */
@@ -412,6 +419,9 @@ int hk_recv(int comm_f, int a, int b, long m, int reps, double settle_us, int al
 /* Completion of repetition i = max over ranks of out_finish[i] - min over ranks of out_start[i] (caller).      */
 /* One untimed repetition first. Root's scatter send / gather receive buffer is size * m bytes; the root's own */
 /* block is copied by the library (no MPI_IN_PLACE), as in the model.                                            */
+static int coll_data(MPI_Comm comm, int op, int root, long m, int reps, double lead_us, double idle_us, int aligned,
+                     double *out_start, double *out_finish);
+
 int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, double idle_us, int aligned,
             double *out_start, double *out_finish) {
     MPI_Comm comm = MPI_Comm_f2c((MPI_Fint)comm_f);
@@ -419,6 +429,8 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
     if (root < 0 || root >= size || m < 0 || m > INT_MAX || reps < 1 || lead_us < 0.0) return agree(comm, HK_EARGS);
+    if (op >= HK_OP_REDUCE && op <= HK_OP_ALLTOALL)
+        return coll_data(comm, op, root, m, reps, lead_us, idle_us, aligned, out_start, out_finish);
     if (op < 0 || op > 4) return agree(comm, HK_EOP);
     hk_buf sb = {0}, rb = {0};
     size_t nm = (size_t)m * (size_t)size;
@@ -479,6 +491,83 @@ int hk_coll(int comm_f, int op, int root, long m, int reps, double lead_us, doub
     if (op == 1) rc = hk_verify(rb.p, m, rank);
     if (op == 2 && rank == root)
         for (int r = 0; r < size && rc == HK_OK; r++) rc = hk_verify(rb.p + (size_t)r * (size_t)m, m, r);
+    buf_free(&sb);
+    buf_free(&rb);
+    return agree(comm, rc);
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_coll's ops 5-9: the collectives whose algorithms are message schedules, m as hnow's operation registry     */
+/* defines it. op 5 = MPI_Reduce to root and op 6 = MPI_Allreduce of m / 8 doubles (MPI_SUM); op 7 = MPI_Allgather */
+/* of m bytes (MPI_BYTE) per rank; op 8 = MPI_Reduce_scatter_block, m / 8 doubles per rank's result block (each  */
+/* rank contributes size blocks); op 9 = MPI_Alltoall, m bytes to each rank. A reduction's m must be a multiple  */
+/* of 8. Element i of rank r's block b is i % 7 + r + 3 b (whole numbers: every sum is exact), checked after the  */
+/* last repetition on every rank that holds a result; allgather and alltoall blocks carry fill_pattern's bytes   */
+/* (seed: the block's rank; alltoall: src * size + dst). Timed per repetition as hk_coll.                        */
+static void fill_doubles(double *p, long count, int rank, int block) {
+    for (long i = 0; i < count; i++) p[i] = (double)(i % 7 + rank + 3 * block);
+}
+
+static int sums_ok(const double *p, long count, int size, int block) {
+    for (long i = 0; i < count; i++)
+        if (p[i] != (double)(size * (i % 7 + 3 * block) + size * (size - 1) / 2)) return HK_EPAYLOAD;
+    return HK_OK;
+}
+
+static int data_verify(int op, const hk_buf *rb, long m, int rank, int size, int root) {
+    long c = m / 8;
+    int rc = HK_OK;
+    if (op == HK_OP_REDUCE) rc = rank == root ? sums_ok((const double *)rb->p, c, size, 0) : HK_OK;
+    if (op == HK_OP_ALLREDUCE) rc = sums_ok((const double *)rb->p, c, size, 0);
+    if (op == HK_OP_REDUCE_SCATTER) rc = sums_ok((const double *)rb->p, c, size, rank);
+    for (int q = 0; q < size && rc == HK_OK && (op == HK_OP_ALLGATHER || op == HK_OP_ALLTOALL); q++)
+        rc = hk_verify(rb->p + (size_t)q * (size_t)m, m, op == HK_OP_ALLGATHER ? q : q * size + rank);
+    return rc;
+}
+
+static int coll_data(MPI_Comm comm, int op, int root, long m, int reps, double lead_us, double idle_us, int aligned,
+                     double *out_start, double *out_finish) {
+    int rank, size, rc;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    int reduction = op == HK_OP_REDUCE || op == HK_OP_ALLREDUCE || op == HK_OP_REDUCE_SCATTER;
+    if (reduction && m % 8 != 0) return agree(comm, HK_EARGS);
+    long c = m / 8;
+    size_t nm = (size_t)m * (size_t)size;
+    size_t sbytes = (op == HK_OP_REDUCE_SCATTER || op == HK_OP_ALLTOALL) ? nm : (size_t)m;
+    size_t rbytes = (op == HK_OP_ALLGATHER || op == HK_OP_ALLTOALL) ? nm : (size_t)m;
+    hk_buf sb = {0}, rb = {0};
+    rc = buf_alloc(&sb, sbytes, aligned);
+    if (rc == HK_OK) rc = rbuf_alloc(&rb, rbytes, aligned);
+    if (rc == HK_OK) {
+        memset(rb.p, 0, rbytes ? rbytes : 1);
+        if (op == HK_OP_REDUCE || op == HK_OP_ALLREDUCE) fill_doubles((double *)sb.p, c, rank, 0);
+        if (op == HK_OP_REDUCE_SCATTER)
+            for (int b = 0; b < size; b++) fill_doubles((double *)sb.p + (size_t)b * (size_t)c, c, rank, b);
+        if (op == HK_OP_ALLGATHER) fill_pattern(sb.p, m, rank);
+        if (op == HK_OP_ALLTOALL)
+            for (int j = 0; j < size; j++) fill_pattern(sb.p + (size_t)j * (size_t)m, m, rank * size + j);
+    }
+    rc = agree(comm, rc);
+    for (int i = -1; i < reps && rc == HK_OK; i++) {
+        int64_t t0 = rep_start(comm, root, rank, i, lead_us, idle_us);
+        if (op == HK_OP_REDUCE)
+            MPI_Reduce(sb.p, rb.p, (int)c, MPI_DOUBLE, MPI_SUM, root, comm);
+        else if (op == HK_OP_ALLREDUCE)
+            MPI_Allreduce(sb.p, rb.p, (int)c, MPI_DOUBLE, MPI_SUM, comm);
+        else if (op == HK_OP_ALLGATHER)
+            MPI_Allgather(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, comm);
+        else if (op == HK_OP_REDUCE_SCATTER)
+            MPI_Reduce_scatter_block(sb.p, rb.p, (int)c, MPI_DOUBLE, MPI_SUM, comm);
+        else
+            MPI_Alltoall(sb.p, (int)m, MPI_BYTE, rb.p, (int)m, MPI_BYTE, comm);
+        int64_t t1 = now_ns();
+        if (i >= 0) {
+            out_start[i] = ns_to_us(t0);
+            out_finish[i] = ns_to_us(t1);
+        }
+    }
+    if (rc == HK_OK) rc = data_verify(op, &rb, m, rank, size, root);
     buf_free(&sb);
     buf_free(&rb);
     return agree(comm, rc);
