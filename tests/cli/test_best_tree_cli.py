@@ -43,7 +43,9 @@ def test_best_tree_table_and_scatter(hnow):
     "argv, needle",
     [
         (["--layout", "FFSS", "--method", "magic"], "magic"),
-        (["--layout", "FFSS", "--op", "allreduce"], "allreduce"),
+        (["--layout", "FFSS", "--op", "barrier"], "unknown operation 'barrier'"),
+        (["--layout", "FFSS", "--op", "allreduce"], "allreduce combines buffers"),  # no γ: never assumed
+        (["--layout", "FFSS", "--op", "allgather", "-o", "t.json"], "not trees: nothing to write"),
         (["--layout", "FFXS"], "'X'"),
         (["--layout", "FFSS", "--size", "-1"], "-1"),
         (["--layout", "FFSS", "--root", "9"], "root 9"),
@@ -55,3 +57,18 @@ def test_best_tree_bad_input(hnow, argv, needle):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_best_tree_of_an_operation_whose_algorithms_are_schedules_names_the_algorithm(hnow):
+    import hnowmodel as hm
+
+    proc = hnow("best-tree", "--layout", "FSFSF", "--op", "allreduce", "--size", "64K", "--reduce-us-per-byte",
+                "0.0004", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    lay = ["fast", "slow", "fast", "slow", "fast"]
+    want = hm.search.best_tree(hm.paper_profile(), lay, op="allreduce", size=65536, reduce_us_per_byte=4e-4)
+    assert doc["algorithm"] == doc["method"] == want.method and doc["time_us"] == pytest.approx(want.time_us)
+    assert set(doc["compared_us"]) == set(hm.ops.get("allreduce").algorithms) - {want.method}
+    text = hnow("best-tree", "--layout", "FSFS", "--op", "alltoall", "--size", "1K").stdout
+    assert text.startswith("best alltoall algorithm for 4 ranks at 1024 B: ") and "children" not in text

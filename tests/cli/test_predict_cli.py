@@ -125,3 +125,21 @@ def test_order_best_never_slower_than_rank_order(hnow):
 
     plain, best = times(), times("--order", "best")
     assert all(b <= p for b, p in zip(best, plain, strict=True)) and best[0] < plain[0]
+
+
+@pytest.mark.parametrize("profile", ["paper", "cluster"])
+def test_predict_an_allreduce_by_its_ring_on_paper_and_network_profiles(hnow, profile):
+    import hnowmodel as hm
+    from tests.golden_corpus import DATA
+
+    path = "paper" if profile == "paper" else str(DATA / "cluster_profile.json")
+    layout = ["--layout", "FSFS"] if profile == "paper" else []
+    argv = ["predict", "--op", "allreduce", "--tree", "ring", "--sizes", "16K,64K", "--profile", path, *layout]
+    proc = hnow(*argv, "--reduce-us-per-byte", "0.0004", "--json")
+    assert proc.returncode == 0, proc.stderr
+    got = [r["time_us"] for r in json.loads(proc.stdout)["predictions"]]
+    want = hm.predict("allreduce", path, "FSFS" if layout else None, "ring", [16384, 65536], reduce_us_per_byte=4e-4)
+    assert got == pytest.approx(want.tolist(), rel=1e-12)
+    refused = hnow(*argv)  # no γ stated, none in the profile: one line, exit 2
+    assert refused.returncode == 2 and "allreduce combines buffers" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1

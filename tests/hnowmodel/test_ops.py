@@ -10,8 +10,8 @@ from hnowmodel import ops
 from hnowmodel.errors import InputError
 
 
-@pytest.mark.parametrize("name", ops.names())
-def test_every_entry_is_complete(name):
+@pytest.mark.parametrize("name", ops.tree_names())
+def test_every_tree_entry_is_complete(name):
     o = ops.get(name)
     assert o.name == name and o.summary
     assert o.default_variant in o.variants
@@ -38,11 +38,47 @@ def test_every_entry_is_complete(name):
         assert got is not None and got[0] > 0, (name, library)
 
 
+@pytest.mark.parametrize("name", [o for o in ops.names() if o not in ops.tree_names()])
+def test_every_schedule_entry_is_complete(name):
+    """An operation whose algorithms are message schedules: each algorithm predicted by every variant that serves
+    it (a reduction given its γ), a C kernel code, and MPICH's default and pinned algorithms modelled by them."""
+    o = ops.get(name)
+    assert o.movement is None and o.algorithms and o.kernel == name and o.kernel_code >= 5
+    assert o.variants_names() == ("paper", "flow", "flow-weighted")
+    gamma = 0.001 if o.reduction else None
+    for alg in o.algorithms:
+        for variant in o.variants_names():
+            t = o.predict(hm.paper_profile(), ["fast", "slow"] * 2, alg, [64, 1024], variant=variant,
+                          reduce_us_per_byte=gamma)  # fmt: skip
+            assert t.shape == (2,) and (t > 0).all() and t[1] > t[0], (name, alg, variant)
+    for nat in ops.native_algorithms(name, "MPICH"):
+        modelled = nat.model_tree if nat.by_size is None else nat.tree_at(4, 8)
+        assert modelled in o.algorithms, (name, nat.algorithm)
+        got = ops.native_predict(name, "MPICH", hm.paper_profile(), ["fast"] * 4, [64], algorithm=nat,
+                                 reduce_us_per_byte=gamma)  # fmt: skip
+        assert got is not None and got[0] > 0, (name, nat.algorithm)
+
+
+def test_a_reduction_needs_its_reduction_cost_and_never_assumes_one():
+    with pytest.raises(InputError, match="allreduce combines buffers: .*reduce_us_per_byte"):
+        ops.get("allreduce").predict(hm.paper_profile(), ["fast"] * 2, "ring", [1024])
+    assert ops.get("allgather").reduce_costs(hm.paper_profile(), [8, 16]) == [0.0, 0.0]
+    no_gamma = ops.get("allreduce").predict(hm.paper_profile(), ["fast"] * 2, "ring", [1024], reduce_us_per_byte=0)
+    with_gamma = ops.get("allreduce").predict(hm.paper_profile(), ["fast"] * 2, "ring", [1024], reduce_us_per_byte=1)
+    assert with_gamma[0] > no_gamma[0]
+
+
 def test_the_executors_run_every_registered_kernel():
-    from calibrate.collectives import NativeExecutor, TreeExecutor
+    from calibrate.collectives import TreeExecutor
+    from calibrate.nativedata import NativeDataExecutor
+    from calibrate.nativeexec import NativeExecutor
 
     for o in ops.OPERATIONS.values():
-        assert callable(getattr(TreeExecutor, o.kernel)) and callable(getattr(NativeExecutor, o.kernel)), o.name
+        if o.movement is not None:
+            assert callable(getattr(TreeExecutor, o.kernel)) and callable(getattr(NativeExecutor, o.kernel)), o.name
+        else:  # no tree runs it: the library's own only
+            assert callable(getattr(NativeDataExecutor, o.kernel)), o.name
+            assert callable(getattr(NativeDataExecutor, f"_buffers_{o.kernel}")), o.name
 
 
 def test_everything_that_lists_operations_reads_the_registry():
@@ -50,12 +86,19 @@ def test_everything_that_lists_operations_reads_the_registry():
     from hnowmodel.predictions import OPS_AND_PTP
 
     assert MEASURE_OPS == ops.names() and OPS_AND_PTP == ("ptp", *ops.names())
-    assert {o for o in ops.names()} == {"bcast", "scatter", "gather"}
+    assert set(ops.tree_names()) == {"bcast", "scatter", "gather"}
+    assert set(ops.names()) - set(ops.tree_names()) == {
+        "reduce",
+        "allreduce",
+        "allgather",
+        "reduce_scatter",
+        "alltoall",
+    }
 
 
 def test_unknown_operation_and_variant_name_the_choices():
-    with pytest.raises(InputError, match="unknown operation 'allreduce'.*bcast, scatter, gather"):
-        ops.get("allreduce")
+    with pytest.raises(InputError, match="unknown operation 'barrier'.*bcast, scatter, gather, reduce, allreduce, al"):
+        ops.get("barrier")
     with pytest.raises(InputError, match="unknown gather model variant 'x'.*link"):
         ops.check_variant("gather", "x")
 
