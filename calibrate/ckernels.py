@@ -75,7 +75,7 @@ _ERRORS = {
     -1: "bad arguments (rank out of range, a == b, negative size or count, reps < 1)",
     -2: "a buffer could not be allocated",
     -3: "payload check failed: a receiver got wrong bytes or a wrong byte count",
-    -4: "unknown collective or reduction op",
+    -4: "unknown collective op",
 }
 
 
