@@ -138,8 +138,8 @@ REDUCE_ROUNDS = (3, 5)
 REDUCE_REPS = (7, 15)
 #: Calls back to back in one repetition: enough to combine this many bytes (tens of µs: the clock's own ~50 ns
 #: stays below 0.2 %), at most :data:`REDUCE_MAX_CALLS`.
-REDUCE_SAMPLE_BYTES = 256 << 10
-REDUCE_MAX_CALLS = 256
+REDUCE_SAMPLE_BYTES = 1 << 20
+REDUCE_MAX_CALLS = 1024
 
 # ---- ranks that wait (sleeping, so that the measuring ranks keep the CPU) -------------------------------------
 #: A rank taking part in a Python-timed measurement tests its request between sleeps of this long (s; MPICH's

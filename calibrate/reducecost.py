@@ -58,7 +58,7 @@ def calls_for(m: int) -> int:
     """Calls back to back in one repetition at ``m`` bytes (:data:`~calibrate.protocol.REDUCE_SAMPLE_BYTES` worth).
 
     >>> calls_for(1024), calls_for(1 << 20)
-    (256, 1)
+    (1024, 1)
     """
     return int(min(REDUCE_MAX_CALLS, max(1, math.ceil(REDUCE_SAMPLE_BYTES / max(m, 1)))))
 
