@@ -61,7 +61,7 @@ def cases() -> list[dict[str, Any]]:
     """Every case, as plain data (what :func:`evaluate` takes)."""
     out: list[dict[str, Any]] = []
     for pname in ("paper", "cluster", "realmpi"):
-        for op in hm.ops.names():
+        for op in hm.ops.tree_names():  # the tree families run the operations trees run
             for variant in hm.ops.get(op).variants:
                 for tree in FAMILIES:
                     for root in (0, 2):

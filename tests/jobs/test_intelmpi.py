@@ -87,7 +87,7 @@ def test_intel_hydra_starts_through_the_wrapper_with_the_bridge_as_its_interface
 def test_its_binomial_collectives_are_pinned_by_i_mpi_adjust():
     """MPICH's binomial code underneath: the same model tree and schedule as MPICH's pinned binomial, asked for as
     ``native:binomial`` (what ``native`` is under MPICH)."""
-    for op in ops.names():
+    for op in ops.tree_names():  # hnow pins none of Intel MPI's algorithms for the others (docs/operations.md)
         nat = ops.native_for("native:binomial", op, "Intel MPI")
         assert nat.env == {f"I_MPI_ADJUST_{op.upper()}": "1"} and nat.leaf == 1 and nat.model_tree == "binomial"
         assert nat.schedule == ops.get(op).native["MPICH"].schedule
@@ -267,7 +267,7 @@ def test_the_default_and_a_pinned_algorithm_are_measured_in_separate_jobs():
     from calibrate.collectives import _check_pinned
     from hnowmodel.jobs.measure_job import job_groups
 
-    names = ops.names()
+    names = ops.tree_names()  # Intel MPI's defaults hnow knows
     assert ops.native_spec_unset("native", names) == {f"I_MPI_ADJUST_{op.upper()}" for op in names}
     assert ops.native_spec_unset("native:binomial", names) == set()
     groups = job_groups({"native": None, "binomial": make_tree("binomial", 4), "native:binomial": None}, names)
