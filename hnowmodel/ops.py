@@ -192,8 +192,10 @@ class Operation:
 
     def reduce_costs(self, profile: Any, sizes: Any, given: Any = None) -> list[Any]:
         """γ (µs per byte combined: a rate, or type -> rate) at each of ``sizes`` (bytes, the operation's ``m``):
-        ``given``, else for a :attr:`reduction` the profile's at that size (``Profile.reduce_us_per_byte_at``), else
-        0; :class:`InputError` when a reduction has neither (hnow never assumes a γ).
+        ``given``, else for a :attr:`reduction` the profile's measured γ at a buffer of ``m`` bytes
+        (:meth:`~hnowmodel.params.Profile.reduce_us_per_byte_at`: the combine of the whole vector, its constant
+        spread over it, applied to every chunk the algorithm combines), else 0; :class:`InputError` when a
+        reduction has neither (hnow never assumes a γ).
 
         >>> get("allgather").reduce_costs(None, [8, 16])
         [0.0, 0.0]
@@ -203,13 +205,13 @@ class Operation:
         m = as_sizes(sizes)
         if given is not None or not self.reduction:
             return [0.0 if given is None else given] * len(m)
-        at = getattr(profile, "reduce_us_per_byte_at", None)
-        if at is None:
+        if not getattr(profile, "has_reduce_cost", False):
             raise InputError(
-                f"{self.name} combines buffers: its prediction needs the reduction cost (µs per byte reduced), which "
-                "the profile does not have: give reduce_us_per_byte= (--reduce-us-per-byte)"
+                f"{self.name} combines buffers: its prediction needs the reduction cost γ (µs per byte reduced), which "
+                "the profile does not have: calibrate one (hnow calibrate) or give reduce_us_per_byte= "
+                "(--reduce-us-per-byte)"
             )
-        return [at(float(x)) for x in m]
+        return [profile.reduce_us_per_byte_at(int(x)) for x in m]
 
     @property
     def variants(self) -> Mapping[str, BoundPredictor]:

@@ -78,7 +78,7 @@ class _Predictions:
 
 def _has_reduce_cost(prof: Profile) -> bool:
     """Whether ``prof`` states the reduction cost γ (µs per byte reduced) that a reduction's prediction needs."""
-    return bool(getattr(prof, "has_reduce_cost", False))
+    return prof.has_reduce_cost
 
 
 def compare_rows(

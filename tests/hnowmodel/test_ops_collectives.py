@@ -117,3 +117,18 @@ def test_tree_things_refuse_them_in_one_line():
         hm.predict("allreduce", hm.paper_profile(), "FS", "binomial", [1024], reduce_us_per_byte=GAMMA)
     with pytest.raises(InputError, match="^export of allreduce: not yet supported$"):
         export(hm.paper_profile(), ["mpich-json"], algorithms=AlgorithmRequest(ops=["allreduce"]))
+
+
+def test_a_profile_that_states_gamma_gives_it_at_each_size():
+    """The profile's γ (extensions.reduce) at a buffer of m bytes, per node type, for every size; a stated one wins."""
+    doc = hm.paper_profile().to_dict()
+    reduce = {"types": {"fast": {"Gc_us": 1.0, "Gm_us_per_byte": 2e-4}, "slow": {"Gc_us": 0.0, "Gm_us_per_byte": 5e-4}}}
+    prof = hm.Profile.from_dict({**doc, "extensions": {"reduce": reduce}})
+    sizes = [1024, 65536]
+    got = hm.predict("allreduce", prof, "FSFS", "ring", sizes)
+    want = [hm.predict("allreduce", prof, "FSFS", "ring", [m], reduce_us_per_byte=prof.reduce_us_per_byte_at(m))[0]
+            for m in sizes]  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert prof.reduce_us_per_byte_at(1024)["fast"] > prof.reduce_us_per_byte_at(65536)["fast"]  # its constant
+    stated = hm.predict("allreduce", prof, "FSFS", "ring", sizes, reduce_us_per_byte=0.0)
+    assert (stated < got).all()
