@@ -97,13 +97,13 @@ __all__ = [
     "payload_block",
 ]
 
-HELP = "run bcast/scatter/gather over hnowmodel trees or the MPI library's own, and time them (µs)"
+HELP = "run collectives over hnowmodel trees or the MPI library's own, and time them (µs)"
 OPS = MEASURE_OPS
 METHODS = TIMING_METHODS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--op", default="bcast", help="comma list of bcast, scatter, gather")
+    p.add_argument("--op", default="bcast", help=f"comma list of {', '.join(MEASURE_OPS)}")
     p.add_argument(
         "--tree", default="binomial", help="comma list of tree names (hnowmodel.trees), 'native' or 'native:ALGO'"
     )

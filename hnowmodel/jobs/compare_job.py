@@ -33,6 +33,7 @@ from .checks import (
     NATIVE,
     Progress,
     check_count,
+    check_op_sizes,
     check_request,
     gather,
     job_layout,
@@ -93,12 +94,15 @@ def compare(
     op_names, items, tb = check_request(launch, s.ops, s.trees, s.root, s.testbed)
     s = replace(s, variants=parse_variants(s.variants, op_names))
     grid = _check(s, tb)
+    check_op_sizes(op_names, grid)
     prof = load_profile(profile)
     with _cluster_up(launch.cluster):  # one cluster for the calibration and the measurement
         source = "given" if prof is not None else f"calibrated now on the same {launch.np} ranks"
         interleaved = None
         if prof is None:
-            natives = op_names if NATIVE in native_names(items) and tb is None and s.root == 0 else ()
+            # the calibration's interleaved natives: the tree operations' (the others are measured by the job)
+            natives = [o for o in op_names if o in _ops.tree_names()]
+            natives = natives if NATIVE in native_names(items) and tb is None and s.root == 0 else ()
             prof, interleaved = _calibrate(launch, s, natives, grid, progress)
         lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
         if lay is None:

@@ -27,6 +27,7 @@ from .checks import (
     NATIVE,
     Progress,
     check_count,
+    check_op_sizes,
     check_request,
     gather,
     job_layout,
@@ -79,6 +80,7 @@ def measure(
     launch, s = gather("measure", launch, MeasureSettings, settings, keywords)
     ops, items, tb = check_request(launch, s.op, s.tree, s.root, s.testbed)
     grid = size_tuple(s.sizes)
+    check_op_sizes(ops, grid)
     prof = load_profile(s.profile)
     check_count(s.reps, "--reps")
     iters = check_count(s.iters, "--iters") if s.iters is not None else (2 if tb is not None else 50)
