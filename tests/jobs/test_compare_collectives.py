@@ -43,7 +43,7 @@ def test_compare_native_on_two_ranks_puts_each_row_beside_its_model(tmp_path):
     rows = {(r["op"], r["size"]): r for r in doc["rows"]}
     assert set(rows) == {(o, m) for o in SCHEDULE_OPS for m in sizes}
     for (op, m), r in rows.items():
-        assert r["verified"] is True and r["tree"] == "native", r
+        assert r["tree"] == "native", r  # a wrong sum or byte on any rank aborts the job
         check_compared_row(r)
         alg = RULES[op](2, m, True)
         if alg is None:  # MPICH's reduce_scatter_gather reduce: measured, not modelled
