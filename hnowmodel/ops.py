@@ -172,9 +172,9 @@ class Operation:
     ) -> np.ndarray:
         """Predicted completion time (µs per size; ``per_rank=True``: ``(len(sizes), n)``) of this operation run by
         ``algorithm`` under ``variant`` (None: the default for ``profile``): one of :attr:`algorithms` (by name or
-        as an :class:`~hnowmodel.schedules.generator.Algorithm`; ``reduce_us_per_byte`` its γ) evaluated as a
-        message schedule, else a tree (a :class:`~hnowmodel.trees.Tree` or a tree name; ``schedule`` and its
-        fields: how the MPI implementation runs it). ``root``: the root rank."""
+        as an :class:`~hnowmodel.schedules.generator.Algorithm`; ``reduce_us_per_byte`` its γ, None:
+        :meth:`reduce_costs`) evaluated as a message schedule, else a tree (a :class:`~hnowmodel.trees.Tree` or a
+        tree name; ``schedule`` and its fields: how the MPI implementation runs it). ``root``: the root rank."""
         var = self.variant_for(profile, variant)
         per_rank, root = kw.pop("per_rank", False), kw.pop("root", 0)
         alg = self.schedule_algorithm(algorithm)
