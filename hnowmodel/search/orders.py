@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import ops as _ops
+from ..errors import InputError
 from ..layout import hosts_of
 from ..params import Profile
 from ..trees import Tree, sequential
@@ -39,7 +40,10 @@ def best_sequential_order(
     >>> best_sequential_order(paper_profile(), ["fast", "fast", "slow", "slow"], "scatter", 1000)
     [2, 3, 1]
     """
-    toward_root = _ops.get(op).movement.toward_root
+    movement = _ops.get(op).movement
+    if movement is None:
+        raise InputError(f"{op} runs no tree (its algorithms are message schedules): no sequential order to choose")
+    toward_root = movement.toward_root
     profile = profile.at(size)
     others = [r for r in range(len(layout)) if r != root]
     rt = layout[root]

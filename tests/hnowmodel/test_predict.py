@@ -85,7 +85,8 @@ def test_single_rank_is_free():
     [
         (lambda: P.bcast(PROF, FFSS, T.binomial(5), [0]), LayoutError, "4 ranks but the tree has 5"),
         (lambda: P.bcast(PROF, FFSS, T.binomial(4), [-1]), InputError, "-1"),
-        (lambda: ops.predict("allreduce", PROF, FFSS, "binomial", [0]), InputError, "bcast"),
+        (lambda: ops.predict("barrier", PROF, FFSS, "binomial", [0]), InputError, "bcast"),
+        (lambda: ops.predict("allreduce", PROF, FFSS, "binomial", [0]), InputError, "choose from: recursive_doubl"),
         (lambda: P.bcast(PROF, ["fast", "medium"], T.binomial(2), [0]), LayoutError, "medium"),
     ],
 )

@@ -27,7 +27,8 @@ def test_a_request_gives_its_operations_trees_and_testbed():
 @pytest.mark.parametrize(
     "args, error, says",
     [
-        (("allreduce", "binomial", 0, None), InputError, "unknown operation"),
+        (("barrier", "binomial", 0, None), InputError, "unknown operation"),
+        (("allreduce", "binomial", 0, None), InputError, "allreduce runs no tree"),  # its algorithms: schedules
         (("bcast", "binomial", 4, None), InputError, "--root 4 is not a rank in 0..3"),
         (("bcast", "binomial", True, None), InputError, "--root True"),
         (("bcast", "nosuch", 0, None), TreeError, "nosuch"),
@@ -76,7 +77,8 @@ def test_variants_by_name_or_per_operation(given, ops, want):
         ("bcast=paper,link", "expected NAME or OP=NAME"),
         ("bcast=", "expected NAME or OP=NAME"),
         ("=paper", "expected NAME or OP=NAME"),
-        ("allreduce=paper", "unknown operation"),
+        ("barrier=paper", "unknown operation"),
+        ("allreduce=link", "unknown allreduce model variant 'link'"),  # link serves gather's trees only
         ("gather=flow-rr", "flow-rr"),
         ("flow-rr", "flow-rr"),  # a name must serve every operation it is given for
     ],

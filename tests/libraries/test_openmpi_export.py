@@ -146,7 +146,9 @@ def test_bad_input():
         choose_ompi(hm.paper_profile(), ["fast"], sizes=[8])
     with pytest.raises(InputError, match="--sizes: 0 is not a size"):
         choose_ompi(hm.paper_profile(), FFSF, sizes=[0])
-    with pytest.raises(InputError, match="unknown operation 'allreduce'"):
+    with pytest.raises(InputError, match="unknown operation 'barrier'"):
+        choose_ompi(hm.paper_profile(), FFSF, ops=["barrier"], sizes=[8])
+    with pytest.raises(InputError, match="hnow does not model Open MPI's own allreduce"):
         choose_ompi(hm.paper_profile(), FFSF, ops=["allreduce"], sizes=[8])
 
 

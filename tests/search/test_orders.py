@@ -63,5 +63,7 @@ def test_order_rule_examples_and_errors():
     assert search.best_sequential_order(PROF, ["fast", "slow", "fast", "slow"], "gather", 1000) == [2, 1, 3]
     tree = search.best_sequential(PROF, ["fast", "slow", "fast"], "scatter", 0)
     assert tree.children[0] == (1, 2) and tree.name == "sequential:best"
-    with pytest.raises(InputError, match="allreduce"):
+    with pytest.raises(InputError, match="unknown operation 'barrier'"):
+        search.best_sequential_order(PROF, ["fast", "slow"], "barrier")
+    with pytest.raises(InputError, match="allreduce runs no tree"):
         search.best_sequential_order(PROF, ["fast", "slow"], "allreduce")
