@@ -135,7 +135,7 @@ def test_demoslots_node_aware_tree_predicted_faster_than_binomial():
     aware = hm.trees.make_tree(CLUSTER_NODE_AWARE, len(lay), layout=lay, profile=prof)
     plain = hm.trees.make_tree("binomial", len(lay))
     assert list(aware.parent) != list(plain.parent)
-    for op in hm.ops.names():
+    for op in hm.ops.tree_names():
         t_aware, t_plain = (float(hm.ops.predict(op, prof, lay, t, [16384])[0]) for t in (aware, plain))
         assert t_aware < 0.9 * t_plain, (op, t_aware, t_plain)
 

@@ -48,13 +48,13 @@ def test_cluster_demo_with_a_two_rank_host_reports_the_node_aware_gain(tmp_path,
     assert set(prof.nic) == set(lay)
     # every operation over the node-aware tree, beside binomial and the chosen tree, predicted and measured
     got = {(r["op"], r["tree"]) for r in res["rows"]}
-    for op in ops.names():
+    for op in ops.tree_names():  # the demo measures the operations trees run
         assert {(op, "binomial"), (op, CLUSTER_NODE_AWARE), (op, "optimal")} <= got
     for r in res["rows"]:
         check_compared_row(r)
     # its gain over binomial, predicted and measured, for every operation
     node_aware = [g for g in res["gains"] if g["what"] == "node-aware tree vs binomial"]
-    assert sorted(g["op"] for g in node_aware) == sorted(ops.names())
+    assert sorted(g["op"] for g in node_aware) == sorted(ops.tree_names())
     for g in node_aware:
         assert g["size"] == 16384
         assert math.isfinite(g["predicted_gain_pct"]) and math.isfinite(g["measured_gain_pct"]), g

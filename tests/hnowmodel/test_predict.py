@@ -76,8 +76,11 @@ def test_gather_binomial_forwards_subtrees():
 
 
 def test_single_rank_is_free():
-    for op in ops.names():
+    for op in ops.tree_names():
         assert ops.predict(op, PROF, ["slow"], T.sequential(1), [0, 100]).tolist() == [0.0, 0.0]
+    for op in (o for o in ops.names() if o not in ops.tree_names()):  # a schedule: no message (local copies only)
+        for alg in ops.get(op).algorithms.values():
+            assert alg.schedule(1, 96.0).n_messages == 0, (op, alg.name)
 
 
 @pytest.mark.parametrize(
@@ -159,7 +162,7 @@ def test_vectorised_equals_reference_random_profiles(case):
 @given(cases())
 def test_time_never_decreases_with_size(case):
     tree, layout = case
-    for op in ops.names():
+    for op in ops.tree_names():  # over trees (the schedule operations: tests/hnowmodel/test_ops.py)
         t = ops.predict(op, PROF, layout, tree, SIZES)
         assert (np.diff(t) >= -1e-9).all(), (op, t)
 

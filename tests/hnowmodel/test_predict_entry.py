@@ -22,7 +22,7 @@ NET = network_profile()
 NET_LAYOUT = ["fast", "mid", "slow", "slow", "mid", "fast"]
 
 
-@pytest.mark.parametrize("op", ops.names())
+@pytest.mark.parametrize("op", ops.tree_names())  # by a tree; the others: tests/hnowmodel/test_ops_collectives.py
 def test_network_profile_predicts_under_the_flow_default_as_hnow_predict(op):
     want_variant = ops.get(op).network_variant
     assert ops.default_variant(op, NET) == want_variant  # flow-rr (bcast, scatter) / flow (gather)
