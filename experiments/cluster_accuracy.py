@@ -98,16 +98,16 @@ def _run(spec_path: Path, n: int, sizes: list[int], args: argparse.Namespace, ou
         lay = list(prof.layout)
         with mpi_lock(args.lock):
             m_native = hm.measure(
-                n, op=list(ops.names()), tree="native", sizes=sizes, reps=args.reps, both=False, **launch
+                n, op=list(ops.tree_names()), tree="native", sizes=sizes, reps=args.reps, both=False, **launch
             )
-        tree_specs = [*TREES, *[f"optimal:{op}:{m}" for op in ops.names() for m in sizes]]
+        tree_specs = [*TREES, *[f"optimal:{op}:{m}" for op in ops.tree_names() for m in sizes]]
         built = build_trees(tree_specs, n, root=0, layout=lay, profile=prof)
         per_op = {
             op: {k: v for k, v in built.items() if not k.startswith("optimal:") or k.split(":")[1] == op}
-            for op in ops.names()
+            for op in ops.tree_names()
         }
         m_trees = []
-        for op in ops.names():
+        for op in ops.tree_names():
             with mpi_lock(args.lock):
                 mm = hm.measure(n, op=op, tree=per_op[op], sizes=sizes, reps=args.reps, both=False, **launch)
             m_trees.append(mm)
@@ -134,7 +134,7 @@ def _variant_rows(runs: Runs) -> list[dict]:
     library = str(runs.m_native.run.get("library", "MPICH"))
     rows: list[dict] = []
     for kind, meas in [("native", runs.m_native), *[("tree", mm) for mm in runs.m_trees]]:
-        for op in ops.names():
+        for op in ops.tree_names():
             sub = Measurement(tuple(r for r in meas.rows if r.op == op), meas.run)
             if not sub.rows:
                 continue
@@ -201,7 +201,7 @@ def _gain_row(what: str, op: str, size: int, variant: str, pg: float | None, mg:
 def _gains(rows: list[dict], runs: Runs, sizes: list[int]) -> list[dict]:
     """Optimal vs binomial per operation and size (default variant), then the rank order's gain."""
     gains = []
-    for op in ops.names():
+    for op in ops.tree_names():
         dv = ops.default_variant(op, runs.prof)
         for m in sizes:
             by = {
@@ -231,7 +231,7 @@ def _summary(rows: list[dict], prof: Any) -> list[dict]:
             summ.append({"kind": kind, "variant": v, **st})
         # what hnow uses unless told otherwise: each operation's default variant for this profile
         mine = [r for r in rows if r["kind"] == kind and r["variant"] == ops.default_variant(r["op"], prof)]
-        label = "default (" + ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.names()) + ")"
+        label = "default (" + ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.tree_names()) + ")"
         summ.append({"kind": kind, "variant": label, **error_summary(mine)})
     return summ
 

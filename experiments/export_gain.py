@@ -204,9 +204,9 @@ def _measure_spec_order(
     best: dict[tuple[str, int], Any] = {}
     library_version = None
     for m in sizes:
-        defaults = {op: exports[(op, m)]["default_tree"] for op in ops.names()}
+        defaults = {op: exports[(op, m)]["default_tree"] for op in ops.tree_names()}
         trees: dict[str, Any] = {t: None for t in defaults.values() if t is not None}
-        for op in ops.names():
+        for op in ops.tree_names():
             v = ops.default_variant(op, prof)
             best[(op, m)] = hm.search.best_tree(prof, lay, op=op, size=m, variant=v).tree
             trees[f"optimal:{op}:{m}"] = best[(op, m)]
@@ -216,7 +216,7 @@ def _measure_spec_order(
                 prof,
                 cluster=str(job.spec_path),
                 np=job.n,
-                ops=list(ops.names()),
+                ops=list(ops.tree_names()),
                 trees=trees,
                 sizes=[m],
                 reps=job.reps,
@@ -323,14 +323,14 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
         lay = prof.host_layout  # the ranks' types and hosts (several ranks per host: the model takes the hosts)
         say(f"{lib.name}: calibrated in {t_cal:.0f} s; layout {','.join(lay)}")
         # --- exports: per operation and size, the rank order and in it the library's algorithm
-        exports = {(op, m): _export_one(job, prof, lay, op, m) for op in ops.names() for m in sizes}
+        exports = {(op, m): _export_one(job, prof, lay, op, m) for op in ops.tree_names() for m in sizes}
         rows_cmp, best, library_version = _measure_spec_order(job, prof, lay, exports, sizes)
     _measure_exported(job, prof, exports, rows_cmp)
     rows = [
         _result_row(
             job, what, rows_cmp[(op, m, what)], rows_cmp.get((op, m, "default")), exports[(op, m)], best[(op, m)]
         )
-        for op in ops.names()
+        for op in ops.tree_names()
         for m in sizes
         for what in WHATS
         if rows_cmp.get((op, m, what)) is not None
@@ -342,7 +342,7 @@ def run_library(lib: Library, spec_doc: dict, sizes: list[int], reps: int, lock:
         "hosts": hosts,
         "calibration_s": t_cal,
         "library_version": library_version,
-        "variants": {op: ops.default_variant(op, prof) for op in ops.names()},
+        "variants": {op: ops.default_variant(op, prof) for op in ops.tree_names()},
     }
 
 

@@ -87,7 +87,7 @@ def _measure_rows(prof: Any, lay: Any, spec_path: Path, sizes: list[int], args: 
     """Every native algorithm and tree, each operation and size, measured and predicted (default variants)."""
     n, launch = len(lay), {"cluster": str(spec_path), "progress": True, "mpi": mpi}
     rows: list[dict] = []
-    for op in ops.names():
+    for op in ops.tree_names():
         specs = [*TREES, *[f"optimal:{op}:{m}" for m in sizes]]
         built = build_trees(specs, n, root=0, layout=lay, profile=prof)
         lib = _library(mpi)
@@ -240,7 +240,9 @@ def _one_library(mpi: str, out: Path, sizes: list[int], args: argparse.Namespace
     lib, lay = _library(mpi), _layout(mixed, prof)
     even = []
     if any(
-        ops.native_for(k, op, lib) and not _applies(k, op, lib, lay, sizes) for k in NATIVES[lib] for op in ops.names()
+        ops.native_for(k, op, lib) and not _applies(k, op, lib, lay, sizes)
+        for k in NATIVES[lib]
+        for op in ops.tree_names()
     ):
         # a node-aware native that does not run on the mixed hosts (coll/han) is measured where it does: 2 per host
         with hm.cluster.using(str(two)):

@@ -104,7 +104,7 @@ def _run(args: argparse.Namespace, out: Path, spec: Path, sizes: list[int]) -> d
                 n,
                 cluster=str(spec),
                 mpi="intelmpi",
-                ops=list(ops.names()),
+                ops=list(ops.tree_names()),
                 trees=list(NATIVES),
                 sizes=sizes,
                 reps=args.reps,
