@@ -46,8 +46,9 @@ class _Predictions:
     def __call__(self, r: MeasuredRow, variant: str) -> float | None:
         tree, schedule = self.tset.tree(r.tree, r.op, r.size), Schedule(common_start=self.common_start(r))
         nat = _ops.native_for(r.tree, r.op, self.library) if tree is None else None
-        # a default that runs other trees at other sizes (Intel MPI's tuning file) is predicted size by size
-        per_row = r.tree in self.tset.per_row_names or (nat is not None and nat.varies)
+        # a default that runs other trees at other sizes (Intel MPI's tuning file), and a schedule algorithm (which
+        # may not run at every size), are predicted size by size
+        per_row = r.tree in self.tset.per_row_names or (nat is not None and (nat.varies or not _ops.get(r.op).movement))
         key = (r.op, r.tree, variant, r.size if per_row else None, schedule.common_start)
         if key not in self.cache:
             sizes = [r.size] if per_row else sorted({x.size for x in self.m.rows if (x.op, x.tree) == (r.op, r.tree)})
@@ -69,10 +70,8 @@ class _Predictions:
             return _ops.predict(op, self.prof, self.lay, tree, sizes, variant=variant, schedule=schedule)
         try:
             t = _ops.predict(op, self.prof, self.lay, tree, sizes, variant=variant, root=self.root)
-        except InputError:
-            if _ops.get(op).reduction and not _has_reduce_cost(self.prof):
-                return None
-            raise
+        except InputError:  # no γ in the profile, or the algorithm does not run at these sizes: compare_rows notes it
+            return None
         return t + schedule.extra_us(self.prof, sizes)
 
 
@@ -117,6 +116,8 @@ def compare_rows(
                 note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which {what}"
             elif predicted is None and _ops.get(r.op).reduction and not _has_reduce_cost(prof):
                 note = f"{r.op} combines buffers: the profile has no reduction cost (γ) to predict it with"
+            elif predicted is None:
+                note = f"the model's {run[0]} does not run {r.op} on {len(lay)} ranks at {r.size} B (MPICH falls back)"
             else:
                 model_tree = run[0] + (" + root copy" if run[1].root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""
