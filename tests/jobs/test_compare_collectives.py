@@ -54,3 +54,23 @@ def test_compare_native_on_two_ranks_puts_each_row_beside_its_model(tmp_path):
         assert r["predicted_us"] == pytest.approx(want, rel=1e-9), r
     assert rows[("allreduce", 8)]["model_tree"] == "recursive_doubling"
     assert rows[("allreduce", 4096)]["model_tree"] == "reduce_scatter_allgather"
+
+
+@pytest.mark.mpi
+def test_a_pinned_algorithm_is_modelled_by_its_schedule_where_it_runs(tmp_path):
+    """native:reduce_scatter_allgather (Rabenseifner's) pinned by MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: its schedule
+    at 4 KiB; at 8 B (one double, fewer than the 2 ranks) MPICH falls back and the row has no prediction, a note."""
+    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
+    path = tmp_path / "p.json"
+    prof.save(path)
+    proc = run_hnow(
+        "compare", "--np", "2", "--mpi", "mpich", "--profile", str(path), "--layout", "FF", "--ops", "allreduce",
+        "--trees", "native:reduce_scatter_allgather", "--sizes", "8,4096", "--reps", "2", "--iters", "2", "--json",
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["size"]: r for r in json.loads(proc.stdout)["rows"]}
+    assert rows[8]["predicted_us"] is None and "does not run allreduce on 2 ranks at 8 B" in rows[8]["note"]
+    want = hm.predict("allreduce", prof, ["fast", "fast"], "reduce_scatter_allgather", [4096])[0]
+    assert rows[4096]["predicted_us"] == pytest.approx(want, rel=1e-9)
+    assert rows[4096]["model_tree"] == "reduce_scatter_allgather"
