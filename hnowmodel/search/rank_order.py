@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ops as _ops
-from ..errors import LayoutError
+from ..errors import InputError, LayoutError
 from ..layout import Layout, hosts_of, one_per_host
 from ..libraries.native import NativeAlgorithm
 from ..params import Profile
@@ -64,6 +64,14 @@ class RankOrder:
         }
 
 
+def _tree_op(op: str) -> _ops.Operation:
+    """The operation ``op``, which trees must run (a rank order is a tree's); :class:`InputError` otherwise."""
+    o = _ops.get(op)
+    if o.movement is None:
+        raise InputError(f"{op} runs no tree (its algorithms are message schedules): no rank order to choose")
+    return o
+
+
 def rank_order(
     profile: Profile,
     layout: Sequence[str],
@@ -86,7 +94,7 @@ def rank_order(
     >>> ro.time_us <= ro.baseline_us
     True
     """
-    o = _ops.get(op)
+    o = _tree_op(op)
     n = len(layout)
     if isinstance(tree, str):
         tree = make_tree(tree, n, layout=layout, profile=profile)
@@ -201,7 +209,7 @@ def host_block_order(
     var = _ops.variant_of(op, variant, profile)
     # a default's schedule can depend on the size and hosts (Intel MPI's chunks)
     schedule = None if native is None else native.schedule_on(layout, int(size))
-    model = profile.at(size) if _ops.get(op).movement.one_message else profile
+    model = profile.at(size) if _tree_op(op).movement.one_message else profile
     blocks = [np.flatnonzero(layout.hosts == h) for h in range(layout.n_hosts)]
 
     def cost(order: Sequence[int]) -> float:

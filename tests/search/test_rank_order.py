@@ -62,7 +62,9 @@ def test_rank_order_returns_identity_when_nothing_helps():
 def test_rank_order_bad_input():
     from hnowmodel.errors import InputError, LayoutError
 
-    with pytest.raises(InputError, match="allreduce"):
+    with pytest.raises(InputError, match="unknown operation 'barrier'"):
+        search.rank_order(PROF, ["fast", "slow"], "binomial", "barrier")
+    with pytest.raises(InputError, match="allreduce runs no tree"):
         search.rank_order(PROF, ["fast", "slow"], "binomial", "allreduce")
     with pytest.raises(LayoutError, match="tree has 3"):
         search.rank_order(PROF, ["fast", "slow"], trees.binomial(3))
