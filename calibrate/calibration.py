@@ -380,9 +380,11 @@ def _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start) -> dict[st
 
 def _pinning() -> dict[str, Any]:
     """How the running library's own collectives were pinned (:func:`calibrate.nativeexec.native_pinning`)."""
+    from hnowmodel.ops import tree_names
+
     from .nativeexec import library_info, native_pinning
 
-    return native_pinning(library_info()["library"])
+    return native_pinning(library_info()["library"], tree_names())  # the natives a calibration interleaves
 
 
 def _transport(hosts: list[str]) -> str:

@@ -147,13 +147,14 @@ def library_info() -> dict[str, Any]:
     return {"library": library_name(text), "library_version": first, "mpi_standard": "{}.{}".format(*MPI.Get_version())}
 
 
-def native_pinning(library: str) -> dict[str, Any]:
+def native_pinning(library: str, ops: Sequence[str] | None = None) -> dict[str, Any]:
     """What the native collectives run as, for the result document: whether this process's environment pins
     ``library``'s algorithms as the operation registry says (``cvars``: MPICH's control variables or Open MPI's
-    MCA parameters, as set), and the tree that models each (``model_trees``; ``model_tree`` when they agree)."""
+    MCA parameters, as set), and the tree that models each (``model_trees``; ``model_tree`` when they agree), for
+    ``ops`` (None: every operation)."""
     from hnowmodel import ops as registry
 
-    known = {op: registry.get(op).native.get(library) for op in OPS}
+    known = {op: registry.get(op).native.get(library) for op in (OPS if ops is None else ops)}
     known = {op: nat for op, nat in known.items() if nat is not None}
     if not known:
         return {
@@ -184,7 +185,7 @@ def spec_pinning(library: str, spec: str, ops: Sequence[str]) -> dict[str, Any]:
     :func:`native_pinning`; for ``native:ALGO`` the algorithm, whether this process's environment pins it for each
     of ``ops`` it runs (``cvars``: the variables as set), and its model tree per operation."""
     if spec == NATIVE:
-        return native_pinning(library)
+        return native_pinning(library, ops)
     nats = {op: nat for op in ops if (nat := native_for(spec, op, library)) is not None}
     wanted = {k: v for nat in nats.values() for k, v in nat.env.items()}
     env = {k: os.environ.get(k, "") for k in wanted}

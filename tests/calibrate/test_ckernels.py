@@ -150,7 +150,7 @@ DRIVER = textwrap.dedent(
             start, finish = k.coll(op, 1, m, 5, lead_us=200.0, aligned=(m != small))
             assert len(start) == len(finish) == 5
             out["coll"][f"{op}_{m}"] = comm.gather([start.tolist(), finish.tolist()], root=0)
-    for name, call in (("same_rank", lambda: k.oneway(0, 0, 8, 3)), ("bad_op", lambda: k.coll(7, 0, 8, 3)),
+    for name, call in (("same_rank", lambda: k.oneway(0, 0, 8, 3)), ("bad_op", lambda: k.coll(99, 0, 8, 3)),
                        ("bad_root", lambda: k.coll("bcast", 5, 8, 3))):
         try:
             call()
