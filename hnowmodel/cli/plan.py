@@ -6,10 +6,10 @@ import argparse
 
 from .. import ops, search
 from ..errors import InputError
-from ..options import parse_assignments
+from ..options import parse_assignments, parse_reduce_rate
 from ..params import Profile
 from ..sizes import parse_size
-from .common import add_op_argument, emit_json, positive_int, print_table
+from .common import add_op_argument, add_reduce_rate_argument, emit_json, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run", "parse_pool"]
 
@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="instead of the fastest mix: the one meeting this time with the fewest fastest-type nodes",
     )
     p.add_argument("--method", default="auto", help="tree search method per mix (default auto)")
+    add_reduce_rate_argument(p)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -44,7 +45,10 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--target-us {args.target_us}: must be a number of µs > 0")
     profile = Profile.load(args.profile)
     size = parse_size(args.size, "--size")
-    best, cands = search.plan(profile, parse_pool(args.pool), args.ranks, args.op, size, args.target_us, args.method)
+    gamma = parse_reduce_rate(args.reduce_us_per_byte)
+    best, cands = search.plan(
+        profile, parse_pool(args.pool), args.ranks, args.op, size, args.target_us, args.method, gamma
+    )
     if args.json:
         emit_json({"choice": best.to_dict(), "candidates": [c.to_dict() for c in cands]})
         return 0

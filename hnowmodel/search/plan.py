@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import InputError
 from ..params import Profile
@@ -49,8 +50,11 @@ def plan(
     size: float = 0.0,
     target_us: float | None = None,
     method: str = "auto",
+    reduce_us_per_byte: Any = None,
 ) -> tuple[PlanChoice, list[PlanChoice]]:
-    """The chosen mix and every candidate (sorted by time).
+    """The chosen mix and every candidate (sorted by time); an operation whose algorithms are message schedules is
+    scored by its fastest algorithm (``method`` its name; ``reduce_us_per_byte``: a reduction's γ, None: the
+    profile's).
 
     >>> from hnowmodel.params import paper_profile
     >>> best, _ = plan(paper_profile(), {"fast": 4, "slow": 8}, 6, "bcast", 0)
@@ -72,7 +76,7 @@ def plan(
         if sum(mix) != ranks:
             continue
         layout = [t for t, c in zip(order, mix, strict=True) for _ in range(c)]  # fastest type first: root
-        res = best_tree(profile, layout, op=op, size=size, method=method)
+        res = best_tree(profile, layout, op=op, size=size, method=method, reduce_us_per_byte=reduce_us_per_byte)
         ok = None if target_us is None else res.time_us <= target_us
         cands.append(PlanChoice(dict(zip(order, mix, strict=True)), res.time_us, res.method, ok))
     cands.sort(key=lambda c: c.time_us)

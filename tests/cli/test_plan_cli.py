@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+import hnowmodel as hm
+
 
 def test_plan_json(hnow):
     proc = hnow("plan", "--pool", "fast=4,slow=12", "--ranks", "8", "--json")
@@ -43,3 +45,11 @@ def test_plan_bad_input(hnow, argv, needle):
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_plan_scores_a_schedule_operation_by_its_fastest_algorithm(hnow):
+    proc = hnow("plan", "--op", "allreduce", "--pool", "fast=2,slow=2", "--ranks", "2", "--size", "64K",
+                "--reduce-us-per-byte", "0.0004", "--json")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    choice = json.loads(proc.stdout)["choice"]
+    assert choice["mix"] == {"fast": 2, "slow": 0} and choice["method"] in hm.ops.get("allreduce").algorithms
