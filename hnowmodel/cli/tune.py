@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
     for n in res.notes:
         print(f"note: {n}")
     if res.paths:
-        print(f"wrote {len(res.paths) - 1} folders (<shape>/<library>: files, env.sh, job.sbatch) and the report:")
+        k = len(res.paths) - 1
+        print(f"wrote {k} folder{'s' if k > 1 else ''} (<shape>/<library>: files, env.sh, job.sbatch) and the report:")
         print(f"  {res.paths['report']['csv']}, {res.paths['report']['json']}")
     return 0
