@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import ops as _ops
 from ..export import AlgorithmRequest, Export, export
+from ..errors import HnowError
 from ..export.choose import LibraryFormat
 from ..params import Profile
 from .shapes import Shape, shape_profile
@@ -167,7 +168,10 @@ def tune_shape(
     for op in ops if reorder else ():
         dflt = next(r.default for r in _rows(plain, fmt) if r.op == op and r.size_bytes == top)
         tree = _order_tree(prof, fmt.library, op, dflt, top)
-        ex = export(prof, ["hostfile", "rankfile", fmt.format], op=op, size=top, tree=tree, algorithms=req)
+        try:
+            ex = export(prof, ["hostfile", "rankfile", fmt.format], op=op, size=top, tree=tree, algorithms=req)
+        except HnowError:  # no rank order search for this operation's algorithm (not a tree): the others may have one
+            continue
         score = _score(_rows(ex, fmt), base)
         if score > best[0] + 1e-9:  # ties keep the launched order (nothing to move)
             best = (score, ex, f"{op} of {top} B over {tree}")
