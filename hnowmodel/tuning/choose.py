@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import ops as _ops
-from ..export import AlgorithmRequest, Export, export
 from ..errors import HnowError
+from ..export import AlgorithmRequest, Export, export
 from ..export.choose import LibraryFormat
 from ..params import Profile
 from .shapes import Shape, shape_profile
