@@ -18,7 +18,7 @@ from hnowmodel.export import AlgorithmRequest, export
 from hnowmodel.export.make import LIBRARY_FORMATS
 from hnowmodel.params import Profile
 from hnowmodel.tuning import check_shape_syntax, parse_shapes, pool, shape_profile, tune, tune_shape
-from hnowmodel.tuning.verify import verify
+from hnowmodel.tuning.verify import tuned_launch, verify
 from tests.helpers import paper_shm_profile
 
 DATA = Path(__file__).parent.parent / "data" / "golden"
@@ -29,8 +29,13 @@ SIZES = [1024, 65536]
 NO_LAUNCHER = {"launcher": "no-such-mpiexec"}
 
 
+def _ops_of(library: str) -> list[str]:
+    """The registered operations ``library`` has algorithms hnow models for (what tune takes by default)."""
+    return [op for op in ops.names() if ops.native_choices(op, library)]
+
+
 def _mpich_ops() -> list[str]:
-    return [op for op in ops.names() if ops.native_choices(op, "MPICH")]
+    return _ops_of("MPICH")
 
 
 def _shm_profile(hosts: list[tuple[str, str, int]]) -> Profile:
@@ -137,9 +142,7 @@ def test_every_library_by_default_and_no_mpi_without_verify(tmp_path):
     assert res.libraries == tuple(f.library for f in LIBRARY_FORMATS.values())
     for f in LIBRARY_FORMATS.values():
         assert (tmp_path / "t" / "8x1" / f.key / "env.sh").is_file()
-        assert {r.op for r in res.rows if r.library == f.library} == {
-            op for op in ops.names() if ops.native_choices(op, f.library)
-        }
+        assert {r.op for r in res.rows if r.library == f.library} == set(_ops_of(f.library))
 
 
 def test_shared_hosts_keep_their_ranks_together_in_the_tuned_order(tmp_path):
@@ -190,3 +193,27 @@ def test_verify_measures_the_default_and_the_tuned_settings_on_two_local_ranks(t
     (got,) = verify(REALMPI, hm.Launch(np=2, mpi="mpich"), st, tmp_path / "v", reps=3)
     assert got.chosen != got.default and got.measured_tuned_us > 0 and got.measured_default_us > 0
     assert got.slower == (got.measured_gain_pct < 0)
+
+
+def _cluster_doc(names: list[str]) -> dict:
+    hosts = [{"name": n, "egress_mbit": 50, "ingress_mbit": 50, "slots": 1} for n in names]
+    return {"schema": "hnowmodel.cluster/1", "name": "tunet", "hosts": hosts}
+
+
+def test_the_tuned_order_runs_on_a_copy_of_the_cluster_or_hostfile_in_that_order(tmp_path):
+    (shape,) = parse_shapes("calibrated", CLUSTER)
+    st = next(
+        st
+        for st in (tune_shape(CLUSTER, shape, f, _ops_of(f.library), SIZES) for f in LIBRARY_FORMATS.values())
+        if st.reordered
+    )  # a library whose order moves ranks on this profile
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(_cluster_doc(list(shape.rank_hosts))))
+    got = tuned_launch(hm.Launch(np=6, cluster=str(spec)), st, tmp_path / "c")
+    assert [h.name for h in hm.cluster.load_spec(got.cluster).hosts] == list(st.hosts_in_order)
+    hf = tmp_path / "hosts"
+    hf.write_text("".join(f"{h}:1\n" for h in shape.rank_hosts))
+    got = tuned_launch(hm.Launch(np=6, hostfile=str(hf)), st, tmp_path / "h")
+    assert Path(got.hostfile).read_text().split() == [f"{h}:1" for h in st.hosts_in_order]
+    with pytest.raises(InputError, match="hosts are unknown"):
+        tuned_launch(hm.Launch(np=6), st, tmp_path / "p")
