@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         cols += ["measured_gain_pct", "measured_gain_min_pct", "measured_gain_max_pct"]
     table = [{**r.to_dict(), "size": format_size(r.size)} for r in res.rows]
-    print_table(table, cols, title=f"hnow tune ({res.profile_source} profile; gains in % of the default's time)")
+    print_table(table, cols, title=f"hnow tune (profile: {res.profile_source}; gains in % of the default's time)")
     for n in res.notes:
         print(f"note: {n}")
     if res.paths:
