@@ -69,6 +69,8 @@ from .protocol import (
     QUICK_REPS,
     SHM_ROUNDS,
 )
+from .reducecost import attach as attach_reduce_cost
+from .reducecost import measure as measure_reduce_cost
 from .runtime import node_name
 from .selfcheck import native_rows, net_self_check, reference_rows, self_check
 from .sharedmemory import SharedMemoryRun, default_sizes
@@ -421,10 +423,12 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
         pairs, roles, sizes, rounds, gap, args.quick, prepared["native_ops"], prepared["native_sizes"]
     )
     raw = run_shared_memory(k, comm, rt, plan)
+    gamma = measure_reduce_cost(k, comm, rt, layout, args.quick)  # γ per node type (extensions.reduce)
     if rt.rank != 0:
         return None
     with rt.step("fit"):
         doc = fit_profile(raw, layout, hosts, pairs, roles)
+        attach_reduce_cost(doc, gamma)
         prof = Profile.from_dict(doc, where="fitted profile")
         prov = doc["provenance"]
         prov["self_check"] = self_check(doc, raw, pairs, layout, prof)
@@ -536,11 +540,13 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
     auto_info = measured["auto"]
     hosts_section, hosts_prov = _hosts_terms(args, rt, pk, layout, hosts, measured)
     raw = run_network(pk, rt, plan)
+    gamma = measure_reduce_cost(pk.world, rt.comm, rt, layout, args.quick)  # γ per node type (extensions.reduce)
     pk.free()
     if rt.rank != 0:
         return None
     with rt.step("fit"):
         doc = fit_network_profile(raw, layout, hosts, plan.pairs, plan.roles, hosts_section)
+        attach_reduce_cost(doc, gamma)
         prov = doc["provenance"]
         prov["self_check"] = net_self_check(doc, raw, plan.pairs, layout)
         prov["reference_pingpong"] = []

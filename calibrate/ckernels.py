@@ -56,6 +56,7 @@ KERNEL_DIR = Path(__file__).resolve().parent / "kernels"
 KERNEL_SOURCES: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "lib": ("hnow_kernels.c", "libhnowk.so", ("-O2", "-shared", "-fPIC")),
     "ref": ("pingpong_ref.c", "pingpong_ref", ("-O2",)),
+    "sumref": ("sum_ref.c", "sum_ref", ("-O2",)),  # the plain C loop γ is checked against (no MPI in it)
 }
 
 #: ``op`` values of :meth:`Kernels.coll`
@@ -65,6 +66,10 @@ _OP_NAMES = {o.kernel: o.kernel_code for o in OPERATIONS.values() if o.kernel_co
     "p2p": OP_P2P,
     "fanout": OP_FANOUT,
 }
+
+#: ``op`` and ``datatype`` of :meth:`Kernels.reduce_local` -> the codes of ``hk_reduce``
+_REDUCE_OPS = {"sum": 0, "max": 1, "min": 2, "prod": 3}
+_REDUCE_TYPES = {"double": 0, "float": 1, "int": 2, "long": 3}
 
 _ERRORS = {
     -1: "bad arguments (rank out of range, a == b, negative size or count, reps < 1)",
@@ -232,6 +237,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "hk_copy": [_c.c_long, _c.c_long, _c.c_int, _c.c_int, _F64],
     # m, copies, reps, out
     "hk_cpu": [_c.c_long, _c.c_long, _c.c_int, _F64],
+    # m, op, dtype, calls, reps, out
+    "hk_reduce": [_c.c_long, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _F64],
     # comm_f, a, b, m, reps, delay_us, aligned, out
     "hk_late": [_c.c_int, _c.c_int, _c.c_int, _c.c_long, _c.c_int, _c.c_double, _c.c_int, _F64],
     "hk_verify": [_c.c_char_p, _c.c_long, _c.c_int],
@@ -448,6 +455,17 @@ class Kernels:
         evenly). Not collective."""
         out = np.zeros(self._reps(reps), dtype=np.float64)
         self._check("hk_cpu", self._lib.hk_cpu(int(m), int(copies), out.size, out))
+        return out
+
+    def reduce_local(self, m: int, calls: int, reps: int, op: str = "sum", datatype: str = "double") -> np.ndarray:
+        """What combining two ``m``-byte buffers costs this rank: µs per ``MPI_Reduce_local`` (``op``: sum, max, min,
+        prod; ``datatype``: double, float, int, long; ``m`` a multiple of its size) over ``calls`` calls back to back
+        on the same two page-aligned buffers, one per repetition; the result is checked. Not collective."""
+        code, dtype = _REDUCE_OPS.get(op), _REDUCE_TYPES.get(datatype)
+        if code is None or dtype is None:
+            raise ValueError(f"op must be one of {sorted(_REDUCE_OPS)} and datatype of {sorted(_REDUCE_TYPES)}")
+        out = np.zeros(self._reps(reps), dtype=np.float64)
+        self._check("hk_reduce", self._lib.hk_reduce(int(m), code, dtype, int(calls), out.size, out))
         return out
 
     def late(

@@ -40,6 +40,12 @@ __all__ = [
     "ABOVE_BURST_BYTES",
     "SMALL_BYTES",
     "REFILL_IDLE_MAX_US",
+    "REDUCE_MIN_BYTES",
+    "REDUCE_MAX_BYTES",
+    "REDUCE_ROUNDS",
+    "REDUCE_REPS",
+    "REDUCE_SAMPLE_BYTES",
+    "REDUCE_MAX_CALLS",
     "QUIET_POLL_S",
     "BYSTANDER_SLEEP_S",
     "PAIR_BYSTANDER_SLEEP_S",
@@ -124,6 +130,20 @@ FANOUT_SIZES = (16384, 32768)
 QUEUED_MAX_BYTES = 65536.0
 #: ... on a grid of this step (bytes) first, then refined to a byte around the best grid point.
 QUEUED_STEP_BYTES = 256.0
+
+# ---- the reduction cost γ (calibrate.reducecost) ----------------------------------------------------------------
+#: Smallest and largest buffer (bytes) whose combining is timed: a few hundred doubles, up to well beyond the caches
+#: (the in-cache and out-of-cache regimes of the fit).
+REDUCE_MIN_BYTES = 1024
+REDUCE_MAX_BYTES = 4 << 20
+#: Rounds over the sizes, per node type: ``(with --quick, without)``; a size's value is the median over rounds.
+REDUCE_ROUNDS = (3, 5)
+#: Repetitions of one size in one round (µs per call, their median): ``(with --quick, without)``.
+REDUCE_REPS = (7, 15)
+#: Calls back to back in one repetition: enough to combine this many bytes (tens of µs: the clock's own ~50 ns
+#: stays below 0.2 %), at most :data:`REDUCE_MAX_CALLS`.
+REDUCE_SAMPLE_BYTES = 1 << 20
+REDUCE_MAX_CALLS = 1024
 
 # ---- ranks that wait (sleeping, so that the measuring ranks keep the CPU) -------------------------------------
 #: A rank taking part in a Python-timed measurement tests its request between sleeps of this long (s; MPICH's

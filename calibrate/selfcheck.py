@@ -1,5 +1,6 @@
 """What a fitted profile is checked against: the measured one-way times predicted back, the plain C ping-pong
-reference (shared memory), and the native collectives measured in the same rounds."""
+reference (shared memory), the native collectives measured in the same rounds, and the measured reduction costs
+predicted back."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from .protocol import REFERENCE_SIZES, SELF_CHECK_WARN_PCT
 from .rounds import over_rounds
 
-__all__ = ["self_check", "reference_rows", "native_rows", "net_ptp_us", "net_self_check"]
+__all__ = ["self_check", "reference_rows", "native_rows", "net_ptp_us", "net_self_check", "reduce_self_check"]
 
 
 def self_check(
@@ -159,4 +160,42 @@ def net_self_check(
             f"{w['size']} B: {w['profile_us']:.4g} vs {w['measured_us']:.4g} µs), above {SELF_CHECK_WARN_PCT:g} %"
             + (f"; from each link's burst up the worst miss is {max(above):.1f} %" if above else "")
         )
+    return out
+
+
+def reduce_self_check(
+    entry: dict[str, Any], sizes: Sequence[int], measured: dict[str, Sequence[float]], warnings: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Predict every measured combine (µs, per node type and size) back from the profile's ``extensions.reduce``
+    ``entry``, read as the library reads it (:class:`hnowmodel.params.ReduceTerms`): per type its rows and worst miss
+    (%); a warning into ``warnings`` above :data:`~calibrate.protocol.SELF_CHECK_WARN_PCT`.
+
+    >>> entry = {"types": {"f": {"Gc_us": 0.0, "Gm_us_per_byte": 1e-3}}}
+    >>> reduce_self_check(entry, [1000, 2000], {"f": [1.0, 2.5]}, w := [])["f"]["worst_miss_pct"], len(w)
+    (20.0, 1)
+    """
+    from hnowmodel.params import ReduceTerms
+
+    terms = ReduceTerms.from_doc(entry, list(measured), "reduce self-check")
+    out = {}
+    for t, values in measured.items():
+        cost = terms.costs[t]
+        rows = [
+            {
+                "size": int(m),
+                "measured_us": float(v),
+                "profile_us": cost.us(m),
+                "miss_pct": 100.0 * (cost.us(m) - v) / v,
+            }
+            for m, v in zip(sizes, values, strict=True)
+            if v > 0
+        ]
+        worst = max((abs(r["miss_pct"]) for r in rows), default=math.nan)
+        out[t] = {"rows": rows, "worst_miss_pct": worst, "warn_above_pct": SELF_CHECK_WARN_PCT}
+        if worst > SELF_CHECK_WARN_PCT:
+            w = max(rows, key=lambda r: abs(r["miss_pct"]))
+            warnings.append(
+                f"self-check: the reduction cost of {t} misses a measured combine by {worst:.1f} % (at {w['size']} B: "
+                f"{w['profile_us']:.3g} vs {w['measured_us']:.3g} µs), above {SELF_CHECK_WARN_PCT:g} %"
+            )
     return out

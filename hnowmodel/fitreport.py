@@ -1,5 +1,6 @@
 """The readable report of a calibration (``hnow calibrate`` prints it): what measured, every regime's parameters
-± 95 % CI, the protocol switch, the self-check, the plain C ping-pong reference, the run-to-run spread, warnings."""
+± 95 % CI, the protocol switch, the self-check, the plain C ping-pong reference, the reduction cost γ, the
+run-to-run spread, warnings."""
 
 from __future__ import annotations
 
@@ -74,6 +75,7 @@ def fit_report(profile: Profile) -> list[str]:
     if profile.rendezvous_from_bytes is not None:
         lines.append(f"protocol: eager below {profile.rendezvous_from_bytes} B, rendezvous from there on")
     lines += _check_lines(prov)
+    lines += _reduce_lines(profile, prov.get("reduce", {}))
     lines += _spread_lines(prov)
     lines += _pair_lines(prov)
     for w in prov.get("warnings", []):
@@ -152,6 +154,32 @@ def _check_lines(prov: dict[str, Any]) -> list[str]:
             for r in ref
         ]
         lines.append(table_text(rows))
+    return lines
+
+
+def _reduce_lines(profile: Profile, prov: dict[str, Any]) -> list[str]:
+    """The reduction cost per node type (``extensions.reduce``): its lines ± 95 % CI, γ at 64 KiB, the self-check."""
+    terms = profile.reduce_terms if profile.has_reduce_cost else None
+    if terms is None:
+        return []
+    lines = [f"reduction cost G(m) per node type ({terms.op} on {terms.datatype}; γ(m) = G(m)/m):"]
+    for t, cost in terms.costs.items():
+        fits = prov.get("types", {}).get(t, {})
+        regs = fits.get("fit", {}).get("regimes", [])
+        parts = []
+        for i, r in enumerate(cost.regimes):
+            f = regs[i] if i < len(regs) else {}
+            c = _pm(r.Gc_us, f.get("intercept_ci95_us"), 3)
+            k = _pm(r.Gm_us_per_byte, f.get("slope_ci95_us_per_byte"), 3)
+            parts.append(
+                f"{c} µs + {k} µs/B·m "
+                + (f"up to {r.upto_bytes} B" if r.upto_bytes is not None else "above" if i else "at every size")
+            )
+        check = fits.get("self_check", {}).get("worst_miss_pct")
+        lines.append(
+            f"  {t}: " + "; ".join(parts) + f"; γ {cost.us_per_byte(65536):.3g} µs/B at 64 KiB"
+            + (f"; self-check worst miss {check:.1f} %" if isinstance(check, (int, float)) else "")
+        )  # fmt: skip
     return lines
 
 

@@ -36,7 +36,7 @@
 #include <time.h>
 
 /* Bump whenever a signature or the meaning of an output changes (part of the build cache key). */
-#define HK_VERSION 10
+#define HK_VERSION 11
 
 #define HK_OK 0
 #define HK_EARGS (-1)     /* bad arguments (rank out of range, a == b, negative size, reps < 1, ...) */
@@ -728,6 +728,68 @@ int hk_cpu(long m, long copies, int reps, double *out) {
     }
     buf_free(&src);
     buf_free(&dst);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------------------------- */
+/* hk_reduce: what combining two buffers costs this rank, the compute part of a reduction (gamma).            */
+/*                                                                                                            */
+/* MPI_Reduce_local(in, inout, m / sizeof(type), type, op) on two separate page-aligned buffers of m bytes,   */
+/* `calls` calls back to back per repetition: out[i] = µs per call. One untimed repetition first. The buffers */
+/* are reused from call to call, as a reduction's accumulator and incoming block are: they stay in the caches */
+/* while 2m bytes fit, and stream from memory beyond (the in-cache and out-of-cache regimes of the fit). Not  */
+/* collective: any rank may call it (the calibration runs one rank at a time while the others sleep).         */
+/* op: 0 MPI_SUM, 1 MPI_MAX, 2 MPI_MIN, 3 MPI_PROD; dtype: 0 MPI_DOUBLE, 1 MPI_FLOAT, 2 MPI_INT, 3 MPI_LONG;  */
+/* m must be a multiple of the type's size. in holds ones, inout zeros: after N calls every element of inout  */
+/* is N (sum), 1 (max), 0 (min, prod), small whole numbers every type holds exactly, which is checked.        */
+static double reduce_elem(const void *p, int dtype, long j) {
+    switch (dtype) {
+        case 0: return ((const double *)p)[j];
+        case 1: return (double)((const float *)p)[j];
+        case 2: return (double)((const int *)p)[j];
+        default: return (double)((const long *)p)[j];
+    }
+}
+
+static void reduce_fill(void *p, int dtype, long n, int v) {
+    for (long j = 0; j < n; j++) {
+        switch (dtype) {
+            case 0: ((double *)p)[j] = v; break;
+            case 1: ((float *)p)[j] = (float)v; break;
+            case 2: ((int *)p)[j] = v; break;
+            default: ((long *)p)[j] = v; break;
+        }
+    }
+}
+
+int hk_reduce(long m, int op, int dtype, long calls, int reps, double *out) {
+    static const size_t width[] = {sizeof(double), sizeof(float), sizeof(int), sizeof(long)};
+    if (op < 0 || op > 3) return HK_EOP;
+    if (dtype < 0 || dtype > 3 || m < 1 || calls < 1 || reps < 1 || m % (long)width[dtype] != 0) return HK_EARGS;
+    if (m / (long)width[dtype] > INT_MAX) return HK_EARGS;
+    MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
+    MPI_Datatype types[] = {MPI_DOUBLE, MPI_FLOAT, MPI_INT, MPI_LONG};
+    int count = (int)(m / (long)width[dtype]);
+    hk_buf in = {0}, io = {0};
+    int rc = buf_alloc(&in, (size_t)m, 1);
+    if (rc == HK_OK) rc = buf_alloc(&io, (size_t)m, 1);
+    if (rc == HK_OK) {
+        reduce_fill(in.p, dtype, count, 1);
+        reduce_fill(io.p, dtype, count, 0);
+        long done = 0;
+        for (int i = -1; i < reps; i++) {
+            int64_t t0 = now_ns();
+            for (long c = 0; c < calls; c++) MPI_Reduce_local(in.p, io.p, count, types[dtype], ops[op]);
+            int64_t t1 = now_ns();
+            done += calls;
+            if (i >= 0) out[i] = ns_to_us(t1 - t0) / (double)calls;
+        }
+        double want = op == 0 ? (double)done : op == 1 ? 1.0 : 0.0;
+        for (long j = 0; j < count && rc == HK_OK; j++)
+            if (reduce_elem(io.p, dtype, j) != want) rc = HK_EPAYLOAD;
+    }
+    buf_free(&in);
+    buf_free(&io);
     return rc;
 }
 

@@ -2,7 +2,8 @@
 
 The package, lowest first: :mod:`~hnowmodel.params.schema` (schema names, keys, limits, the checks of numbers and
 lines), :mod:`~hnowmodel.params.regimes` (regimes, node types, links), :mod:`~hnowmodel.params.terms` (network
-terms, shared-memory costs, NICs), :mod:`~hnowmodel.params.profile` (the :class:`Profile`, its file, the paper's
+terms, shared-memory costs, NICs), :mod:`~hnowmodel.params.reducecost` (what combining two buffers costs a node
+type, γ), :mod:`~hnowmodel.params.profile` (the :class:`Profile`, its file, the paper's
 profile). Every public name is imported from ``hnowmodel.params`` itself.
 
 Units are microseconds and bytes everywhere; every field name carries its unit.
@@ -33,6 +34,7 @@ evaluates the parameters at the size in question (:meth:`NodeType.send_us`, :met
 from __future__ import annotations
 
 from .profile import Profile, paper_profile
+from .reducecost import REDUCE_DATATYPE, REDUCE_OP, ReduceCost, ReduceRegime, ReduceTerms
 from .regimes import Link, LinkRegime, NodeType, Regime, parse_links, parse_network, parse_types
 from .schema import (
     COPY_KEYS,
@@ -44,6 +46,7 @@ from .schema import (
     PROFILE_SCHEMA_V1,
     PROFILE_SCHEMA_V3,
     PROFILE_SCHEMAS,
+    REDUCE_KEYS,
     TYPE_KEYS,
 )
 from .terms import NetworkTerms, Nic, ShmCosts
@@ -58,6 +61,11 @@ __all__ = [
     "NetworkTerms",
     "ShmCosts",
     "Nic",
+    "ReduceRegime",
+    "ReduceCost",
+    "ReduceTerms",
+    "REDUCE_OP",
+    "REDUCE_DATATYPE",
     "paper_profile",
     "PROFILE_SCHEMA",
     "PROFILE_SCHEMA_V1",
@@ -66,6 +74,7 @@ __all__ = [
     "TYPE_KEYS",
     "COPY_KEYS",
     "LINK_KEYS",
+    "REDUCE_KEYS",
     "MAX_CONST_US",
     "MAX_PER_BYTE_US",
     "MAX_UPTO_BYTES",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import LayoutError, ProfileError
+from ..errors import InputError, LayoutError, ProfileError
 from ..io import read_json, write_json_atomic
 from ..layout import Layout
+from .reducecost import ReduceTerms
 from .regimes import (
     _TYPE_COLS,
     Link,
@@ -170,6 +171,58 @@ class Profile:
         ext = self.extensions if isinstance(self.extensions, Mapping) else {}
         return NetworkTerms.from_doc(ext.get("network"))
 
+    @cached_property
+    def reduce_terms(self) -> ReduceTerms:
+        """``extensions["reduce"]`` as typed :class:`~hnowmodel.params.ReduceTerms` (no costs when the profile has
+        none), parsed and validated on first use (:meth:`from_dict` validates it on load)."""
+        ext = self.extensions if isinstance(self.extensions, Mapping) else {}
+        return ReduceTerms.from_doc(ext.get("reduce"), self.types)
+
+    @property
+    def has_reduce_cost(self) -> bool:
+        """Whether the profile says what combining two buffers costs each node type (γ, ``extensions.reduce``).
+
+        >>> paper_profile().has_reduce_cost
+        False
+        """
+        return bool(self.reduce_terms.costs)
+
+    def reduce_us_per_byte_at(self, nbytes: int) -> dict[str, float]:
+        """γ per node type at a buffer of ``nbytes`` bytes: µs per byte to combine two buffers of that size
+        (``MPI_Reduce_local``, ``MPI_SUM`` on ``MPI_DOUBLE`` unless ``reduce_terms`` says otherwise), each type's
+        regime in force at ``nbytes``; γ·nbytes is the whole combine (its constant included). Type name -> µs/byte.
+        :class:`~hnowmodel.errors.InputError` (one line) when the profile has no reduction cost.
+
+        >>> p = Profile.from_dict({**paper_profile().to_dict(), "extensions": {"reduce": {"types": {
+        ...     "fast": {"Gc_us": 0.0, "Gm_us_per_byte": 2e-4}, "slow": {"Gc_us": 1.0, "Gm_us_per_byte": 5e-4}}}}})
+        >>> p.reduce_us_per_byte_at(1000)
+        {'fast': 0.0002, 'slow': 0.0015}
+        >>> paper_profile().reduce_us_per_byte_at(1000)
+        Traceback (most recent call last):
+        ...
+        hnowmodel.errors.InputError: the profile has no reduction cost (γ, µs per byte to combine two buffers): \
+calibrate one on real MPI, which measures it per node type: hnow calibrate --np N --layout LAYOUT -o PROFILE
+        """
+        if isinstance(nbytes, (bool, np.bool_)) or not isinstance(nbytes, (int, np.integer, float, np.floating)):
+            raise InputError(f"reduce_us_per_byte_at: nbytes must be a whole number of bytes >= 0, got {nbytes!r}")
+        if not (math.isfinite(nbytes) and nbytes >= 0 and float(nbytes).is_integer()):
+            raise InputError(f"reduce_us_per_byte_at: nbytes must be a whole number of bytes >= 0, got {nbytes!r}")
+        costs = self.reduce_terms.costs
+        if not costs:
+            raise InputError(
+                "the profile has no reduction cost (γ, µs per byte to combine two buffers): calibrate one on real "
+                "MPI, which measures it per node type: hnow calibrate --np N --layout LAYOUT -o PROFILE"
+            )
+        return {t: costs[t].us_per_byte(int(nbytes)) for t in self.types}
+
+    def with_reduce_terms(self, terms: ReduceTerms | None) -> Profile:
+        """This profile with ``terms`` as its reduction costs (``extensions.reduce``; None removes them), validated
+        against its node types."""
+        ext = {k: v for k, v in (self.extensions or {}).items() if k != "reduce"}
+        if terms is not None:
+            ext["reduce"] = ReduceTerms.from_doc(terms.to_doc(), self.types).to_doc()
+        return replace(self, extensions=ext)
+
     @property
     def type_names(self) -> tuple[str, ...]:
         return tuple(self.types)
@@ -305,6 +358,8 @@ class Profile:
                 raise ProfileError(f"{where}.nodes[{i}].type: unknown node type {n.get('type')!r}")
         prov = _mapping(doc.get("provenance", {}), f"{where}.provenance")
         ext = _mapping(doc.get("extensions", {}), f"{where}.extensions")
+        if "reduce" in ext:  # validated now, so that a bad γ names its file and field on load
+            ReduceTerms.from_doc(ext["reduce"], types, f"{where}.extensions.reduce")
         rdv = None
         if "protocol" in doc:
             proto = _mapping(doc["protocol"], f"{where}.protocol")

@@ -21,6 +21,7 @@ __all__ = [
     "TYPE_KEYS",
     "COPY_KEYS",
     "LINK_KEYS",
+    "REDUCE_KEYS",
     "MAX_CONST_US",
     "MAX_PER_BYTE_US",
     "MAX_UPTO_BYTES",
@@ -37,6 +38,8 @@ TYPE_KEYS = ("Sc_us", "Sm_us_per_byte", "Rc_us", "Rm_us_per_byte")
 #: Optional per-type keys (default 0): the root's local copy of its own block in MPICH's binomial scatter/gather.
 COPY_KEYS = ("Cc_us", "Cm_us_per_byte")
 LINK_KEYS = ("Xc_us", "Xm_us_per_byte")
+#: A reduction-cost regime's keys (``extensions.reduce``): combining m bytes costs ``Gc_us + Gm_us_per_byte*m``.
+REDUCE_KEYS = ("Gc_us", "Gm_us_per_byte")
 #: Largest constant term (µs) a profile may hold: 1000 s. Paper values are ~100 µs.
 MAX_CONST_US = 1e9
 #: Largest per-byte term (µs/byte) a profile may hold: 1 KB/s. Paper values are ~0.1 µs/byte.

@@ -111,6 +111,14 @@ def test_plain_mpi_profile_is_fitted_with_the_c_kernels_and_checked(plain_calibr
     assert math.isfinite(prov["self_check"]["worst_miss_pct"]) and prov["self_check"]["rows"]
     assert {r["size"] for r in prov["reference_pingpong"]} == {8, 1024, 65536, 1 << 20}
     assert "plain C ping-pong" in stdout and "self-check" in stdout and "kernels: C" in stdout
+    # the reduction cost γ of the one node type, measured by MPI_Reduce_local in the same calibration
+    assert prof.has_reduce_cost and prof.reduce_terms.datatype == "MPI_DOUBLE"
+    for m in (1024, 65536, 4 << 20):
+        gamma = prof.reduce_us_per_byte_at(m)
+        assert list(gamma) == ["node"] and math.isfinite(gamma["node"]) and gamma["node"] > 0, (m, gamma)
+    check = prov["reduce"]["types"]["node"]["self_check"]
+    assert math.isfinite(check["worst_miss_pct"]) and {r["size"] for r in check["rows"]} >= {1024, 4 << 20}
+    assert "reduction cost G(m)" in stdout
 
 
 @pytest.mark.timing

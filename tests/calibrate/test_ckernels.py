@@ -278,9 +278,21 @@ ODD_SIZES_DRIVER = textwrap.dedent(
     except Exception as e:
         refused = type(e).__name__
     late = {m: k.late(0, 1, m, 5, delay_us=300.0) for m in (8, 1 << 20)}
+    # the reduction cost: µs per MPI_Reduce_local (the sums checked in C); a size of no whole double is refused
+    reduce = [float(np.median(k.reduce_local(m, 4, 3))) for m in (1024, 1 << 20)]
+    reduce += [float(np.median(k.reduce_local(4096, 2, 3, op=o, datatype=d))) for o, d in (("max", "int"),
+                                                                                        ("prod", "float"))]
+    bad = []
+    for call in (lambda: k.reduce_local(1001, 4, 3), lambda: k.reduce_local(1024, 4, 3, op="xor")):
+        try:
+            call()
+            bad.append(None)
+        except Exception as e:
+            bad.append(type(e).__name__)
     if MPI.COMM_WORLD.rank == 0:
         late = {m: float(np.median(v)) for m, v in late.items()}
-        print(json.dumps({"copy": copy, "cpu": cpu, "refused": refused, "late": late}))
+        print(json.dumps({"copy": copy, "cpu": cpu, "refused": refused, "late": late, "reduce": reduce,
+                          "reduce_refused": bad}))
     """
 )
 
@@ -296,6 +308,9 @@ def test_odd_sizes_copy_and_late_receive(cache_home, tmp_path):
     # the CPU probe: µs per copy, more for 64 KiB than for 64 B; a copy of nothing is refused
     assert 0 < res["cpu"][0] < res["cpu"][1]
     assert res["refused"] == "KernelError"
+    # γ: µs per combine, finite and positive, more for 1 MiB than for 1 KiB; other ops and types run and check too
+    assert all(0 < x < 1e6 for x in res["reduce"]) and res["reduce"][0] < res["reduce"][1]
+    assert res["reduce_refused"] == ["KernelError", "ValueError"]
     # MPICH on shared memory: 8 B goes eagerly (the send does not wait for the late receive), 1 MiB by rendezvous
     # (the send cannot finish before the receive is posted 300 µs later)
     assert res["late"]["8"] < 150 < res["late"][str(1 << 20)]
