@@ -66,6 +66,7 @@ from .protocol import (
     NET_BUDGET_US,
     NET_GAP_MIN_US,
     NET_ROUNDS,
+    QUICK_REPS,
     SHM_ROUNDS,
 )
 from .reducecost import attach as attach_reduce_cost
@@ -469,7 +470,7 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[
     links, NICs: :mod:`calibrate.host_probes`), and the network run."""
     budget = NET_BUDGET_QUICK_US if args.quick else NET_BUDGET_US
     gap_min = NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
-    pc = host_pair_costs(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min)
+    pc = host_pair_costs(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min, reps=QUICK_REPS if args.quick else 5)
     layout = prepared["layout"]
     # the NICs group hosts (--layout auto) and enter the profile where ranks share a host: otherwise not measured
     shared = len(set(hosts)) < len(hosts)

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .pairkernels import PairKernels, group_call
-from .protocol import CPU_PROBE_BYTES, CPU_PROBE_COPIES, CPU_TOLERANCE, GROUP_TOLERANCE, refill_gap_us
+from .protocol import CPU_PROBE_BYTES, CPU_PROBE_COPIES, CPU_TOLERANCE, GROUP_TOLERANCE, QUICK_REPS, refill_gap_us
 from .stats import median_ci
 
 __all__ = [
@@ -76,11 +76,11 @@ PAIR_BUDGET_US = 400_000.0
 
 
 def host_pair_costs(
-    pk: PairKernels, rt: Any, hosts: Sequence[str], *, budget_us: float, gap_min_us: float
+    pk: PairKernels, rt: Any, hosts: Sequence[str], *, budget_us: float, gap_min_us: float, reps: int = 5
 ) -> dict[str, Any]:
     """One-way per-byte cost (µs/byte) of every ordered pair of hosts, between their first ranks: ``{"hosts":
     names, "cost": n×n (nan on the diagonal), "half": the CIs' half-widths}``, on every rank. Probed up to
-    :data:`PAIR_BUDGET_US` per message (or ``budget_us`` when larger)."""
+    :data:`PAIR_BUDGET_US` per message (or ``budget_us`` when larger), ``reps`` messages of each of two sizes."""
     from .network import probe_slope
 
     first: dict[str, int] = {}
@@ -97,7 +97,7 @@ def host_pair_costs(
             for j in range(n):
                 if i != j:
                     a, b = first[names[i]], first[names[j]]
-                    p = probe_slope(pk, a, b, budget_us=budget, gap_min_us=gap_min_us, max_bytes=NIC_SIZE)
+                    p = probe_slope(pk, a, b, budget_us=budget, gap_min_us=gap_min_us, reps=reps, max_bytes=NIC_SIZE)
                     cost[i, j] = max(p["k_us_per_byte"], 1e-6)
                     half[i, j] = max(p["ci_high"] - p["k_us_per_byte"], p["k_us_per_byte"] - p["ci_low"], 0.0)
     return {"hosts": names, "cost": cost, "half": half}
@@ -235,7 +235,7 @@ def measure_nics(
     not ``seen`` (no flow was held back by the NIC) is a lower bound: the larger of the flows' estimate and the
     host's fastest pairwise rate."""
     names, cost = pc["hosts"], pc["cost"]
-    reps = 5 if quick else 9
+    reps = QUICK_REPS if quick else 9
     out: dict[str, dict[str, Any]] = {}
     if len(names) < 2:
         return out

@@ -34,6 +34,7 @@ from . import (
     testbed,
     trees,
     treespec,
+    tuning,
 )
 from . import runopts as schedule
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
@@ -60,6 +61,7 @@ from .libraries.mpich import selection as mpich
 from .libraries.openmpi import rules as ompi_rules
 from .params import Link, NodeType, Profile, paper_profile
 from .sizes import parse_sizes
+from .tuning import tune
 
 _sys.modules[__name__ + ".schedule"] = schedule
 
@@ -72,6 +74,7 @@ __all__ = [
     "bench",
     "imb_compare",
     "info",
+    "tune",
     "setup_openmpi",
     "setup_intelmpi",
     "Comparison",
@@ -101,6 +104,7 @@ __all__ = [
     "sizes",
     "trees",
     "treespec",
+    "tuning",
     "HnowError",
     "InputError",
     "LayoutError",

@@ -72,8 +72,10 @@ LAYERS: dict[str, int] = {
     # protocol, results, API); the virtual cluster (network namespaces, Slurm) the jobs run on
     "hnowmodel.jobs": 6,
     "hnowmodel.cluster": 6,  # imports only L0 (errors, io, mpi_programs); jobs, demo and cli start clusters
-    # L7: the demo (calibrate, compare, report in one call) and the package's facade (``import hnowmodel``)
+    # L7: the demo (calibrate, compare, report in one call), the tuning (export per job shape, verified through the
+    # jobs) and the package's facade (``import hnowmodel``)
     "hnowmodel.demo": 7,
+    "hnowmodel.tuning": 7,
     # L8: the command line: parses and prints, one library call per command
     "hnowmodel.cli": 8,
 }

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "cluster": "hnowmodel.cli.cluster",
     "slurm-script": "hnowmodel.cli.slurm_script",
     "export": "hnowmodel.cli.export",
+    "tune": "hnowmodel.cli.tune",
     "setup-openmpi": "hnowmodel.cli.setup_openmpi",
     "setup-intelmpi": "hnowmodel.cli.setup_intelmpi",
     "import": "hnowmodel.cli.outside",

@@ -22,6 +22,7 @@ CONTRACT = {
     "info",
     "slurm-script",
     "export",
+    "tune",
     "setup-openmpi",
     "setup-intelmpi",
     "import",

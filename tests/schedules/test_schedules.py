@@ -130,6 +130,27 @@ def test_repeated_steps_settle_to_their_unrolled_value(seed):
     assert evaluate(prof, lay, s) == pytest.approx(evaluate(prof, lay, flat), rel=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_repeated_permutation_steps_settle_to_their_unrolled_value(seed):
+    # every rank sends one message and receives one (a ring's shape, here random derangements) runs on the engine's
+    # message-order loop: the same numbers as running every repetition of the general rules
+    rng = np.random.default_rng(100 + seed)
+    n = 12
+    lay = Layout([str(t) for t in rng.choice(["fast", "slow"], 6).repeat(2)], hosts=np.arange(n) // 2)
+    steps = []
+    for _ in range(2):
+        src = rng.permutation(n)
+        dst = np.roll(src, int(rng.integers(1, n)))  # a derangement: src[i] -> dst[i], never to itself
+        steps.append(
+            Step.of(src, dst, rng.uniform(0, 5000, n), rng.uniform(0, 100, n), repeat=int(rng.integers(2, 60)))
+        )
+    s = MessageSchedule(n, (Step.of([0], [1], 100.0), *steps))
+    flat = MessageSchedule(n, tuple(s.unrolled()))
+    got = evaluate(HOSTS, lay, s, reduce_us_per_byte=0.003, per_rank=True)
+    np.testing.assert_allclose(got, evaluate(HOSTS, lay, flat, reduce_us_per_byte=0.003, per_rank=True), rtol=1e-12)
+    assert evaluate(HOSTS, lay, s) == pytest.approx(evaluate(HOSTS, lay, flat), rel=1e-12)
+
+
 def test_evaluate_refuses_bad_input():
     s = S.ring_allgather(3, 8)
     with pytest.raises(LayoutError, match="3"):

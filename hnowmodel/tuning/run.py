@@ -1,0 +1,245 @@
+"""``hm.tune``: from one profile (or a calibration made first) to the files each MPI library reads, for every job
+shape asked for, without running a collective on those shapes; with ``verify``, measured on the shape the job runs on.
+
+>>> from hnowmodel.params import Profile, paper_profile
+>>> doc = paper_profile().to_dict()
+>>> doc["nodes"] = [{"rank": r, "host": f"n{r}", "type": t} for r, t in enumerate(["fast", "slow", "fast", "slow"])]
+>>> res = tune(Profile.from_dict(doc), shapes="8x1", mpi="mpich", sizes=[1024, 65536])
+>>> [(r.shape, r.op, r.size, r.ranks) for r in res.rows][:2]
+[('8x1', 'bcast', 1024, 8), ('8x1', 'bcast', 65536, 8)]
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .. import ops as _ops
+from ..errors import InputError
+from ..export import LIBRARY_FORMATS
+from ..export.choose import LibraryFormat
+from ..io import check_output
+from ..jobs import CalibrateSettings, Launch, calibrate, progress_printer
+from ..jobs.checks import Progress, check_count, gather, job_layout, load_profile, placement_hosts
+from ..jobs.mpienv import MPI_LIBRARIES, check_mpi
+from ..options import check_ops
+from ..params import Profile
+from ..sizes import format_size, size_tuple
+from .choose import ShapeTuning, TuneRow, tune_shape
+from .files import write_report, write_shape
+from .shapes import Shape, check_shape_syntax, parse_shapes, shape_from_layout
+from .verify import verify
+
+__all__ = ["DEFAULT_SIZES", "TuneSettings", "TuneResult", "tune"]
+
+#: The sizes tuned for by default (bytes per rank): 1 B to 4 MiB, a factor of 4 apart.
+DEFAULT_SIZES: tuple[int, ...] = tuple(4**i for i in range(12))
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """What to tune (the ``hnow tune`` flags): ``shapes`` (``--shapes``: :func:`~.shapes.parse_shapes`; None: the
+    calibrated shape, or with ``verify`` only the shape the job runs on), ``ops`` (None: every registered
+    operation the library has algorithms hnow models for), ``sizes`` (bytes per rank), ``layout`` (the node type
+    of each rank of the job: for the calibration made first, e.g. ``auto``, and for ``verify``), ``verify``
+    (measure the default and the tuned settings on the job's ranks, ``reps`` repetitions each), ``output`` (a new
+    folder, or an empty one; ``force``: write into one that is not), ``calibrate_sizes`` (the calibration's grid)."""
+
+    shapes: Any = None
+    ops: Any = None
+    sizes: Any = DEFAULT_SIZES
+    layout: Any = None
+    verify: bool = False
+    reps: int = 5
+    output: str | Path | None = None
+    force: bool = False
+    calibrate_sizes: Any = None
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The rows (:class:`~.choose.TuneRow`: one per shape, library, operation and size), the shapes tuned (and the
+    one verified, ``verified``), the libraries, notes (operations not tuned, choices measured slower than the
+    default), where the profile came from, the files written (``paths``: shape/library -> file -> path; ``report``)
+    and the wall time (s), with the machine time spent calibrating (``calibration_s``, 0 for a given profile)."""
+
+    rows: tuple[TuneRow, ...]
+    shapes: tuple[Shape, ...]
+    libraries: tuple[str, ...]
+    notes: tuple[str, ...]
+    profile_source: str
+    verified: str | None = None
+    paths: Mapping[str, Any] = field(default_factory=dict)
+    wall_time_s: float = 0.0
+    calibration_s: float = 0.0
+
+    @property
+    def slower(self) -> tuple[TuneRow, ...]:
+        """The rows whose choice measured slower than the library's default."""
+        return tuple(r for r in self.rows if r.slower)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "shapes": [
+                {"label": s.label, "ranks": s.ranks, "hosts": [[h.name, h.type, h.slots] for h in s.hosts]}
+                for s in self.shapes
+            ],
+            "libraries": list(self.libraries),
+            "verified": self.verified,
+            "slower": [r.to_dict() for r in self.slower],
+            "notes": list(self.notes),
+            "profile": self.profile_source,
+            "paths": dict(self.paths),
+            "wall_time_s": self.wall_time_s,
+            "calibration_s": self.calibration_s,
+        }
+
+
+def _formats(mpi: str | None, verifying: bool) -> list[LibraryFormat]:
+    """The libraries to tune for: ``--mpi``'s, else every one (MPICH alone with ``--verify``: it runs)."""
+    name = check_mpi(mpi)
+    if name is None and verifying:
+        name = "mpich"
+    if name is None:
+        return list(LIBRARY_FORMATS.values())
+    library = MPI_LIBRARIES[name].library
+    return [f for f in LIBRARY_FORMATS.values() if f.library == library]
+
+
+def _ops_for(given: Any, library: str, notes: list[str]) -> list[str]:
+    """The operations to tune for ``library``: ``given`` (each one it has algorithms hnow models for), else every
+    registered one it has them for (the others named in ``notes``)."""
+    if given is not None:
+        names = check_ops(given, "--ops")
+        for op in names:
+            if not _ops.native_choices(op, library):
+                raise InputError(f"--ops: hnow models none of {library}'s own algorithms for {op}")
+        return names
+    names = [op for op in _ops.names() if _ops.native_choices(op, library)]
+    notes += [
+        f"{op}: hnow models none of {library}'s algorithms for it; not tuned" for op in _ops.names() if op not in names
+    ]
+    return names
+
+
+def _sizes(sizes: Any) -> list[int]:
+    got = sorted(set(size_tuple(sizes)))
+    if not got or got[0] < 1:
+        raise InputError("--sizes: tune for sizes of at least 1 byte (an empty collective returns at once)")
+    return got
+
+
+def _run_shape(prof: Profile, launch: Launch, layout: Any) -> tuple[Shape, bool]:
+    """The shape the job runs on (its layout: ``--layout``, else the profile's for this many ranks; its hosts
+    where hnow places the ranks) and whether its order can be changed (hnow knows its hosts)."""
+    hosts = placement_hosts(launch)
+    lay = job_layout(layout, launch.np, None, prof, hosts=hosts)
+    if lay is None:
+        raise InputError(
+            f"--verify: give --layout (the node type of each of the {launch.np} ranks; the profile was calibrated "
+            f"on {len(prof.layout)})"
+        )
+    slots = set(lay.slots.tolist())
+    label = f"run-{lay.n_hosts}x{slots.pop()}" if len(slots) == 1 else "run"
+    return shape_from_layout(label, lay), hosts is not None
+
+
+def _slower_note(r: TuneRow) -> str:
+    """The note naming a choice that measured slower than the default, with the spread of the gain.
+
+    >>> row = TuneRow("4x1", "MPICH", "op", 1024, 4, 4, "a", "b", 1.0, 0.5, 50.0, "launched", 10.0, 11.0, -10.0)
+    >>> _slower_note(row)
+    'slower than the default: MPICH op 1K on 4x1: b measured -10.0 % (spread ?..?)'
+    """
+    lo, hi = (f"{x:+.1f}" if x is not None else "?" for x in (r.measured_gain_min_pct, r.measured_gain_max_pct))
+    return (
+        f"slower than the default: {r.library} {r.op} {format_size(r.size)} on {r.shape}: {r.chosen} measured "
+        f"{r.measured_gain_pct:+.1f} % (spread {lo}..{hi})"
+    )
+
+
+def _calibrate(launch: Launch, s: TuneSettings, out: Path | None, progress: Progress) -> Profile:
+    prof = calibrate(launch, CalibrateSettings(layout=s.layout, sizes=s.calibrate_sizes), progress=progress)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        prof.save(out / "profile.json")
+    return prof
+
+
+def _tune_all(
+    prof: Profile,
+    jobs: list[tuple[Shape, bool]],
+    fmts: list[LibraryFormat],
+    ops: Mapping[str, list[str]],
+    sizes: list[int],
+    say: Callable[[str], None],
+) -> list[ShapeTuning]:
+    out = []
+    total = len(jobs) * len(fmts)
+    for shape, reorder in jobs:
+        for f in fmts:
+            say(f"tune: [{len(out) + 1}/{total}] {f.library} on {shape.describe()}")
+            out.append(tune_shape(prof, shape, f, ops[f.library], sizes, reorder=reorder))
+    return out
+
+
+def tune(
+    profile: Profile | str | None = None,
+    launch: Launch | int | None = None,
+    settings: TuneSettings | None = None,
+    *,
+    progress: Progress = None,
+    **keywords: Any,
+) -> TuneResult:
+    """Tune ``settings.shapes`` for the library of ``mpi`` (None: every library; MPICH with ``verify``) from
+    ``profile`` (a Profile or a file; None: calibrate first on ``launch``'s ranks). No collective runs on a shape;
+    with ``verify`` the default and the tuned settings are measured on ``launch``'s ranks. ``keywords``: the fields
+    of :class:`TuneSettings` and of :class:`~hnowmodel.jobs.Launch` by name (``np``, ``cluster``, ``hostfile``,
+    ``mpi``, ...). Every input is checked before any MPI run."""
+    t0 = time.monotonic()
+    launch, s = gather("tune", launch, TuneSettings, settings, keywords)
+    say = progress_printer(progress) or (lambda line: None)
+    fmts = _formats(launch.mpi, s.verify)
+    sizes = _sizes(s.sizes)
+    check_shape_syntax(s.shapes)
+    check_count(s.reps, "--reps")
+    out = check_output(s.output, force=s.force, folder=True) if s.output is not None else None
+    notes: list[str] = []
+    ops = {f.library: _ops_for(s.ops, f.library, notes) for f in fmts}
+    prof = load_profile(profile)
+    source = "given"
+    t_cal = 0.0
+    if prof is None:
+        say(f"tune: calibrating {launch.np} ranks first")
+        prof = _calibrate(launch, s, out, progress)
+        t_cal, source = time.monotonic() - t0, f"calibrated now on {launch.np} ranks"
+    jobs = [(shape, True) for shape in (parse_shapes(s.shapes, prof) if s.shapes or not s.verify else ())]
+    run = _run_shape(prof, launch, s.layout if source == "given" else None) if s.verify else None
+    tunings = _tune_all(prof, [*jobs, *([run] if run else [])], fmts, ops, sizes, say)
+    if run is not None:
+        st = tunings[-1]
+        where = out / st.shape.label / st.fmt.key if out is not None else Path(tempfile.mkdtemp(prefix="hnow-tune-"))
+        tunings[-1] = replace(st, rows=verify(prof, launch, st, where, reps=s.reps, progress=progress, say=say))
+    rows = tuple(r for st in tunings for r in st.rows)
+    notes += [f"{st.fmt.library} on {st.shape.label}: rank order {st.order}" for st in tunings]
+    notes += [_slower_note(r) for r in rows if r.slower]
+    res = TuneResult(
+        rows,
+        tuple(st.shape for st in tunings[:: len(fmts)]),
+        tuple(f.library for f in fmts),
+        tuple(notes),
+        source,
+        run[0].label if run else None,
+        calibration_s=t_cal,
+    )
+    if out is not None:
+        paths: dict[str, Any] = {f"{st.shape.label}/{st.fmt.key}": write_shape(st, out) for st in tunings}
+        res = replace(res, paths=paths, wall_time_s=time.monotonic() - t0)
+        paths["report"] = write_report(out, [r.to_dict() for r in rows], res.to_dict())
+        say(f"tune: wrote {out}")
+    return replace(res, wall_time_s=time.monotonic() - t0)
