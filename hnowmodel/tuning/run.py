@@ -117,12 +117,19 @@ def _ops_for(given: Any, library: str, notes: list[str]) -> list[str]:
     if given is not None:
         names = check_ops(given, "--ops")
         for op in names:
+            if op not in _ops.tree_names():  # the export writes the tree operations' algorithms only
+                raise InputError(f"export of {op}: not yet supported")
             if not _ops.native_choices(op, library):
                 raise InputError(f"--ops: hnow models none of {library}'s own algorithms for {op}")
         return names
-    names = [op for op in _ops.names() if _ops.native_choices(op, library)]
+    names = [op for op in _ops.tree_names() if _ops.native_choices(op, library)]
     notes += [
-        f"{op}: hnow models none of {library}'s algorithms for it; not tuned" for op in _ops.names() if op not in names
+        f"{op}: hnow models none of {library}'s algorithms for it; not tuned"
+        for op in _ops.tree_names()
+        if op not in names
+    ]
+    notes += [
+        f"{op}: hnow export does not write it yet; not tuned" for op in _ops.names() if op not in _ops.tree_names()
     ]
     return names
 
