@@ -167,7 +167,8 @@ class ClusterState:
     def public_dict(self) -> dict[str, Any]:
         """The contract JSON of ``hnow cluster up``/``status``: ``{"name", "hosts": [{"name", "address",
         "egress_mbit", "ingress_mbit", "slots"}], "slurm_conf"}`` (``slurm_conf`` null without Slurm) plus
-        informational keys (subnet, bridge, burst, state)."""
+        informational keys (subnet, bridge, burst, state; a host's ``"tcp": "default"`` where it keeps the kernel's
+        TCP settings, :attr:`~hnowmodel.cluster.HostSpec.tcp`)."""
         return {
             "name": self.name,
             "hosts": [
@@ -177,6 +178,7 @@ class ClusterState:
                     "egress_mbit": h.egress_mbit,
                     "ingress_mbit": h.ingress_mbit,
                     "slots": h.slots,
+                    **({"tcp": "default"} if self.spec.host(h.name).tcp == "default" else {}),
                 }
                 for h in self.hosts
             ],
