@@ -327,12 +327,11 @@ def imb_compare(
         raise InputError("--profile is required: the profile the times are predicted with")
     if s.output is not None:
         check_output(s.output, force=s.force, folder=True, flag="--out")
-    types = stated_types(launch, s.types)
+    # the layout first, once, before anything starts: hnow's comparison below takes it as given
+    hosts = job_hosts(launch, s.layout, prof, s.types, progress)
+    lay = job_layout(s.layout, launch.np, None, prof, hosts=hosts, types=stated_types(launch, s.types))
     up = _cluster.using(launch.cluster) if launch.cluster is not None else contextlib.nullcontext()
     with up, tempfile.TemporaryDirectory(prefix="hnow-imb-") as tmp:  # one cluster for IMB and hnow
-        # the layout first, once: hnow's comparison below takes it as given (srun's hosts are asked for once)
-        hosts = job_hosts(launch, s.layout, prof, s.types, progress)
-        lay = job_layout(s.layout, launch.np, None, prof, hosts=hosts, types=types)
         msglen = Path(tmp) / "msglen.txt"
         msglen.write_text("".join(f"{m}\n" for m in sizes))
         cmd = [str(imb), *imb_arguments(ops, launch.np, str(msglen), s.iters, s.pingpong)]
