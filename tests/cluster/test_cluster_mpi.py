@@ -119,8 +119,8 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     moved = tmp_path / "moved.json"
     cleanup.append(f"{name}m")
     hosts = [{"name": h, "egress_mbit": r, "ingress_mbit": r} for h, r in (("h3", 120), ("h2", 30), ("h9", 30))]
-    doc = {"schema": "hnowmodel.cluster/1", "name": f"{name}m", "hosts": hosts, "types": {"h9": types[1]}}
-    moved.write_text(json.dumps(doc))
+    moved_doc = {"schema": "hnowmodel.cluster/1", "name": f"{name}m", "hosts": hosts, "types": {"h9": types[1]}}
+    moved.write_text(json.dumps(moved_doc))
     out = tmp_path / "moved-report"
     args = ["compare", "--np", "3", "--cluster", str(moved), "--profile", str(prof_path), "--ops", "bcast"]
     res = hnow(*args, "--trees", "binomial", "--sizes", "16K", "--reps", "2", "-o", str(out), "--json")
