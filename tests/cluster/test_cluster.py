@@ -106,21 +106,6 @@ def test_cpu_share_round_trips_and_is_left_out_when_unset():
     assert "cpu_share" not in hc.to_dict(hc.from_dict(_spec_doc()))["hosts"][0]  # old specs read and write as before
 
 
-def test_tcp_and_types_round_trip_and_are_left_out_when_unset():
-    hosts = [
-        {"name": "a", "egress_mbit": 10, "ingress_mbit": 10, "tcp": "default"},
-        {"name": "b", "egress_mbit": 10, "ingress_mbit": 10, "tcp": "tuned"},
-    ]
-    spec = hc.from_dict(_spec_doc(hosts=hosts, types={"b": "slow"}))
-    assert [h.tcp for h in spec.hosts] == ["default", "tuned"] and spec.host_types == {"b": "slow"}
-    assert hc.from_dict(hc.to_dict(spec)) == spec
-    doc = hc.to_dict(spec)
-    assert doc["hosts"][0]["tcp"] == "default" and "tcp" not in doc["hosts"][1] and doc["types"] == {"b": "slow"}
-    old = hc.to_dict(hc.from_dict(_spec_doc()))  # old specs read and write as before: every host tuned, no types
-    assert "types" not in old and all("tcp" not in h for h in old["hosts"])
-    assert all(h.tcp == "tuned" for h in hc.from_dict(_spec_doc()).hosts)
-
-
 def test_builtin_demoslots_has_one_two_rank_host():
     # hnow demo's cluster: the demo's three speeds, one fast host with 2 ranks (its node-aware tree differs from
     # binomial), within the interface-name limit
@@ -422,55 +407,6 @@ def test_up_status_down_through_the_command(spec_file, cleanup):
     assert again.returncode == 0 and "not up" in again.stdout
     st = hnow("cluster", "status", _NAME, "--json")
     assert st.returncode == 0 and json.loads(st.stdout)["cluster"] is None
-
-
-def _host_tcp(ns: str) -> dict:
-    """What a host's TCP looks like from inside its namespace: route, GSO segments, the sysctls hnow tunes."""
-
-    def out(*cmd: str) -> str:
-        return subprocess.run(list(cmd), capture_output=True, text=True, check=True).stdout
-
-    names = ("tcp_rmem", "tcp_limit_output_bytes", "tcp_congestion_control")
-    values = out("ip", "netns", "exec", ns, "sysctl", "-n", *(f"net.ipv4.{k}" for k in names)).splitlines()
-    link = out("ip", "-n", ns, "-d", "link", "show", "eth0")
-    return {
-        "route": out("ip", "-n", ns, "route"),
-        "gso_max_segs": int(link.split("gso_max_segs ", 1)[1].split()[0]),
-        "addr": out("ip", "-n", ns, "-br", "addr", "show", "eth0"),
-        **dict(zip(names, values, strict=True)),
-    }
-
-
-@needs_netns
-def test_a_host_with_default_tcp_keeps_the_kernels_settings(cleanup):
-    name = f"{_NAME}d"
-    cleanup.append(name)
-    hosts = [
-        {"name": "a", "egress_mbit": 100, "ingress_mbit": 100},
-        {"name": "b", "egress_mbit": 40, "ingress_mbit": 40, "tcp": "default"},
-    ]
-    st = hc.up(_spec_doc(name, hosts=hosts))
-    try:
-        tuned, kernel = _host_tcp(f"hnow-{name}-a"), _host_tcp(f"hnow-{name}-b")
-        assert "initcwnd 256 initrwnd 256" in tuned["route"] and tuned["gso_max_segs"] == 1
-        assert tuned["tcp_limit_output_bytes"] == "4096" and tuned["tcp_rmem"].split()[1] == "1048576"
-        assert tuned["tcp_congestion_control"] == "reno"
-        # the kernel's: the subnet's route as the kernel makes it, GSO, its own output limit and receive buffer
-        assert f"{st.subnet} dev eth0" in kernel["route"] and "initcwnd" not in kernel["route"], kernel
-        assert kernel["gso_max_segs"] > 1 and kernel["tcp_limit_output_bytes"] != "4096", kernel
-        assert kernel["tcp_rmem"].split()[1] != "1048576", kernel
-        assert st.host("b").address + "/24" in kernel["addr"] and "UP" in kernel["addr"]
-        # both shaped alike: the TCP setting is a host's own, the link's shaping is the spec's rates
-        for h, rate in (("a", "100Mbit"), ("b", "40Mbit")):
-            qd = subprocess.run(["tc", "-n", f"hnow-{name}-{h}", "qdisc", "show", "dev", "eth0"], capture_output=True)
-            assert f"rate {rate}" in qd.stdout.decode()
-        public = {h["name"]: h for h in st.public_dict()["hosts"]}
-        assert public["b"]["tcp"] == "default" and "tcp" not in public["a"]
-        status = hnow("cluster", "status", name)
-        assert status.returncode == 0 and "the kernel's TCP on host b" in status.stdout, status.stdout
-    finally:
-        hc.down(name)
-    _assert_nothing_left(name)
 
 
 @needs_netns
