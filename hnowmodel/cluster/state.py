@@ -76,8 +76,9 @@ TCP_PAYLOAD_PER_PACKET = 1448
 class Shaping:
     """The ``tbf`` settings on every shaped link: the token bucket's ``burst_bytes`` (that many bytes pass at
     memory speed when the bucket is full; refilled in burst × 8 / rate) and the queue ``limit_bytes``; and the TCP
-    of every host, set so that how a root's concurrent messages share its link does not depend on what the
-    connections carried before (docs/virtual-cluster.md, "TCP"):
+    of every host of spec ``"tcp": "tuned"`` (the default; ``"default"`` keeps the kernel's), set so that how a
+    root's concurrent messages share its link does not depend on what the connections carried before
+    (docs/virtual-cluster.md, "TCP"):
 
     * ``initcwnd_segments``: the route's ``initcwnd`` and ``initrwnd``, with a receive buffer of
       ``tcp_rmem_default_bytes``: a message up to that window goes at once (no slow start, no idle restart);
