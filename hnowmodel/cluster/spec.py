@@ -26,7 +26,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,8 @@ class ClusterSpec:
 
     name: str
     hosts: tuple[HostSpec, ...]
-    types: tuple[tuple[str, str], ...] = ()
+    # not part of what is built: a cluster up is the same cluster whatever types its spec names (no down/up for them)
+    types: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @property
     def host_types(self) -> dict[str, str]:

@@ -41,6 +41,10 @@ def test_tcp_and_types_round_trip_and_are_left_out_when_unset():
     old = hc.to_dict(hc.from_dict(_spec_doc(_NAME)))  # old specs read and write as before: every host tuned, no types
     assert "types" not in old and all("tcp" not in h for h in old["hosts"])
     assert all(h.tcp == "tuned" for h in hc.from_dict(_spec_doc(_NAME)).hosts)
+    # the types are not built: a spec that only adds them is the cluster that is up (no down/up), a TCP change is not
+    assert hc.from_dict(_spec_doc(_NAME, types={"a": "fast"})) == hc.from_dict(_spec_doc(_NAME))
+    all_tuned = [dict(h, tcp="tuned") for h in hosts]
+    assert hc.from_dict(_spec_doc(_NAME, hosts)) != hc.from_dict(_spec_doc(_NAME, all_tuned))
 
 
 def _host_tcp(ns: str) -> dict:
