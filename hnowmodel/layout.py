@@ -16,11 +16,18 @@ what ``mpiexec -ppn`` does); a ``"nodes"`` file may place them anyhow.
 (('fast', 'fast', 'slow', 'slow', 'slow'), [0, 0, 1, 2, 2], [2, 1, 2])
 >>> layout_string(parse_layout("fast/2*2,slow", ["fast", "slow"]))
 'FF.FF.S'
+
+Ranks placed on named hosts (a virtual cluster, a hostfile, an ``srun`` allocation) take their host's node type, by
+host name (:func:`layout_from_hosts`: a profile's calibrated hosts, and a ``types`` map for hosts it has not seen):
+
+>>> lay = layout_from_hosts(["a", "b", "b", "b"], {"a": "slow", "b": "fast"}, ["fast", "slow"])
+>>> layout_string(lay), lay.host_names
+('S.FFF', ('a', 'b'))
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,7 +35,16 @@ import numpy as np
 from .errors import LayoutError
 from .io import read_json
 
-__all__ = ["Layout", "parse_layout", "layout_string", "hosts_of", "one_per_host"]
+__all__ = [
+    "Layout",
+    "parse_layout",
+    "layout_string",
+    "hosts_of",
+    "one_per_host",
+    "layout_from_hosts",
+    "parse_host_types",
+    "merge_host_types",
+]
 
 
 class Layout(tuple):
@@ -300,3 +316,118 @@ def layout_string(layout: Sequence[str]) -> str:
         return ",".join(layout)
     lay = layout if isinstance(layout, Layout) else Layout(layout, hosts)
     return ",".join(f"{t}/{s}" if s > 1 else t for t, s in zip(lay.host_types, lay.slots.tolist(), strict=True))
+
+
+def _ranks_text(ranks: Sequence[int]) -> str:
+    """``rank 3`` or ``ranks 4-6`` (``ranks 1,3`` when not consecutive)."""
+    r = [int(x) for x in ranks]
+    if len(r) == 1:
+        return f"rank {r[0]}"
+    if r == list(range(r[0], r[-1] + 1)):
+        return f"ranks {r[0]}-{r[-1]}"
+    return "ranks " + ",".join(map(str, r))
+
+
+def layout_from_hosts(
+    rank_hosts: Sequence[str],
+    host_types: Mapping[str, str],
+    type_names: Sequence[str],
+    hint: str = "name its node type in a types map (HOST=TYPE)",
+) -> Layout:
+    """The layout of ranks placed on named hosts (``rank_hosts[i]``: rank ``i``'s host, in any order): each rank has
+    its host's node type, looked up by host name in ``host_types`` (host -> type: the hosts a profile was calibrated
+    on, and any the user named), and the ranks on one host share it (``host_names``: the hosts by first rank).
+
+    A host missing from ``host_types`` is a :class:`LayoutError` naming it and its ranks (``hint``: how to name
+    it); so is a type not in ``type_names``.
+
+    >>> lay = layout_from_hosts(["f1", "m1", "m1"], {"f1": "fast", "m1": "medium", "s9": "slow"}, ["fast", "medium"])
+    >>> lay, lay.hosts.tolist(), lay.host_names
+    (('fast', 'medium', 'medium'), [0, 1, 1], ('f1', 'm1'))
+    >>> layout_from_hosts(["f1", "n7", "n7"], {"f1": "fast"}, ["fast"], "give --types n7=TYPE")
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.LayoutError: host 'n7' (ranks 1-2): no node type known for it (the profile was not calibrated \
+on it); give --types n7=TYPE
+    """
+    names = [str(h) for h in rank_hosts]
+    if not names:
+        raise LayoutError("layout is empty (no ranks placed on hosts)")
+    order = list(dict.fromkeys(names))
+    for h in order:
+        if h not in host_types:
+            ranks = [i for i, x in enumerate(names) if x == h]
+            raise LayoutError(
+                f"host {h!r} ({_ranks_text(ranks)}): no node type known for it (the profile was not calibrated on "
+                f"it); {hint}"
+            )
+        if host_types[h] not in type_names:
+            raise LayoutError(
+                f"host {h!r}: unknown node type {host_types[h]!r} (known: {', '.join(map(str, type_names))})"
+            )
+    return Layout([host_types[h] for h in names], [order.index(h) for h in names], order)
+
+
+def _types_doc(doc: Any, src: str) -> dict[str, str]:
+    if not isinstance(doc, Mapping):
+        raise LayoutError(f"{src}: expected an object of host name -> node type, got {type(doc).__name__}")
+    out: dict[str, str] = {}
+    for host, t in doc.items():
+        if not isinstance(host, str) or not host.strip():
+            raise LayoutError(f"{src}: host names must be non-empty strings, got {host!r}")
+        if not isinstance(t, str) or not t.strip():
+            raise LayoutError(f"{src}: host {host!r}: the node type must be a non-empty string, got {t!r}")
+        out[host.strip()] = t.strip()
+    return out
+
+
+def parse_host_types(spec: str | Mapping[str, str] | None, src: str = "--types") -> dict[str, str]:
+    """A map host name -> node type from ``HOST=TYPE[,HOST=TYPE…]``, ``@file.json`` (a JSON object of host names
+    and type names) or a mapping (checked the same); None gives ``{}``. Type names are checked where they are used
+    (:func:`layout_from_hosts`), against the profile's.
+
+    >>> parse_host_types("n05=fast, n06=slow")
+    {'n05': 'fast', 'n06': 'slow'}
+    >>> parse_host_types("n05")
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.LayoutError: --types item 'n05': expected HOST=TYPE (or @file.json)
+    """
+    if spec is None:
+        return {}
+    if not isinstance(spec, str):
+        return _types_doc(spec, src)
+    text = spec.strip()
+    if text.startswith("@"):
+        return _types_doc(read_json(text[1:], f"{src} file"), f"{src} file {text[1:]!r}")
+    out: dict[str, str] = {}
+    for item in text.split(","):
+        host, eq, t = (x.strip() for x in item.partition("="))
+        if not eq or not host or not t:
+            raise LayoutError(f"{src} item {item.strip()!r}: expected HOST=TYPE (or @file.json)")
+        if host in out and out[host] != t:
+            raise LayoutError(f"{src}: host {host!r} given two types, {out[host]!r} and {t!r}")
+        out[host] = t
+    return out
+
+
+def merge_host_types(*maps: tuple[str, Mapping[str, str]]) -> dict[str, str]:
+    """One map host -> node type from several ``(source, map)`` pairs (the profile's calibrated hosts, a cluster
+    spec's ``types``, ``--types``); a host two sources type differently is a :class:`LayoutError` naming both.
+
+    >>> merge_host_types(("the profile", {"a": "fast"}), ("--types", {"b": "slow", "a": "fast"}))
+    {'a': 'fast', 'b': 'slow'}
+    >>> merge_host_types(("the profile", {"a": "fast"}), ("--types", {"a": "slow"}))
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.LayoutError: host 'a': the profile says node type 'fast', --types says 'slow'
+    """
+    out: dict[str, str] = {}
+    said: dict[str, str] = {}
+    for source, m in maps:
+        for host, t in m.items():
+            if host in out and out[host] != t:
+                raise LayoutError(f"host {host!r}: {said[host]} says node type {out[host]!r}, {source} says {t!r}")
+            out.setdefault(host, t)
+            said.setdefault(host, source)
+    return out

@@ -26,6 +26,7 @@ from .common import (
     add_mpi_arguments,
     add_op_argument,
     add_tree_argument,
+    add_types_argument,
     add_variant_argument,
     emit_json,
     launch_kwargs,
@@ -45,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_mpi_arguments(p, np_required=False)
     p.add_argument("--layout", default=None, help="node type of each rank (overrides the testbed's ranks)")
     p.add_argument("--profile", default=None, help="profile (FILE or 'paper') for hotspot's gather prediction")
+    add_types_argument(p)
     p.add_argument("--sizes", default=None, help="message sizes in bytes, e.g. 0,1K,4K or 0..64K")
     p.add_argument("--iters", type=positive_int, default=None, help="operations timed per sample")
     p.add_argument("--min-reps", type=positive_int, default=None, help="fewest samples per point (default 5)")
@@ -137,6 +139,7 @@ def _imb(args: argparse.Namespace) -> int:
         reps=args.reps,
         method=args.method,
         layout=args.layout,
+        types=args.types,
         output=args.out,
         force=args.force,
         **launch_kwargs(args),

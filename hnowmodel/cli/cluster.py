@@ -33,6 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _kernel_tcp(st: cluster.ClusterState) -> str:
+    """``" (the kernel's TCP on hosts x, y)"`` for the hosts of spec ``"tcp": "default"``, else ''."""
+    own = [h.name for h in st.spec.hosts if h.tcp == "default"]
+    return f" (the kernel's TCP on host{'s' if len(own) > 1 else ''} {', '.join(own)})" if own else ""
+
+
 def _print_state(st: cluster.ClusterState, file=None) -> None:
     file = file or sys.stdout
     note = ""
@@ -44,7 +50,7 @@ def _print_state(st: cluster.ClusterState, file=None) -> None:
         f"(launcher side {st.bridge_address}), tbf burst {st.shaping.burst_bytes} B, "
         f"TCP {st.shaping.congestion_control or '?'}, initial window {st.shaping.initcwnd_segments or '?'} segments, "
         f"{st.shaping.gso_max_segs or '?'}-segment packets, {st.shaping.tcp_limit_output_bytes or '?'} B per socket "
-        f"below TCP{note}",
+        f"below TCP{_kernel_tcp(st)}{note}",
         file=file,
     )
     if st.slurm_conf:

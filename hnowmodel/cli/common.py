@@ -127,6 +127,17 @@ def add_tree_argument(p: argparse.ArgumentParser, default: str | None, help: str
     p.add_argument("--tree", "--trees", dest="tree", default=default, help=help)
 
 
+def add_types_argument(p: argparse.ArgumentParser) -> None:
+    """``--types HOST=TYPE[,HOST=TYPE]`` or ``@file.json``: the node type of hosts the profile was not calibrated on
+    (the ranks' hosts take their types by name: :func:`hnowmodel.jobs.checks.job_layout`)."""
+    p.add_argument(
+        "--types",
+        default=None,
+        help="node type of hosts the profile has not seen: HOST=TYPE[,HOST=TYPE] or @file.json (an object of host "
+        "names and types); the profile's own hosts keep their calibrated types",
+    )
+
+
 def add_variant_argument(p: argparse.ArgumentParser, what: str) -> None:
     """``--variant NAME`` (every operation) or ``OP=NAME[,OP=NAME]`` (per operation), the same in every command;
     parsed by :func:`hnowmodel.options.parse_variants`. ``what``: what the variant is used for, and its default."""

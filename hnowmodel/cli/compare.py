@@ -13,6 +13,7 @@ from .common import (
     add_op_argument,
     add_output,
     add_tree_argument,
+    add_types_argument,
     add_variant_argument,
     emit_json,
     launch_kwargs,
@@ -27,7 +28,13 @@ HELP = "calibrate (unless --profile), predict and measure bcast/scatter/gather; 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_mpi_arguments(p)
-    p.add_argument("--layout", default=None, help="node type of each rank (default: the profile's / testbed's)")
+    p.add_argument(
+        "--layout",
+        default=None,
+        help="node type of each rank (default: the testbed's; on named hosts each host's type by name, from the "
+        "profile, --types or the cluster spec's types; else the profile's)",
+    )
+    add_types_argument(p)
     p.add_argument(
         "--profile", default=None, help="profile JSON or 'paper' (default: calibrate first on the same ranks)"
     )
@@ -62,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         np=args.np,
         testbed=args.testbed,
         layout=args.layout,
+        types=args.types,
         ops=args.op,
         trees=args.tree,
         sizes=args.sizes,

@@ -12,6 +12,7 @@ from .common import (
     add_mpi_arguments,
     add_op_argument,
     add_tree_argument,
+    add_types_argument,
     emit_json,
     launch_kwargs,
     positive_int,
@@ -50,6 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_tree_argument(p, "binomial", f"tree(s), comma-separated: {', '.join(spec_names())}")
     p.add_argument("--sizes", default="0,1K,4K,16K", help="message sizes in bytes (per rank for scatter/gather)")
     p.add_argument("--profile", default=None, help="profile for trees chosen from the model (hierarchical, optimal)")
+    add_types_argument(p)
     add_timing_arguments(p)
     p.add_argument(
         "--reorder",
@@ -66,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
         sizes=args.sizes,
         testbed=args.testbed,
         layout=args.layout,
+        types=args.types,
         profile=args.profile,
         root=args.root,
         reps=args.reps,

@@ -226,13 +226,13 @@ def _root_batch(st: ClusterState) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tuple[str, subprocess.Popen]]:
-    """Start the configuration of host ``h`` inside its namespace (addresses, links up, egress shaping)."""
-    prefix = st.subnet.split("/")[1]
+def _tcp_lines(st: ClusterState, h: HostState) -> tuple[list[str], dict[str, object]]:
+    """What ``up`` sets on host ``h``'s TCP besides its address: ``ip`` lines (one-segment packets, the subnet's
+    route with a large initial window) and ``/proc/sys/net/ipv4`` settings; none for a host with ``"tcp":
+    "default"`` (the kernel's defaults, as the namespace starts)."""
+    if st.spec.host(h.name).tcp == "default":
+        return [], {}
     ip_lines = [
-        "link set lo up",
-        "link set eth0 addrgenmode none",
-        f"addr add {h.address}/{prefix} dev eth0",
         # one-segment packets, so that the egress interleaves a host's connections packet by packet (see Shaping)
         f"link set eth0 gso_max_segs {st.shaping.gso_max_segs}",
         "link set eth0 up",
@@ -246,8 +246,21 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
         "tcp_congestion_control": st.shaping.congestion_control,
         "tcp_limit_output_bytes": st.shaping.tcp_limit_output_bytes,
     }
-    writes = "; ".join(f"echo '{v}' > /proc/sys/net/ipv4/{k}" for k, v in sysctl.items())
-    return [
+    return ip_lines, sysctl
+
+
+def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tuple[str, subprocess.Popen]]:
+    """Start the configuration of host ``h`` inside its namespace (addresses, links up, egress shaping, and its TCP
+    settings: :func:`_tcp_lines`)."""
+    prefix = st.subnet.split("/")[1]
+    tcp_lines, sysctl = _tcp_lines(st, h)
+    ip_lines = [
+        "link set lo up",
+        "link set eth0 addrgenmode none",
+        f"addr add {h.address}/{prefix} dev eth0",
+        *(tcp_lines or ["link set eth0 up"]),
+    ]
+    procs = [
         (
             f"configuring host {h.name}",
             netns.start([t["ip"], "-n", h.namespace, "-batch", "-"], "\n".join(ip_lines) + "\n"),
@@ -256,22 +269,16 @@ def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tu
             f"shaping host {h.name}'s egress",
             netns.start([t["tc"], "-n", h.namespace, "-batch", "-"], _tbf("eth0", h.egress_mbit, st.shaping) + "\n"),
         ),
-        (
-            f"setting host {h.name}'s TCP ({', '.join(sysctl)})",
-            netns.start(
-                [
-                    t["ip"],
-                    "netns",
-                    "exec",
-                    h.namespace,
-                    "sh",
-                    "-c",
-                    f"set -e; {writes}",
-                ],
-                "",
-            ),
-        ),
     ]
+    if sysctl:
+        writes = "; ".join(f"echo '{v}' > /proc/sys/net/ipv4/{k}" for k, v in sysctl.items())
+        procs.append(
+            (
+                f"setting host {h.name}'s TCP ({', '.join(sysctl)})",
+                netns.start([t["ip"], "netns", "exec", h.namespace, "sh", "-c", f"set -e; {writes}"], ""),
+            )
+        )
+    return procs
 
 
 def _build(st: ClusterState, t: Mapping[str, str]) -> None:

@@ -1,5 +1,6 @@
-"""The cluster spec (``hnowmodel.cluster/1``): which virtual hosts, their shaped line rates, MPI slots and (optional)
-CPU share.
+"""The cluster spec (``hnowmodel.cluster/1``): which virtual hosts, their shaped line rates, MPI slots, (optional)
+CPU share and TCP settings (``tcp``: ``tuned``, hnow's, or ``default``, the kernel's), and (optional) the node type
+of hosts no profile was calibrated on (``types``: host -> type name, read when a profile predicts for the cluster).
 
 A spec only says what to build; nothing in it is ever read by calibration. Names become network-namespace,
 interface and host names, so they are restricted: a cluster name is ``[a-z0-9]`` (no hyphen, so that
@@ -13,6 +14,10 @@ must fit Linux's 15-character interface names.
 (160.0, 1)
 >>> [h.name for h in load_spec("demo").hosts]
 ['f1', 'm1', 's1', 'f2', 'm2', 's2']
+>>> spec = from_dict({"schema": "hnowmodel.cluster/1", "name": "lab", "types": {"n1": "fast"},
+...                   "hosts": [{"name": "n1", "egress_mbit": 160, "ingress_mbit": 160, "tcp": "default"}]})
+>>> spec.hosts[0].tcp, spec.host_types
+('default', {'n1': 'fast'})
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +46,7 @@ __all__ = [
     "IFNAME_PREFIX",
     "NETNS_PREFIX",
     "check_cluster_name",
+    "TCP_MODES",
 ]
 
 SCHEMA = "hnowmodel.cluster/1"
@@ -59,8 +65,11 @@ _IFNAMSIZ = 15
 
 _CLUSTER_RE = re.compile(r"^[a-z0-9]+$")
 _HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
-_TOP_KEYS = ("schema", "name", "hosts")
-_HOST_KEYS = ("name", "egress_mbit", "ingress_mbit", "slots", "cpu_share")
+_TOP_KEYS = ("schema", "name", "hosts", "types")
+_HOST_KEYS = ("name", "egress_mbit", "ingress_mbit", "slots", "cpu_share", "tcp")
+#: A host's ``tcp``: ``tuned`` (hnow's settings after ``up``: docs/virtual-cluster.md, "TCP";
+#: :class:`hnowmodel.cluster.Shaping`) or ``default`` (the kernel's, as a new network namespace starts).
+TCP_MODES = ("tuned", "default")
 #: Smallest CPU share a host may have (a fraction of one core).
 MIN_CPU_SHARE = 0.05
 
@@ -70,13 +79,16 @@ class HostSpec:
     """One virtual host: its name, the shaped line rates of its link in Mbit/s (egress: what it sends;
     ingress: what it receives), how many MPI ranks it runs (``slots``) and ``cpu_share``: None (the default) for
     the machine's full CPU, else the fraction of one core its ranks get together (a CFS quota of a ``cpu`` cgroup:
-    a host with a slower CPU; ranks started through the cluster's exec wrapper, not Slurm's)."""
+    a host with a slower CPU; ranks started through the cluster's exec wrapper, not Slurm's); ``tcp``: ``tuned``
+    (hnow's TCP settings, applied by ``up``) or ``default`` (the kernel's defaults: GSO, ``tcp_limit_output_bytes``,
+    the route's initial window, ``tcp_rmem`` and congestion control as the namespace starts)."""
 
     name: str
     egress_mbit: float
     ingress_mbit: float
     slots: int = 1
     cpu_share: float | None = None
+    tcp: str = "tuned"
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -87,15 +99,25 @@ class HostSpec:
         }
         if self.cpu_share is not None:
             out["cpu_share"] = _num(self.cpu_share)
+        if self.tcp != "tuned":
+            out["tcp"] = self.tcp
         return out
 
 
 @dataclass(frozen=True)
 class ClusterSpec:
-    """A virtual cluster: its name and its hosts in rank-filling order (like an MPI hostfile)."""
+    """A virtual cluster: its name, its hosts in rank-filling order (like an MPI hostfile) and ``types``: the node
+    type of hosts a profile has not seen, ``(host, type name)`` pairs (:attr:`host_types`)."""
 
     name: str
     hosts: tuple[HostSpec, ...]
+    # not part of what is built: a cluster up is the same cluster whatever types its spec names (no down/up for them)
+    types: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+
+    @property
+    def host_types(self) -> dict[str, str]:
+        """The spec's ``types``: host name -> node type name."""
+        return dict(self.types)
 
     @property
     def total_slots(self) -> int:
@@ -148,6 +170,30 @@ def _share(v: Any, where: str) -> float | None:
     if not math.isfinite(f) or f < MIN_CPU_SHARE or f > 1:
         raise InputError(f"{where}: must be between {MIN_CPU_SHARE:g} and 1 (a fraction of one core), got {v!r}")
     return f
+
+
+def _tcp(v: Any, where: str) -> str:
+    if v not in TCP_MODES:
+        raise InputError(f"{where}: must be one of {', '.join(TCP_MODES)}, got {v!r}")
+    return str(v)
+
+
+def _types(doc: Any, hosts: tuple[HostSpec, ...], where: str) -> tuple[tuple[str, str], ...]:
+    """The spec's ``types`` map: each key a host of the spec, each value a type name (checked against a profile's
+    types where one is used)."""
+    if doc is None:
+        return ()
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{where}: must be an object of host name -> node type name, got {type(doc).__name__}")
+    names = [h.name for h in hosts]
+    out = []
+    for host, t in doc.items():
+        if host not in names:
+            raise InputError(f"{where}.{host}: no such host in the spec (hosts: {', '.join(names)})")
+        if not isinstance(t, str) or not t.strip():
+            raise InputError(f"{where}.{host}: must be a node type name, got {t!r}")
+        out.append((host, t.strip()))
+    return tuple(out)
 
 
 def check_cluster_name(name: Any, where: str = "name") -> str:
@@ -211,14 +257,18 @@ def from_dict(doc: Any, source: str = "cluster spec") -> ClusterSpec:
                 ingress_mbit=_rate(h["ingress_mbit"], f"{where}.ingress_mbit"),
                 slots=_slots(h.get("slots", 1), f"{where}.slots"),
                 cpu_share=_share(h.get("cpu_share"), f"{where}.cpu_share"),
+                tcp=_tcp(h.get("tcp", "tuned"), f"{where}.tcp"),
             )
         )
-    return ClusterSpec(name=name, hosts=tuple(hosts))
+    return ClusterSpec(name=name, hosts=tuple(hosts), types=_types(doc.get("types"), tuple(hosts), f"{source}: types"))
 
 
 def to_dict(spec: ClusterSpec) -> dict[str, Any]:
     """The spec as a ``hnowmodel.cluster/1`` document (``from_dict(to_dict(s)) == s``)."""
-    return {"schema": SCHEMA, "name": spec.name, "hosts": [h.to_dict() for h in spec.hosts]}
+    doc: dict[str, Any] = {"schema": SCHEMA, "name": spec.name, "hosts": [h.to_dict() for h in spec.hosts]}
+    if spec.types:
+        doc["types"] = spec.host_types
+    return doc
 
 
 def _demo() -> ClusterSpec:

@@ -16,14 +16,22 @@ valid ones.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields, replace
 from typing import Any, TypeVar
 
 from .. import cluster as _cluster
 from .. import ops as _ops
 from ..errors import InputError, LayoutError
-from ..layout import Layout, hosts_of, one_per_host, parse_layout
+from ..layout import (
+    Layout,
+    hosts_of,
+    layout_from_hosts,
+    merge_host_types,
+    one_per_host,
+    parse_host_types,
+    parse_layout,
+)
 from ..options import TIMING_METHODS, check_ops
 from ..params import Profile
 from ..testbed import Testbed, load_testbed
@@ -46,6 +54,9 @@ __all__ = [
     "resolve_timing",
     "job_layout",
     "placement_hosts",
+    "stated_types",
+    "job_hosts",
+    "by_host_name",
     "NATIVE",
     "STATS",
     "AUTO_METHOD",
@@ -201,14 +212,15 @@ def resolve_timing(method: str, stat: str, emulated: bool) -> tuple[str, str]:
 
 
 def placement_hosts(launch: Launch) -> tuple[str, ...] | None:
-    """The host of each rank where hnow places the ranks itself: a virtual cluster's hosts, or a hostfile's, filled
-    in order (the launcher is given the same placement); None on plain MPI and under ``srun`` (one machine, or
-    Slurm's placement).
+    """The host of each rank where the placement is known before the job starts: a virtual cluster's hosts (under
+    its ``mpiexec`` or its own Slurm's ``srun``), or a hostfile's, filled in order (the launcher is given the same
+    placement); None on plain MPI and under ``srun`` in an allocation (one machine, or Slurm's placement:
+    :func:`job_hosts` asks the ranks).
 
     >>> placement_hosts(Launch(np=2)) is None
     True
     """
-    if launch.cluster is not None and launch.kind != "srun":
+    if launch.cluster is not None:
         spec = _cluster.load_spec(launch.cluster)
         return tuple(_cluster.rank_hosts([(h.name, h.slots) for h in spec.hosts], launch.np))
     if launch.hostfile and launch.kind != "srun":
@@ -216,6 +228,44 @@ def placement_hosts(launch: Launch) -> tuple[str, ...] | None:
 
         return place(read_hostfile(launch.hostfile), launch.np)
     return None
+
+
+def stated_types(launch: Launch, types: Any = None) -> tuple[tuple[str, dict[str, str]], ...]:
+    """The node types the user names for hosts, by source: the cluster spec's ``types`` and ``types`` (``--types``:
+    ``HOST=TYPE,…``, ``@file.json`` or a mapping; :func:`hnowmodel.layout.parse_host_types`).
+
+    >>> stated_types(Launch(np=2), "n1=fast")
+    (('--types', {'n1': 'fast'}),)
+    """
+    out: list[tuple[str, dict[str, str]]] = []
+    if launch.cluster is not None:
+        spec = _cluster.load_spec(launch.cluster)
+        if spec.types:
+            out.append((f"the cluster spec {spec.name!r}", spec.host_types))
+    given = parse_host_types(types)
+    if given:
+        out.append(("--types", given))
+    return tuple(out)
+
+
+def job_hosts(
+    launch: Launch, layout: Any, prof: Profile | None, types: Any = None, progress: Progress = None
+) -> tuple[str, ...] | None:
+    """The host of each rank for :func:`job_layout`: :func:`placement_hosts`, else, under ``srun`` in an allocation
+    when the layout is to come from the hosts' names (no ``layout``, a profile of several node types that names its
+    hosts, or ``types``), the hosts the ranks report from a short ``info`` job (Slurm places the same ``srun``
+    arguments the same way in one allocation)."""
+    hosts = placement_hosts(launch)
+    if hosts is not None or launch.kind != "srun" or layout is not None or prof is None:
+        return hosts
+    if len(prof.type_names) < 2 or not (prof.host_types or types):
+        return None
+    from .specs import InfoJob
+
+    say = progress_printer(progress)
+    if say is not None:
+        say("asking the ranks which hosts srun placed them on (the layout follows the hosts' names)")
+    return tuple(str(h) for h in run_job(launch, InfoJob(), progress)["hosts"])
 
 
 def _with_hosts(got: Layout, hosts: tuple[str, ...] | None, flag: str) -> Layout:
@@ -244,25 +294,57 @@ def job_layout(
     prof: Profile | None,
     flag: str = "--layout",
     hosts: tuple[str, ...] | None = None,
+    types: tuple[tuple[str, Mapping[str, str]], ...] = (),
 ) -> Layout | None:
     """The node type of each rank (a :class:`~hnowmodel.layout.Layout`), from ``layout`` (checked against the
-    testbed's or the profile's types), else the testbed's ranks, else the profile's calibration layout when it has
-    ``np`` ranks, else None. ``hosts`` (:func:`placement_hosts`): the host each rank runs on, which the layout
-    takes (several ranks of a host share its NIC and talk through shared memory)."""
+    testbed's or the profile's types), else the testbed's ranks, else by host name where the ranks' ``hosts``
+    (:func:`placement_hosts`, :func:`job_hosts`) are known (:func:`by_host_name`: the hosts the profile was
+    calibrated on, and ``types``, :func:`stated_types`, for others), else the profile's calibration layout when it
+    has ``np`` ranks, else None. The layout takes the ranks' ``hosts`` (several ranks of a host share its NIC and
+    talk through shared memory)."""
     if layout is not None:
-        types = list(tb.types) if tb is not None else list(prof.type_names) if prof is not None else None
-        if types is None:
+        known = list(tb.types) if tb is not None else list(prof.type_names) if prof is not None else None
+        if known is None:
             raise InputError(f"{flag} needs --testbed or --profile (to know the node types)")
-        got = parse_layout(layout, types)
+        got = parse_layout(layout, known)
     elif tb is not None:
         got = tb.layout_for(np)
-    elif prof is not None and len(prof.layout) == np:
-        got = tuple(prof.layout)
     elif prof is not None and len(prof.type_names) == 1:
         got = (prof.type_names[0],) * np
+    elif prof is not None and hosts is not None and len(hosts) == np and (named := by_host_name(prof, hosts, types)):
+        return named
+    elif prof is not None and len(prof.layout) == np:
+        got = tuple(prof.layout)
     else:
         return None
     if len(got) != np:
         raise LayoutError(f"{flag} has {len(got)} ranks but --np is {np}")
     lay = got if isinstance(got, Layout) else Layout(got, hosts_of(got))
     return _with_hosts(lay, hosts, flag)
+
+
+def by_host_name(
+    prof: Profile, hosts: tuple[str, ...], types: tuple[tuple[str, Mapping[str, str]], ...] = ()
+) -> Layout | None:
+    """The layout of ranks on ``hosts`` (rank ``i`` on ``hosts[i]``), each host with the node type the profile
+    calibrated it as (:attr:`~hnowmodel.params.Profile.host_types`) or the type ``types`` names for it
+    (:func:`stated_types`; a host typed differently by two sources is an error). A host neither knows is a
+    :class:`LayoutError` naming it, unless no host of the placement is known and nothing is stated: then None (the
+    ranks' host names are not those the profile recorded, e.g. a hostfile of addresses; the caller keeps the
+    calibration's layout rank by rank).
+
+    >>> from dataclasses import replace
+    >>> from hnowmodel.params import paper_profile
+    >>> p = replace(paper_profile(), nodes=({"rank": 0, "host": "a", "type": "fast"},
+    ...                                     {"rank": 1, "host": "b", "type": "slow"}))
+    >>> lay = by_host_name(p, ("b", "b", "a"))
+    >>> lay, lay.host_names
+    (('slow', 'slow', 'fast'), ('b', 'a'))
+    >>> by_host_name(p, ("x", "y")) is None
+    True
+    """
+    known = merge_host_types(("the profile", prof.host_types), *types)
+    if not types and not any(h in known for h in hosts):
+        return None
+    hint = 'name its node type with --types HOST=TYPE (or the cluster spec\'s "types"), or give --layout'
+    return layout_from_hosts(hosts, known, prof.type_names, hint)

@@ -36,10 +36,12 @@ from .checks import (
     check_op_sizes,
     check_request,
     gather,
+    job_hosts,
     job_layout,
     load_profile,
     placement_hosts,
     resolve_timing,
+    stated_types,
 )
 from .compare_rows import calibration_run, compare_rows, interleaved_rows
 from .launcher import Launch
@@ -56,10 +58,13 @@ class CompareSettings:
     registry's for the profile, also the one ``optimal`` trees are chosen under);
     ``calibrate_sizes``: the calibration's grid when there is no profile; ``output``: a report folder
     (``comparison.csv``, plots, ``summary.md``; refused if not empty unless ``force``) titled ``title``;
-    ``config``: a configuration name written into every row of the report. The rest as :class:`MeasureSettings`."""
+    ``config``: a configuration name written into every row of the report; ``types``: the node type of hosts the
+    profile was not calibrated on (``HOST=TYPE,…``, ``@file.json`` or a mapping; the ranks' hosts take their types
+    by name, :func:`hnowmodel.jobs.checks.job_layout`). The rest as :class:`MeasureSettings`."""
 
     testbed: str | None = None
     layout: Any = None
+    types: Any = None
     ops: Any = _ops.tree_names()
     trees: Any = ("binomial", "sequential")
     sizes: Any = (0, 1024, 4096, 16384)
@@ -95,18 +100,22 @@ def compare(
     s = replace(s, variants=parse_variants(s.variants, op_names))
     grid = _check(s, tb)
     check_op_sizes(op_names, grid)
+    types = stated_types(launch, s.types)
     prof = load_profile(profile)
+    source = "given" if prof is not None else f"calibrated now on the same {launch.np} ranks"
+    # a given profile's layout is found before the cluster comes up (a host it has not seen stops nothing started)
+    lay = None
+    if prof is not None:
+        lay = _layout(launch, s.layout, prof, job_hosts(launch, s.layout, prof, s.types, progress), types)
     with _cluster_up(launch.cluster):  # one cluster for the calibration and the measurement
-        source = "given" if prof is not None else f"calibrated now on the same {launch.np} ranks"
         interleaved = None
         if prof is None:
             # the calibration's interleaved natives: the tree operations' (the others are measured by the job)
             natives = [o for o in op_names if o in _ops.tree_names()]
             natives = natives if NATIVE in native_names(items) and tb is None and s.root == 0 else ()
             prof, interleaved = _calibrate(launch, s, natives, grid, progress)
-        lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
-        if lay is None:
-            raise InputError("--layout is required (the profile records no layout for this many ranks)")
+            # calibrated now: its nodes name this run's hosts rank by rank, no need to ask srun where they are
+            lay = _layout(launch, s.layout, prof, placement_hosts(launch), types)
         # unset variants: the default for this profile (flow sharing on a network), the same for choosing and comparing
         variants = {o: _ops.check_variant(o, (s.variants or {}).get(o), prof) for o in op_names}
         rows = [(o, m) for o in _ops.tree_names() if o in op_names for m in grid]  # chosen per row: tree operations
@@ -123,6 +132,14 @@ def compare(
             write_report(s.output, rows_d, title=s.title, context=context, profile=prof if profile is None else None)
             cmp = replace(cmp, report=str(s.output))
         return cmp
+
+
+def _layout(launch: Launch, layout: Any, prof: Profile, hosts: tuple[str, ...] | None, types: Any) -> Any:
+    """The comparison's layout (:func:`~hnowmodel.jobs.checks.job_layout`); one is required."""
+    lay = job_layout(layout, launch.np, None, prof, hosts=hosts, types=types)
+    if lay is None:
+        raise InputError("--layout is required (the profile records no layout for this many ranks)")
+    return lay
 
 
 def _check(s: CompareSettings, tb: Testbed | None) -> tuple[int, ...]:

@@ -45,7 +45,7 @@ from ..outside import PingPongCheck, parse_imb, pingpong_checks
 from ..params import Profile
 from ..sizes import size_tuple
 from ..tables import table_text
-from .checks import Progress, check_count, gather, job_layout, load_profile, placement_hosts
+from .checks import Progress, check_count, gather, job_hosts, job_layout, load_profile, stated_types
 from .compare_job import CompareSettings, compare
 from .launcher import Launch, run_program
 from .mpienv import intelmpi_missing, intelmpi_venv
@@ -76,8 +76,9 @@ class ImbSettings:
     PingPong between ranks 0 and 1 beside the profile's one-way time), hnow's ``reps`` and timing ``method``
     (``fig2``, default: IMB's loop - each repetition ``iters`` calls back to back, a barrier after each, the mean,
     the slowest rank; ``sync``: hnow's single calls from a common start, full token buckets); ``layout``: the node type
-    of each rank (default the profile's); ``variants``: model variant per operation; ``output``: a folder for
-    ``imb_compare.csv``, ``imb_compare.md`` and ``imb.txt`` (IMB's own output)."""
+    of each rank (default: each host's by name, the profile's or ``types``', as ``hnow compare``); ``variants``:
+    model variant per operation; ``output``: a folder for ``imb_compare.csv``, ``imb_compare.md`` and ``imb.txt``
+    (IMB's own output)."""
 
     ops: Any = tuple(IMB_BENCHMARKS)
     sizes: Any = (65536, 131072, 262144)
@@ -87,6 +88,7 @@ class ImbSettings:
     reps: int = 7
     method: str = "fig2"
     layout: Any = None
+    types: Any = None
     variants: Mapping[str, str] | None = None
     output: str | Path | None = None
     force: bool = False
@@ -325,6 +327,9 @@ def imb_compare(
         raise InputError("--profile is required: the profile the times are predicted with")
     if s.output is not None:
         check_output(s.output, force=s.force, folder=True, flag="--out")
+    # the layout first, once, before anything starts: hnow's comparison below takes it as given
+    hosts = job_hosts(launch, s.layout, prof, s.types, progress)
+    lay = job_layout(s.layout, launch.np, None, prof, hosts=hosts, types=stated_types(launch, s.types))
     up = _cluster.using(launch.cluster) if launch.cluster is not None else contextlib.nullcontext()
     with up, tempfile.TemporaryDirectory(prefix="hnow-imb-") as tmp:  # one cluster for IMB and hnow
         msglen = Path(tmp) / "msglen.txt"
@@ -342,12 +347,11 @@ def imb_compare(
                 reps=s.reps,
                 iters=s.iters,
                 method=s.method,
-                layout=s.layout,
+                layout=lay,
                 variants=s.variants,
             ),
             progress=progress,
         )
-        lay = job_layout(s.layout, launch.np, None, prof, hosts=placement_hosts(launch))
     rows, pp = _join(text, cmp, prof, lay, s, library)
     shown = ["IMB-MPI1", *cmd[1:]]
     shown[shown.index("-msglen") + 1] = "<sizes: " + ",".join(map(str, sizes)) + ">"

@@ -30,11 +30,13 @@ from .checks import (
     check_op_sizes,
     check_request,
     gather,
+    job_hosts,
     job_layout,
     load_profile,
     placement_hosts,
     resolve_timing,
     run_job,
+    stated_types,
 )
 from .launcher import Launch
 from .results import MeasuredRow, Measurement
@@ -49,13 +51,16 @@ class MeasureSettings:
     names, ``native``, ``@file.json`` or a :class:`Tree`), at ``sizes`` bytes (per rank for scatter/gather),
     ``reps`` repetitions of ``iters`` calls; ``method``/``stat`` (``auto``: sync + min on a testbed, sync + median
     on plain MPI) and with ``both`` the other method too; ``keys`` reorders the ranks; ``reorder`` also runs every
-    row in the rank order :func:`hnowmodel.search.rank_order` picks (needs ``profile`` and a layout)."""
+    row in the rank order :func:`hnowmodel.search.rank_order` picks (needs ``profile`` and a layout); ``types``: the
+    node type of hosts ``profile`` was not calibrated on (``HOST=TYPE,…``, ``@file.json`` or a mapping; the ranks'
+    hosts take their types by name, :func:`hnowmodel.jobs.checks.job_layout`)."""
 
     op: Any = "bcast"
     tree: Any = "binomial"
     sizes: Any = (0, 1024, 4096, 16384)
     testbed: str | None = None
     layout: Any = None
+    types: Any = None
     profile: Profile | str | None = None
     root: int = 0
     reps: int = 7
@@ -85,7 +90,9 @@ def measure(
     check_count(s.reps, "--reps")
     iters = check_count(s.iters, "--iters") if s.iters is not None else (2 if tb is not None else 50)
     method, stat = resolve_timing(s.method, s.stat, tb is not None)
-    lay = job_layout(s.layout, launch.np, tb, prof, hosts=placement_hosts(launch))
+    types = stated_types(launch, s.types)
+    hosts = placement_hosts(launch) if tb is not None else job_hosts(launch, s.layout, prof, s.types, progress)
+    lay = job_layout(s.layout, launch.np, tb, prof, hosts=hosts, types=types)
     rows = [(o, m) for o in _ops.tree_names() if o in ops for m in grid]  # trees chosen per row: tree operations
     tset = resolve_all(items, launch.np, root=s.root, layout=lay, profile=prof, rows=rows)
     keys = s.keys

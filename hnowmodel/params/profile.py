@@ -430,6 +430,25 @@ calibrate one on real MPI, which measures it per node type: hnow calibrate --np 
         hosts = [names.index(x) for x in names]
         return Layout([n["type"] for n in nodes], hosts, list(dict.fromkeys(names)))
 
+    @property
+    def host_types(self) -> dict[str, str]:
+        """The node type of each host the calibration ran on, by host name (``nodes``' ``host``: the ranks' host
+        name, or Slurm's node name), for mapping another placement on those hosts to node types
+        (:func:`hnowmodel.layout.layout_from_hosts`). A host whose ranks had different types (ranks of one machine
+        calibrated as separate nodes, an emulation) names no node type and is left out.
+
+        >>> from dataclasses import replace
+        >>> nodes = ({"rank": 0, "host": "a", "type": "fast"}, {"rank": 1, "host": "b", "type": "slow"},
+        ...          {"rank": 2, "host": "c", "type": "fast"}, {"rank": 3, "host": "c", "type": "slow"})
+        >>> replace(paper_profile(), nodes=nodes).host_types
+        {'a': 'fast', 'b': 'slow'}
+        """
+        seen: dict[str, set[str]] = {}
+        for n in self.nodes:
+            if "host" in n:
+                seen.setdefault(str(n["host"]), set()).add(str(n["type"]))
+        return {h: next(iter(t)) for h, t in seen.items() if len(t) == 1}
+
 
 _TABLE1 = {
     "fast": (60.0, 0.05, 110.0, 0.03),

@@ -169,6 +169,12 @@ def test_demoslots_node_aware_tree_predicted_faster_than_binomial():
         ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "cpu_share": math.nan}]}, "hosts[0].cpu_share"),
         ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "cpu_share": "half"}]}, "hosts[0].cpu_share"),
         ({"hosts": [{"name": f"n{i}", "egress_mbit": 1, "ingress_mbit": 1} for i in range(65)]}, "hosts"),
+        ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "tcp": "fast"}]}, "hosts[0].tcp"),
+        ({"hosts": [{"name": "n", "egress_mbit": 1, "ingress_mbit": 1, "tcp": None}]}, "hosts[0].tcp"),
+        ({"types": ["fast"]}, "types: must be an object"),
+        ({"types": {"z": "fast"}}, "types.z: no such host"),
+        ({"types": {"a": ""}}, "types.a: must be a node type name"),
+        ({"types": {"a": 3}}, "types.a: must be a node type name"),
     ],
 )
 def test_bad_specs_name_the_field(change, field):

@@ -6,6 +6,7 @@ Skipped, with the reason, where there is no root or no network namespaces (or no
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -113,6 +114,21 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     assert _ranks_inside(name) == {}  # no stray ranks
     hc.down(name)
     _assert_nothing_left(name)
+    # 3. the profile applies to the hosts it knows, by name: h3 (fast) and h2 (slow) in another order beside a host
+    # it has not seen, typed by the spec (rank by rank the calibration's layout would make rank 2 fast)
+    moved = tmp_path / "moved.json"
+    cleanup.append(f"{name}m")
+    hosts = [{"name": h, "egress_mbit": r, "ingress_mbit": r} for h, r in (("h3", 120), ("h2", 30), ("h9", 30))]
+    moved_doc = {"schema": "hnowmodel.cluster/1", "name": f"{name}m", "hosts": hosts, "types": {"h9": types[1]}}
+    moved.write_text(json.dumps(moved_doc))
+    out = tmp_path / "moved-report"
+    args = ["compare", "--np", "3", "--cluster", str(moved), "--profile", str(prof_path), "--ops", "bcast"]
+    res = hnow(*args, "--trees", "binomial", "--sizes", "16K", "--reps", "2", "-o", str(out), "--json")
+    assert res.returncode == 0, res.stderr[-3000:]
+    with open(out / "comparison.csv") as fh:
+        (row,) = csv.DictReader(fh)
+    assert row["layout"] == ",".join([types[0], types[1], types[1]]) and float(row["predicted_us"]) > 0, row
+    _assert_nothing_left(f"{name}m")
 
 
 @needs_netns
