@@ -19,6 +19,7 @@ import argparse
 from ..bench_registry import BENCHMARKS, OPTIONS
 from ..errors import InputError
 from ..jobs import bench, imb_compare
+from ..ops import get as get_op
 from ..ops import names as op_names
 from ..sizes import format_size, parse_sizes
 from ..tables import table_text
@@ -67,7 +68,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-in", default=None, help="profile to copy the measured extensions into")
     p.add_argument("--profile-out", default=None, help="write --profile-in (or --profile) plus extensions here")
     p.add_argument("--force", action="store_true", help="overwrite existing outputs")
-    add_op_argument(p, ",".join(op_names()), f"imb: operations (default {','.join(op_names())})")
+    imb_ops = [o for o in op_names() if get_op(o).imb]  # the operations IMB-MPI1 has a benchmark of
+    add_op_argument(p, ",".join(imb_ops), f"imb: operations (default {','.join(imb_ops)})")
     add_tree_argument(p, "native", "imb: native (the library's default) or native:ALGO (pinned)")
     p.add_argument("--reps", type=positive_int, default=7, help="imb: hnow's repetitions per size (default 7)")
     p.add_argument("--no-pingpong", action="store_true", help="imb: leave out IMB's PingPong")

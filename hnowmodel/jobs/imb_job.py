@@ -316,6 +316,9 @@ def imb_compare(
     imb, libdir = imb_program(name)
     library = lib.library if lib is not None else "MPICH"
     ops = tuple(check_ops(s.ops, "--ops"))
+    for op in ops:
+        if op not in IMB_BENCHMARKS:
+            raise InputError(f"--ops: hnow names no IMB-MPI1 benchmark of {op} (IMB's: {', '.join(IMB_BENCHMARKS)})")
     sizes = size_tuple(s.sizes)
     _ops.check_native(s.tree, ops)
     pins = _pins(s.tree, ops, library)
