@@ -202,19 +202,45 @@ def _distinct(
     cands: list[NativeAlgorithm] = []
     keys: list[Any] = []
     alias: dict[str, str] = {}
+    runs_schedule = _ops.get(op).schedule_algorithm
     for nat in choices:
         key = (
-            make_tree(nat.model_tree, n, layout=layout),
+            nat.model_tree if runs_schedule(nat.model_tree) else make_tree(nat.model_tree, n, layout=layout),
             nat.schedule,
             nat.by_size,
             nat.per_layout,
-        )  # the tree(s) and what a predictor is told
+        )  # the tree(s) or the message schedule's name, and what a predictor is told
         same = next((c for c, k in zip(cands, keys, strict=True) if k == key), None)
         alias[nat.algorithm] = nat.algorithm if same is None else same.algorithm
         if same is None:
             keys.append(key)
             cands.append(nat)
     return cands, alias
+
+
+def _predicted(op: str, library: str, profile: Profile, layout: Any, sizes: list[int], variant: str, nat: Any):
+    """µs of ``nat`` at each of ``sizes``, NaN where its message schedule does not run (MPICH's Rabenseifner
+    allreduce below as many elements as the largest power of two <= n, a recursive doubling allgather on n not a
+    power of two: the model refuses those sizes). A tree algorithm runs everywhere."""
+    args = (op, library, profile, layout)
+    try:
+        return _ops.native_predict(*args, sizes, variant=variant, algorithm=nat)
+    except InputError:
+        if _ops.get(op).schedule_algorithm(nat.model_tree) is None:
+            raise
+    out = np.full(len(sizes), np.nan)
+    for i, m in enumerate(sizes):
+        try:
+            out[i] = _ops.native_predict(*args, [m], variant=variant, algorithm=nat)[0]
+        except InputError:
+            pass  # it does not run at m: no candidate there
+    return out
+
+
+def _skipped(op: str, t: float) -> bool:
+    """A candidate left out at one size: its message schedule does not run there (NaN from :func:`_predicted`;
+    a tree algorithm's time is kept as it is)."""
+    return bool(np.isnan(t)) and _ops.get(op).movement is None
 
 
 def _fastest(cand_us: Mapping[str, float], default: str) -> str:
@@ -251,9 +277,10 @@ def _ranges(op: str, picked: Sequence[Pick]) -> tuple[list[NativeChoice], list[t
 
 def _pick(d: Default, backend: Backend, m: int, cands: Any, alias: Mapping[str, str], cand_us: Any) -> Pick:
     """The choice at ``m`` bytes against the default ``d``: the fastest candidate, or the default (its leaf kept)
-    where it is as fast or is not modelled."""
-    if d.algorithm is None:
-        return Pick(m, d.name, d.leaf, d.name, None, None, cand_us)
+    where it is as fast or is not modelled (or not predicted there)."""
+    if d.algorithm is None or alias[d.algorithm.algorithm] not in cand_us:
+        name = d.name or d.algorithm.algorithm  # type: ignore[union-attr]
+        return Pick(m, name, d.leaf, name, None, None, cand_us)
     dflt = d.algorithm.algorithm
     best = _fastest(cand_us, alias[dflt])
     if best == alias[dflt]:
@@ -277,18 +304,18 @@ def choose(
         variant = _ops.default_variant(op, profile)
         choices = backend.candidates(op)
         cands, alias = _distinct(op, choices, layout)
+        if _ops.get(op).reduction:
+            _ops.get(op).reduce_costs(profile, size_list)  # refused in one line when the profile has no γ
         times = {
-            nat.algorithm: _ops.native_predict(
-                op, backend.library, profile, layout, size_list, variant=variant, algorithm=nat
-            )
-            for nat in cands
+            nat.algorithm: _predicted(op, backend.library, profile, layout, size_list, variant, nat) for nat in cands
         }
         picks = []
         for i, m in enumerate(size_list):
             d = backend.default(op, n, m, choices)
             if d.algorithm is None:
                 notes.append(f"{op} at {format_size(m)}: {backend.library}'s default {d.label} is not modelled; kept")
-            picks.append(_pick(d, backend, m, cands, alias, {name: float(t[i]) for name, t in times.items()}))
+            runs = {name: float(t[i]) for name, t in times.items() if not _skipped(op, t[i])}
+            picks.append(_pick(d, backend, m, cands, alias, runs))
         picks = _constrained(backend, op, picks)
         rows, ranges = _ranges(op, picks)
         out.append(OpChoice(op, variant, tuple(picks), tuple(ranges), tuple(rows)))
@@ -357,7 +384,9 @@ class LibraryFormat:
     (``key``), how to choose (``choose(profile, layout, ops, sizes, hosts, request)`` -> a selection with
     ``to_dict()``; ``request``: :class:`hnowmodel.export.AlgorithmRequest`) and its files (``files(selection, path,
     order_path)`` -> the file, the settings file, the usage text); ``library``: whose algorithms it selects (the
-    key of :attr:`hnowmodel.ops.Operation.native`), the one a rank order exported beside it is chosen for."""
+    key of :attr:`hnowmodel.ops.Operation.native`), the one a rank order exported beside it is chosen for;
+    ``schedules``: whether it writes the operations whose algorithms are message schedules too (allreduce, ...;
+    :func:`hnowmodel.export.export` refuses them for a format that does not, in one line)."""
 
     format: str
     env: str
@@ -368,3 +397,4 @@ class LibraryFormat:
     library: str
     file_name: str
     env_file_name: str
+    schedules: bool = False

@@ -47,6 +47,19 @@ def _formats(formats: Sequence[str], layout: Sequence[str] | None) -> list[str]:
     return fmts
 
 
+def _check_ops(order_op: str | None, ops: Sequence[str], libs: Sequence[LibraryFormat]) -> None:
+    """Refuse, in one line, an operation a format asked for does not write: a rank order is chosen for a tree
+    operation (``order_op``), a library's selection writes the message schedule operations (allreduce, ...) only
+    when its backend says so (:attr:`LibraryFormat.schedules`: MPICH's)."""
+    if order_op is not None and _ops.get(order_op).movement is None:
+        raise InputError(f"export of {order_op}: not yet supported for a rank order (it is chosen over trees)")
+    for o in ops:
+        if _ops.get(o).movement is None:
+            for lib in libs:
+                if not lib.schedules:
+                    raise InputError(f"export of {o}: not yet supported for --format {lib.format}")
+
+
 def export(
     profile: Profile,
     formats: Sequence[str] = ORDER_FORMATS,
@@ -62,11 +75,11 @@ def export(
     :func:`choose_ompi`, ``impi-env`` from :func:`choose_impi`) for ``algorithms`` (:class:`AlgorithmRequest`).
     With a rank order too, the algorithms are chosen for the ranks in the exported order, as they will run."""
     req = AlgorithmRequest() if algorithms is None else algorithms
-    for o in [op, *(req.ops or ())]:
-        if _ops.get(o).movement is None:  # the backends write the tree operations' algorithms only
-            raise InputError(f"export of {o}: not yet supported")
     fmts = _formats(formats, req.layout)
     want_order = [f for f in fmts if f in ORDER_FORMATS]
+    _check_ops(
+        op if want_order else None, req.ops or (), [lib for lib in LIBRARY_FORMATS.values() if lib.format in fmts]
+    )
     # the order is chosen for the algorithm as the library whose selection goes with it runs it (MPICH's alone)
     library = next((lib.library for lib in LIBRARY_FORMATS.values() if lib.format in fmts), "MPICH")
     ex = export_order(profile, op=op, size=size, tree=tree, library=library) if want_order else None

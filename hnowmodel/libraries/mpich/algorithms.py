@@ -146,13 +146,16 @@ _SILENT_FALLBACK = frozenset({("allreduce", "reduce_scatter_allgather")})
 
 
 def _pinned_schedules(op: str) -> tuple[NativeAlgorithm, ...]:
+    """``op``'s algorithms hnow models, each pinned by its control variable and selected in a selection JSON by
+    ``MPIR_<Coll>_intra_<name>`` (``Coll`` from the variable: ``MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM`` ->
+    ``Reduce_scatter_block``; none of these reads a parameter)."""
     cvar, algos = _SCHEDULE_CVARS[op]
+    coll = cvar.removeprefix("MPIR_CVAR_").removesuffix("_INTRA_ALGORITHM").capitalize()
     out = []
     for name, model in algos.items():
         fallback = "silent" if (op, name) in _SILENT_FALLBACK else "error"
-        out.append(
-            NativeAlgorithm(name, {cvar: name, **_MPICH_COMMON, "MPIR_CVAR_COLLECTIVE_FALLBACK": fallback}, model)
-        )
+        env = {cvar: name, **_MPICH_COMMON, "MPIR_CVAR_COLLECTIVE_FALLBACK": fallback}
+        out.append(NativeAlgorithm(name, env, model, leaf={f"algorithm=MPIR_{coll}_intra_{name}": {}}))
     return tuple(out)
 
 
@@ -181,8 +184,8 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
                 Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True),
             )
         ),
-        # MPICH's default (auto) and the algorithms hnow models, pinned by the environment (hnow export does not
-        # write these operations yet)
-        **{op: OpAlgorithms(_default(op), pinned_only=_pinned_schedules(op)) for op in _SCHEDULE_CVARS},
+        # MPICH's default (auto: no leaf, it is what the selection table says) and the algorithms hnow models,
+        # pinned by the environment or selected by a selection-JSON leaf (what hnow export chooses among)
+        **{op: OpAlgorithms(_default(op), _pinned_schedules(op)) for op in _SCHEDULE_CVARS},
     }
 )

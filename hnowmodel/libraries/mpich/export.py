@@ -34,8 +34,15 @@ from . import selection as table_io
 
 __all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files", "FORMAT"]
 
-#: Control variables that beat MPICH's selection file for the operations hnow exports.
+#: Control variables that beat MPICH's selection file for the tree operations (unset by every export, as before).
 _OVERRIDES = tuple(f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM" for op in ("bcast", "scatter", "gather"))
+
+
+def _overrides(sel: MpichSelection) -> tuple[str, ...]:
+    """The control variables to unset for ``sel``: the tree operations', then each other exported operation's
+    (``MPIR_CVAR_<COLL>_INTRA_ALGORITHM``, e.g. ``..._REDUCE_SCATTER_BLOCK_...``)."""
+    more = (f"MPIR_CVAR_{table_io.collective(op).upper()}_INTRA_ALGORITHM" for op in sel.variants)
+    return tuple(dict.fromkeys((*_OVERRIDES, *more)))
 
 
 @dataclass(frozen=True)
@@ -117,7 +124,7 @@ class MpichBackend:
         return table_io.default_table(self.libmpi)
 
     def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
-        base = tuple(_ops.native_choices(op, "MPICH"))
+        base = tuple(c for c in _ops.native_choices(op, "MPICH") if c.leaf)  # a default (auto) is no leaf
         alpha = _algorithm(op, _ALPHA)
         return base + (alpha,) if self.hierarchy == "parent" and alpha is not None else base
 
@@ -125,7 +132,9 @@ class MpichBackend:
         leaf = table_io.select(self.lib.table, op, comm_size=n, msg_bytes=size, hierarchy=self.hierarchy)
         if leaf is None:
             raise InputError(f"the MPICH default table selects nothing for {op} on {n} ranks at {size} B")
-        if self.hierarchy == "parent" and op == "bcast" and self.lib.ch4:
+        # on a node-aware communicator the ch4 device's table runs (bcast: composition alpha, modelled; the message
+        # schedule operations' compositions are not)
+        if self.hierarchy == "parent" and (op == "bcast" or _ops.get(op).movement is None) and self.lib.ch4:
             comp = table_io.select(self.lib.ch4, op, comm_size=n, msg_bytes=size, hierarchy="parent")
             alpha = next((c for c in choices if c.algorithm == _ALPHA), None)
             if comp == _ALPHA_LEAF and alpha is not None:
@@ -213,7 +222,7 @@ def choose_mpich(
 
 
 def _run_line(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
-    unset = " ".join(f"-u {v}" for v in _OVERRIDES)
+    unset = " ".join(f"-u {v}" for v in _overrides(sel))
     where = f" -f {hostfile}" if hostfile else ""
     dev = "MPIR_CVAR_DEVICE_COLLECTIVES=none " if sel.device_collectives_off else ""
     return (
@@ -242,7 +251,7 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
         "# Check: MPIR_CVAR_DEBUG_SUMMARY=1 prints the file under 'collective selection' ('MPIR: <path>').\n"
         f"export MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path}\n"
         + ("export MPIR_CVAR_DEVICE_COLLECTIVES=none\n" if sel.device_collectives_off else "")
-        + f"unset {' '.join(_OVERRIDES)}\n"
+        + f"unset {' '.join(_overrides(sel))}\n"
     )
 
 
@@ -259,7 +268,17 @@ def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[i
 
 
 #: MPICH's format for :func:`hnowmodel.export.export`: ``mpich-coll.json`` and ``mpich-env.txt``, its rank order a
-#: hydra ``hostfile``.
+#: hydra ``hostfile``; it writes every operation MPICH's algorithms are modelled for (the tree operations and the
+#: message schedule ones: allreduce, ...).
 FORMAT = LibraryFormat(
-    "mpich-json", "mpich-env", "hostfile", "mpich", _choose, mpich_files, "MPICH", "mpich-coll.json", "mpich-env.txt"
+    "mpich-json",
+    "mpich-env",
+    "hostfile",
+    "mpich",
+    _choose,
+    mpich_files,
+    "MPICH",
+    "mpich-coll.json",
+    "mpich-env.txt",
+    schedules=True,
 )

@@ -55,6 +55,7 @@ __all__ = [
     "check_table",
     "select",
     "with_entries",
+    "collective",
     "HIERARCHIES",
 ]
 
@@ -78,6 +79,27 @@ _SPECIAL = {"comm_size=pow2", "comm_size=node_comm_size", "count<pow2"}
 #: ``get_tree_type_from_string`` in MPICH 5.0 reads any other ``tree_type`` as ``kary``, silently.
 _TREE_TYPES = ("kary", "knomial_1", "knomial_2")
 _LEAF_PREFIXES = ("algorithm=", "composition=")
+#: The registry's operations whose MPI call MPICH's selection names otherwise (``collective=NAME``): hnow's
+#: reduce_scatter is ``MPI_Reduce_scatter_block``.
+_COLLECTIVE = {"reduce_scatter": "reduce_scatter_block"}
+#: The collectives whose ``avg_msg_size`` MPICH 5.0 defines (``get_avg_msgsize`` in csel.c asserts for the others:
+#: allgather and reduce_scatter_block are selected by ``total_msg_size``, p times the registry's m); scatter and
+#: gather as hnow has always read them (only their binomial is modelled, so an export never writes their sizes).
+_AVG_SIZED = ("bcast", "scatter", "gather", "allreduce", "reduce", "alltoall")
+#: What MPICH needs for an algorithm to run (its ``restrictions`` in src/mpi/coll/coll_algorithms.txt, which the
+#: selection does not check: the algorithm asserts or runs wrong), as the conditions that test it: ``(key that
+#: holds, key that does not, whether the algorithm is under the first)``. hnow's own calls (MPI_SUM on doubles, no
+#: MPI_IN_PLACE) meet them; an application's other calls, and MPICH's own (MPI_Init's allreduce of a few elements),
+#: may not: there the previous table runs (:func:`with_entries`).
+_BUILT_IN = ("is_op_built_in=yes", "is_op_built_in=no", True)
+_COMMUTATIVE = ("is_commutative=yes", "is_commutative=no", True)
+_NOT_IN_PLACE = ("is_sendbuf_inplace=no", "is_sendbuf_inplace=yes", True)
+_RESTRICTIONS = {
+    "algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": (_BUILT_IN, ("count<pow2", "count=any", False)),
+    "algorithm=MPIR_Allreduce_intra_ring": (_COMMUTATIVE,),
+    "algorithm=MPIR_Reduce_scatter_block_intra_recursive_halving": (_COMMUTATIVE,),
+    **{f"algorithm=MPIR_Alltoall_intra_{a}": (_NOT_IN_PLACE,) for a in ("brucks", "pairwise", "scattered")},
+}
 
 
 @dataclass(frozen=True)
@@ -284,7 +306,11 @@ def _holds(ck: str, facts: Mapping[str, Any]) -> bool:
         return n > 0 and n & (n - 1) == 0
     if ck == "comm_size=node_comm_size":
         return facts["hierarchy"] == "node"
+    if ck == "count<pow2" and "count" in facts:
+        return facts["count"] < 1 << (n.bit_length() - 1)  # the largest power of two <= the communicator's size
     name, _, value = ck.partition("=")
+    if name in facts and name.startswith("is_"):  # is_commutative, is_op_built_in, is_sendbuf_inplace
+        return facts[name] == (value == "yes")
     if name == "collective":
         return value == facts["collective"]
     if name == "comm_type":
@@ -296,23 +322,55 @@ def _holds(ck: str, facts: Mapping[str, Any]) -> bool:
     raise InputError(f"selection table: cannot evaluate the condition {ck!r} for {facts['collective']}")
 
 
+def collective(op: str) -> str:
+    """The name MPICH's selection gives the registry's ``op`` (``collective=NAME``).
+
+    >>> collective("reduce_scatter"), collective("allreduce")
+    ('reduce_scatter_block', 'allreduce')
+    """
+    return _COLLECTIVE.get(op, op)
+
+
+def _facts(op: str, comm_size: int, msg_bytes: int, hierarchy: str) -> dict[str, Any]:
+    """What MPICH's selection tests, for hnow's own call of ``op`` with ``msg_bytes`` as the registry's ``m``:
+    reductions are MPI_SUM (built in, commutative) on doubles (``count`` = m / 8), allgather's count is its m bytes,
+    no send buffer is MPI_IN_PLACE; a condition MPICH does not define for the collective is left out (it asserts)."""
+    n, m = comm_size, msg_bytes
+    facts: dict[str, Any] = {"collective": collective(op), "comm_size": n, "hierarchy": hierarchy}
+    if op in ("bcast", "scatter", "gather"):
+        return {**facts, "avg_msg_size": m, "total_msg_size": m if op == "bcast" else m * n}
+    facts["total_msg_size"] = m * n
+    if op in _AVG_SIZED:
+        facts["avg_msg_size"] = m
+    if op in ("allreduce", "reduce", "reduce_scatter"):
+        facts.update(count=m // 8, is_commutative=True)
+    if op in ("allreduce", "reduce"):
+        facts["is_op_built_in"] = True
+    if op == "allgather":
+        facts["count"] = m
+    if op == "alltoall":
+        facts["is_sendbuf_inplace"] = False
+    return facts
+
+
 def select(
     doc: Mapping[str, Any], op: str, *, comm_size: int, msg_bytes: int, hierarchy: str = "flat"
 ) -> dict[str, Any] | None:
-    """The leaf (``{"algorithm=…": {params}}``) MPICH picks from ``doc`` for ``op`` on an intra-communicator of
-    ``comm_size`` ranks with ``msg_bytes`` per rank (bcast: the message; scatter/gather: one block), single
-    threaded; None when no branch matches (MPICH would assert). Conditions that need more than that
-    (``count``, ``comm_avg_ppn``, ``is_commutative``, …) raise :class:`InputError`."""
+    """The leaf (``{"algorithm=…": {params}}``) MPICH picks from ``doc`` for ``op`` (a registry name) on an
+    intra-communicator of ``comm_size`` ranks with ``msg_bytes`` the registry's m (bcast: the message;
+    scatter/gather/allgather/alltoall: one block; reduce/allreduce: the vector; reduce_scatter: one result block),
+    single threaded, for hnow's own call (:func:`_facts`: MPI_SUM on doubles, not in place); None when no branch
+    matches (MPICH would assert). Conditions that need more than that (``comm_avg_ppn``, an allgather's
+    ``avg_msg_size``, …) raise :class:`InputError`.
+
+    >>> t = {"collective=allreduce": {"comm_type=intra": {
+    ...      "count<pow2": {"algorithm=A": {}}, "count=any": {"algorithm=B": {}}}}}
+    >>> select(t, "allreduce", comm_size=4, msg_bytes=24), select(t, "allreduce", comm_size=4, msg_bytes=32)
+    ({'algorithm=A': {}}, {'algorithm=B': {}})
+    """
     if hierarchy not in HIERARCHIES:
         raise InputError(f"hierarchy must be one of {', '.join(HIERARCHIES)}, got {hierarchy!r}")
-    total = msg_bytes if op == "bcast" else msg_bytes * comm_size
-    facts = {
-        "collective": op,
-        "comm_size": comm_size,
-        "avg_msg_size": msg_bytes,
-        "total_msg_size": total,
-        "hierarchy": hierarchy,
-    }
+    facts = _facts(op, comm_size, msg_bytes, hierarchy)
     node: Any = doc
     while isinstance(node, dict) and node:
         for key, val in node.items():
@@ -327,28 +385,56 @@ def select(
     return None
 
 
+def _size_key(op: str, comm_size: int) -> tuple[str, int]:
+    """The size condition ``op``'s entries test and the factor from the registry's m to its value."""
+    return ("avg_msg_size", 1) if op in _AVG_SIZED else ("total_msg_size", comm_size)
+
+
+def _guarded(leaf: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+    """``leaf`` behind the conditions MPICH needs to run it (:data:`_RESTRICTIONS`), ``old`` where they fail.
+
+    >>> _guarded({"algorithm=MPIR_Allreduce_intra_ring": {}}, {"algorithm=OLD": {}})
+    {'is_commutative=yes': {'algorithm=MPIR_Allreduce_intra_ring': {}}, 'is_commutative=no': {'algorithm=OLD': {}}}
+    """
+    node: dict[str, Any] = copy.deepcopy(dict(leaf))
+    for holds, fails, leaf_first in reversed(_RESTRICTIONS.get(_nospace(next(iter(leaf), "")), ())):
+        other = copy.deepcopy(dict(old))
+        node = {holds: node, fails: other} if leaf_first else {holds: other, fails: node}
+    return node
+
+
 def with_entries(
     doc: Mapping[str, Any], op: str, comm_size: int, ranges: Sequence[tuple[int, Mapping[str, Any]]]
 ) -> dict[str, Any]:
-    """A copy of ``doc`` in which ``op`` on an intra-communicator of exactly ``comm_size`` ranks runs
-    ``ranges[i][1]`` (a leaf) for messages up to ``ranges[i][0]`` bytes (``avg_msg_size<=N``, ascending), and
+    """A copy of ``doc`` in which ``op`` (a registry name) on an intra-communicator of exactly ``comm_size`` ranks
+    runs ``ranges[i][1]`` (a leaf) for messages up to ``ranges[i][0]`` bytes (the registry's m, ascending), and
     whatever ``doc`` ran before for larger messages and for every other communicator size.
 
     The intra-communicator subtree becomes ``{"comm_size<=n-1": OLD, "comm_size<=n": {"avg_msg_size<=N": leaf, …,
-    "avg_msg_size=any": OLD}, "comm_size=any": OLD}`` (OLD: the previous subtree, unchanged)."""
+    "avg_msg_size=any": OLD}, "comm_size=any": OLD}`` (OLD: the previous subtree, unchanged). Allgather and
+    reduce_scatter (``collective=reduce_scatter_block``) test ``total_msg_size<=n·N`` instead (MPICH defines no
+    ``avg_msg_size`` for them); a leaf MPICH runs only under conditions (a commutative or built-in op, at least
+    as many elements as the largest power of two <= n, no MPI_IN_PLACE) sits behind them, OLD where they fail.
+
+    >>> t = {"collective=allgather": {"comm_type=intra": {"algorithm=MPIR_Allgather_intra_ring": {}}}}
+    >>> new = with_entries(t, "allgather", 4, [(1024, {"algorithm=MPIR_Allgather_intra_brucks": {}})])
+    >>> list(new["collective=allgather"]["comm_type=intra"]["comm_size<=4"])
+    ['total_msg_size<=4096', 'total_msg_size=any']
+    """
     if comm_size < 2:
         raise InputError(f"an export needs a communicator of at least 2 ranks, got {comm_size}")
     bounds = [int(b) for b, _ in ranges]
     if not ranges or bounds != sorted(set(bounds)):
         raise InputError("entries must be a non-empty list of (bytes, leaf) with increasing byte bounds")
     out = copy.deepcopy(dict(doc))
-    key = f"collective={op}"
+    key = f"collective={collective(op)}"
     coll = out.get(key)
     if not isinstance(coll, dict) or not isinstance(coll.get("comm_type=intra"), dict):
         raise InputError(f"selection table: no '{key}' / 'comm_type=intra' entry to put the choice under")
     old = coll["comm_type=intra"]
-    mine: dict[str, Any] = {f"avg_msg_size<={b}": copy.deepcopy(dict(leaf)) for b, leaf in ranges}
-    mine["avg_msg_size=any"] = copy.deepcopy(old)
+    size, factor = _size_key(op, comm_size)
+    mine: dict[str, Any] = {f"{size}<={b * factor}": _guarded(leaf, old) for b, leaf in ranges}
+    mine[f"{size}=any"] = copy.deepcopy(old)
     coll["comm_type=intra"] = {
         f"comm_size<={comm_size - 1}": copy.deepcopy(old),
         f"comm_size<={comm_size}": mine,
