@@ -130,3 +130,82 @@ def test_native_algorithm_settings_run_the_named_tree(tmp_path, cleanup):
         sent, ok = _sent_per_child(run.stdout, _M)
         assert all(ok) and sent == want, (spec_name, sent, want)
     assert make_tree("kary:3", 4).nchildren.tolist() != binomial(4).nchildren.tolist()
+
+
+_SCHEDULE_OPS_APP = """
+import sys
+import numpy as np
+from mpi4py import MPI
+
+c, n = MPI.COMM_WORLD, MPI.COMM_WORLD.Get_size()
+r = c.Get_rank()
+for m in map(int, sys.argv[1:]):
+    k = m // 8
+    x = np.arange(k, dtype=np.float64) + r
+    want = n * np.arange(k) + n * (n - 1) // 2
+    y = np.zeros(k)
+    c.Allreduce(x, y, MPI.SUM)
+    assert np.array_equal(y, want), ("allreduce", m)
+    y = np.zeros(k)
+    c.Reduce(x, y, MPI.SUM, 0)
+    assert r != 0 or np.array_equal(y, want), ("reduce", m)
+    y = np.zeros(k)
+    c.Reduce_scatter_block(np.concatenate([x + 3 * b for b in range(n)]), y, MPI.SUM)
+    assert np.array_equal(y, want + 3 * n * r), ("reduce_scatter_block", m)
+    b = np.full(m, r, dtype=np.uint8)
+    g = np.zeros(n * m, dtype=np.uint8)
+    c.Allgather(b, g)
+    assert np.array_equal(g, np.repeat(np.arange(n, dtype=np.uint8), m)), ("allgather", m)
+    s = np.concatenate([np.full(m, r * n + j, dtype=np.uint8) for j in range(n)])
+    c.Alltoall(s, g)
+    assert np.array_equal(g, np.repeat(np.arange(n, dtype=np.uint8) * n + r, m)), ("alltoall", m)
+print("ran")
+"""
+
+
+def test_the_message_schedule_operations_entries_are_read_and_run(tmp_path):
+    """2 local ranks. ``MPI_Init`` accepts the exported file with every message-schedule operation's entries
+    (MPICH says it loaded it), and each operation runs with its result right at the exported sizes. And MPICH runs
+    the leaf written under an entry's keys: the file's Rabenseifner allreduce leaf put, without the guard hnow
+    writes around it, in the first allreduce range (up to 1 KiB on 2 ranks) makes MPICH's own assertion of that
+    algorithm fail on a 1-element allreduce (``count >= pof2``), which the exported file keeps away from it."""
+    pytest.importorskip("mpi4py")
+    from hnowmodel.errors import InputError
+    from hnowmodel.libraries.mpich import selection as mpich
+    from hnowmodel.params import Profile, paper_profile
+
+    try:
+        mpich.find_libmpi()
+    except InputError as e:
+        pytest.skip(f"no MPICH library here: {e}")
+    gamma = {"fast": {"Gc_us": 0.0, "Gm_us_per_byte": 2e-4}, "slow": {"Gc_us": 1.0, "Gm_us_per_byte": 5e-4}}
+    prof = Profile.from_dict({**paper_profile().to_dict(), "extensions": {"reduce": {"types": gamma}}})
+    prof.save(tmp_path / "profile.json")
+    out = tmp_path / "ex"
+    res = run_hnow(
+        "export", "--profile", str(tmp_path / "profile.json"), "--layout", "FS", "--format", "mpich-json",
+        "--ops", "reduce,allreduce,allgather,reduce_scatter,alltoall", "--sizes", "8,1K,64K,1M", "-o", str(out),
+        "--json",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    sel = json.loads(res.stdout)["mpich"]
+    assert sel["entries"]["allreduce"][0] == {"upto_bytes": 1024, "algorithm": "recursive_doubling"}
+    raben = {"algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": {}}
+    good = json.loads((out / "mpich-coll.json").read_text())
+    mine = good["collective=allreduce"]["comm_type=intra"]["comm_size<=2"]
+    assert mine["avg_msg_size<=1048576"]["is_op_built_in=yes"]["count=any"] == raben  # guarded
+    bad = json.loads(json.dumps(good))
+    bad["collective=allreduce"]["comm_type=intra"]["comm_size<=2"]["avg_msg_size<=1024"] = raben
+    (tmp_path / "bad.json").write_text(json.dumps(bad))
+    script = tmp_path / "app.py"
+    script.write_text(_SCHEDULE_OPS_APP)
+    cmd = ["mpiexec", "-n", "2", sys.executable, str(script), "8", "1024", "65536"]
+    env = {**_mpich_env(out), "MPIR_CVAR_DEBUG_SUMMARY": "1"}
+    with mpi_lock():
+        ok = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+        env = {**env, "MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE": str(tmp_path / "bad.json")}
+        no = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert ok.returncode == 0 and ok.stdout.count("ran") == 2, ok.stderr[-2000:]
+    assert f"MPIR: {out.resolve()}/mpich-coll.json" in ok.stdout + ok.stderr  # MPICH says it loaded the file
+    assert no.returncode != 0 and "ran" not in no.stdout, no.stderr[-2000:]
+    assert "allreduce_intra_reduce_scatter_allgather.c" in no.stderr and "count >= pof2" in no.stderr, no.stderr[-2000:]
