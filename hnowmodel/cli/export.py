@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p,
         None,
         f"operation(s): the rank order is chosen for one (default {ops.names()[0]}); mpich-json, ompi-rules, "
-        f"impi-env: a comma list (default {','.join(ops.tree_names())})",
+        f"impi-env: a comma list (default {','.join(ops.tree_names())}; mpich-json also "
+        f"{','.join(o for o in ops.names() if o not in ops.tree_names())})",
     )
     p.add_argument(
         "--sizes",

@@ -15,9 +15,11 @@ rank, host, type), it finds the rank order under which ``op`` over the native tr
 **MPICH's algorithm per operation and message size** (:func:`choose_mpich`, format ``mpich-json``:
 :mod:`hnowmodel.libraries.mpich.export`). For each operation and size, every algorithm MPICH can be told to run that
 hnow models (:func:`hnowmodel.ops.native_choices`: bcast binomial, ``MPIR_Bcast_intra_tree`` kary / knomial_1 /
-knomial_2 with k = 2..8; scatter and gather binomial only) is predicted under the profile's default variant, and the
-fastest is chosen; adjacent sizes with the same choice become one range (``avg_msg_size<=N``, a range ending at its
-largest size). ``mpich-coll.json`` is MPICH's own default table (read from the installed ``libmpi``:
+knomial_2 with k = 2..8; scatter and gather binomial only; the operations whose algorithms are message schedules
+by their ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names, for MPICH only) is predicted under the profile's default variant,
+and the fastest is chosen; adjacent sizes with the same choice become one range (``avg_msg_size<=N``, or
+``total_msg_size<=p·N`` where MPICH selects by it, a range ending at its largest size).
+``mpich-coll.json`` is MPICH's own default table (read from the installed ``libmpi``:
 :mod:`hnowmodel.libraries.mpich.selection`) with the choices put in for a communicator of exactly that many ranks; sizes
 above the largest one asked for, other communicator sizes, and sizes where the library's default is an algorithm hnow
 does not model (e.g. bcast by scatter + allgather from 8 ranks and 12 KiB) keep the library's default. ``mpich-env.txt``

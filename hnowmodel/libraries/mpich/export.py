@@ -4,7 +4,9 @@ ranks, checked as MPICH reads it, and the settings that make MPICH use it (``mpi
 
 Sizes above the largest one asked for, other communicator sizes, and sizes where the library's default is an
 algorithm hnow does not model (e.g. bcast by scatter + allgather from 8 ranks and 12 KiB) keep the library's
-default.
+default. The message schedule operations (reduce, allreduce, allgather, reduce_scatter, alltoall) are written too:
+their size keys, and the conditions an algorithm needs, as :func:`.selection.with_entries` writes them
+(docs/exporting.md).
 """
 
 from __future__ import annotations
