@@ -60,6 +60,7 @@ def _imb_rows(prof: Any, spec: Path, n: int, mpi: str, tree: str, args: argparse
             cluster=str(spec),
             mpi=mpi,
             tree=tree,
+            ops=ops.tree_names(),  # the tree operations this study measured (by default MPICH runs the others too)
             sizes=IMB_SIZES,
             iters=args.iters,
             reps=args.imb_reps,

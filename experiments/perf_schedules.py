@@ -18,7 +18,7 @@ from common import best_of, claim, md_table, outdir, parser, write_csv, write_ma
 from hnowmodel import paper_profile, predict, trees
 from hnowmodel import schedules as S
 from hnowmodel.layout import Layout
-from hnowmodel.params import Link, NodeType, ShmCosts
+from hnowmodel.params import Link, NodeType, Profile, ShmCosts
 
 SIZES = [0, 1024, 65536, 1 << 20]
 SHM = {  # illustrative shared-memory costs (µs, µs/byte)
@@ -37,17 +37,32 @@ ALGORITHMS = {
 TARGET_S = 0.020
 
 
+def _profile_layout(path: str | None, hosts: int, slots: int) -> tuple[Profile, Layout]:
+    """The profile (the paper's, or ``path``'s types with illustrative shared memory) and the layout of ``hosts`` x
+    ``slots`` ranks, hosts cycling through its node types."""
+    host = np.arange(hosts * slots) // slots
+    if path is None:
+        return dataclasses.replace(paper_profile(), shm=SHM), Layout(np.where(host % 2, "slow", "fast").tolist(), host)
+    prof = Profile.load(path)
+    types = list(prof.types)
+    shm = {t: ShmCosts(NodeType(t, 2.0 + i, 1e-4 * (i + 1), 2.0, 1e-4), Link(0.5, 2e-4)) for i, t in enumerate(types)}
+    return dataclasses.replace(prof, shm=shm), Layout([types[h % len(types)] for h in host], host)
+
+
 def main() -> None:
     p = parser("perf_schedules", __doc__)
     p.add_argument("--hosts", type=int, default=64)
     p.add_argument("--slots", type=int, default=32, help="ranks per host")
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument(
+        "--profile",
+        help="node types of this profile instead of the paper's (hosts cycle through them; illustrative shared "
+        "memory as for the paper's), e.g. tests/data/golden/cluster_profile.json: a ring's clocks then settle late",
+    )
     args = p.parse_args()
     out = outdir(args.out)
-    prof = dataclasses.replace(paper_profile(), shm=SHM)
+    prof, layout = _profile_layout(args.profile, args.hosts, args.slots)
     n = args.hosts * args.slots
-    host = np.arange(n) // args.slots
-    layout = Layout(np.where(host % 2, "slow", "fast").tolist(), host)
     tree = trees.binomial(n)
     rows = []
     for m in SIZES:

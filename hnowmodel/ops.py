@@ -89,9 +89,12 @@ class Operation:
     it, each as its predictor. ``kernel_code``: the C kernels' code of its native collective (``hk_coll``'s ``op``
     in calibrate/kernels/hnow_kernels.c; -1: none). ``imb``: IMB-MPI1's benchmark of it (``hnow bench imb``; '':
     none); ``outside_names``: the lower-case names outside benchmarks' output gives it (IMB's, OSU's
-    ``osu_<name>``). ``algorithms``: its algorithms that are not trees, by name, each a generator of its message
-    schedule (:class:`~hnowmodel.schedules.generator.Algorithm`: ring, recursive doubling, ...); ``movement`` None:
-    it has no tree algorithms (then it needs ``algorithms``). :meth:`predict` predicts either kind. ``reduction``:
+    ``osu_<name>``); ``outside_total``: those (``suite:name``) whose message size is the whole vector of all ranks'
+    blocks, not :mod:`~hnowmodel.schedules.catalog`'s ``m`` (then ``m`` = size / p, in whole elements:
+    :func:`hnowmodel.outside.registry_m`). ``algorithms``: its algorithms that are not trees, by name, each a
+    generator of its message schedule (:class:`~hnowmodel.schedules.generator.Algorithm`: ring, recursive doubling,
+    ...); ``movement`` None: it has no tree algorithms (then it needs ``algorithms``). :meth:`predict` predicts
+    either kind. ``reduction``:
     its ranks combine buffers (MPI_SUM on doubles, 8-byte elements): a prediction needs the reduction cost γ
     (µs per byte combined), given or from the profile (:meth:`reduce_costs`); hnow never assumes one.
 
@@ -120,6 +123,7 @@ class Operation:
     imb: str = ""
     outside_names: tuple[str, ...] = ()
     reduction: bool = False
+    outside_total: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "algorithms", MappingProxyType(dict(self.algorithms)))
@@ -441,6 +445,8 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel_code=5,
         reduction=True,
         algorithms=_catalog.REDUCE,
+        imb="Reduce",  # #bytes: each rank's vector (IMB and OSU alike), m
+        outside_names=("reduce",),
     ),
     Operation(
         name="allreduce",
@@ -450,6 +456,8 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel_code=6,
         reduction=True,
         algorithms=_catalog.ALLREDUCE,
+        imb="Allreduce",  # #bytes: each rank's vector, m
+        outside_names=("allreduce",),
     ),
     Operation(
         name="allgather",
@@ -458,6 +466,8 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel="allgather",
         kernel_code=7,
         algorithms=_catalog.ALLGATHER,
+        imb="Allgather",  # #bytes: each rank's block, m
+        outside_names=("allgather",),
     ),
     Operation(
         name="reduce_scatter",
@@ -467,6 +477,11 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel_code=8,
         reduction=True,
         algorithms=_catalog.REDUCE_SCATTER,
+        # IMB's Reduce_scatter_block: #bytes is each rank's result block (its recvcount), m; IMB's Reduce_scatter
+        # and OSU's osu_reduce_scatter (MPI_Reduce_scatter) and osu_reduce_scatter_block split the whole vector
+        imb="Reduce_scatter_block",
+        outside_names=("reduce_scatter_block", "reduce_scatter"),
+        outside_total=("imb:reduce_scatter", "osu:reduce_scatter", "osu:reduce_scatter_block"),
     ),
     Operation(
         name="alltoall",
@@ -475,6 +490,8 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel="alltoall",
         kernel_code=9,
         algorithms=_catalog.ALLTOALL,
+        imb="Alltoall",  # #bytes: the block each rank sends each rank, m
+        outside_names=("alltoall", "all-to-all"),  # OSU's title: All-to-All Personalized Exchange
     ),
 )
 

@@ -6,8 +6,9 @@ OSU-style table per benchmark (units in the column names: ``_us`` µs, ``_MBps``
 ``bench.json``; ``hnow bench list`` (or no name) lists them. ``--profile-out`` writes a copy of ``--profile-in``
 with the measured extensions (queue costs, hot-spot fan-in) merged in.
 
-``hnow bench imb --np N --profile P [--mpi intelmpi|mpich] [--cluster SPEC] [--tree native|native:ALGO]``: the Intel
-MPI Benchmarks (the wheel's ``IMB-MPI1``: Bcast, Scatter, Gather, PingPong) with the algorithm ``--tree`` pins,
+``hnow bench imb --np N --profile P [--mpi intelmpi|mpich] [--cluster SPEC] [--tree native|native:ALGO] [--ops OPS]``:
+the Intel MPI Benchmarks (the wheel's ``IMB-MPI1``: each operation's benchmark, Bcast ... Alltoall, and PingPong;
+``--sizes`` are each operation's ``m``, which IMB's ``#bytes`` is) with the algorithm ``--tree`` pins,
 IMB's ``t_max`` beside hnow's measured and predicted times of the same algorithm (``hm.imb_compare``,
 docs/intel-mpi.md); ``-o DIR`` writes ``imb_compare.csv``, ``imb_compare.md`` and IMB's output ``imb.txt``.
 """
@@ -69,7 +70,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile-out", default=None, help="write --profile-in (or --profile) plus extensions here")
     p.add_argument("--force", action="store_true", help="overwrite existing outputs")
     imb_ops = [o for o in op_names() if get_op(o).imb]  # the operations IMB-MPI1 has a benchmark of
-    add_op_argument(p, ",".join(imb_ops), f"imb: operations (default {','.join(imb_ops)})")
+    add_op_argument(
+        p, None, f"imb: operations, of {','.join(imb_ops)} (default: those --tree names an algorithm of, under --mpi)"
+    )
     add_tree_argument(p, "native", "imb: native (the library's default) or native:ALGO (pinned)")
     p.add_argument("--reps", type=positive_int, default=7, help="imb: hnow's repetitions per size (default 7)")
     p.add_argument("--no-pingpong", action="store_true", help="imb: leave out IMB's PingPong")

@@ -1,5 +1,6 @@
 """``hnow import imb|osu FILE``: read an outside benchmark's output (IMB-MPI1, OSU micro-benchmarks); with
-``--profile`` its ping-pong rows are checked against the profile's prediction."""
+``--profile`` its ping-pong rows are checked against the profile's prediction. Each row shows its size as the
+operation registry's ``m`` (``m_bytes``: :func:`hnowmodel.outside.registry_m`) and its buffers' datatype."""
 
 from __future__ import annotations
 
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
                     "op": r.op or "-",
                     "np": r.np,
                     "size": r.size,
+                    "m_bytes": r.m_bytes,
+                    "datatype": r.datatype or "-",
                     "t_us": r.t_us,
                     "t_min_us": r.t_min_us,
                     "t_max_us": r.t_max_us,

@@ -1,12 +1,18 @@
 """The Intel MPI Benchmarks as an outside reference: :func:`imb_compare` runs the Intel MPI wheel's ``IMB-MPI1``
-(Bcast, Scatter, Gather and PingPong) with the same algorithm ``hnow`` pins for a native tree spec, on the same
-ranks (one host or a virtual cluster), and puts IMB's ``t_max`` beside hnow's measured and predicted times.
+(the benchmark each operation's registry entry names, ``Operation.imb``: Bcast, Scatter, Gather, Reduce, Allreduce,
+Allgather, Reduce_scatter_block, Alltoall; and PingPong) with the same algorithm ``hnow`` pins for a native tree spec,
+on the same ranks (one host or a virtual cluster), and puts IMB's ``t_max`` beside hnow's measured and predicted
+times. IMB's ``#bytes`` is the registry's ``m`` for each of them (:func:`hnowmodel.outside.registry_m`: the vector of
+Reduce/Allreduce, each rank's block of Allgather/Alltoall, each rank's result block of Reduce_scatter_block), so
+IMB runs the sizes hnow measures. IMB reduces MPI_FLOAT by default; with a reduction among the operations it runs
+with ``-red_data_type double`` (IMB 2021 and later), MPI_SUM on doubles as hnow's reductions.
 
 ``IMB-MPI1`` is linked against ``libmpi.so.12`` (MPICH's ABI, which Intel MPI keeps): under Intel MPI it loads the
 wheel's library (``LD_LIBRARY_PATH=<env>/lib``), under MPICH the MPICH wheel's (``<prefix>/lib``); Open MPI's
 ``libmpi.so.40`` is another ABI, refused. It runs as ``IMB-MPI1 Bcast Scatter Gather PingPong -npmin N -msglen FILE
--iter K -iter_policy off -time 600 -root_shift off -sync on``: every size ``K`` times, root 0, a barrier between
-calls; each rank times each call alone and averages, ``t_max`` is the slowest rank's average (µs).
+-iter K -iter_policy off -time 600 -root_shift off -sync on`` (``-red_data_type double`` added for a reduction):
+every size ``K`` times, root 0, a barrier between calls; each rank times each call alone and averages, ``t_max`` is
+the slowest rank's average (µs).
 
 How IMB's loop differs from hnow's timing (docs/intel-mpi.md): hnow's ``sync`` starts each repetition at an instant
 announced a few ms ahead and reports the median; IMB runs its repetitions back to back (only a barrier between
@@ -45,7 +51,7 @@ from ..outside import PingPongCheck, parse_imb, pingpong_checks
 from ..params import Profile
 from ..sizes import size_tuple
 from ..tables import table_text
-from .checks import Progress, check_count, gather, job_hosts, job_layout, load_profile, stated_types
+from .checks import Progress, check_count, check_op_sizes, gather, job_hosts, job_layout, load_profile, stated_types
 from .compare_job import CompareSettings, compare
 from .launcher import Launch, run_program
 from .mpienv import intelmpi_missing, intelmpi_venv
@@ -59,7 +65,9 @@ __all__ = [
     "imb_program",
     "imb_arguments",
     "IMB_BENCHMARKS",
+    "IMB_REDUCTION_DATATYPE",
     "LOOP_NEGLIGIBLE_PCT",
+    "imb_default_ops",
 ]
 
 #: IMB's loop changes hnow's time by at most this (|fig2 − sync| / sync, %) where the prediction, which is of single
@@ -67,20 +75,35 @@ __all__ = [
 LOOP_NEGLIGIBLE_PCT = 2.0
 #: IMB's benchmark name of each operation.
 IMB_BENCHMARKS: Mapping[str, str] = {o.name: o.imb for o in _ops.OPERATIONS.values() if o.imb}
+#: IMB's ``-red_data_type`` of hnow's reductions (MPI_SUM on MPI_DOUBLE; IMB's own default is float).
+IMB_REDUCTION_DATATYPE = "double"
+
+
+def imb_default_ops(tree: str, library: str) -> tuple[str, ...]:
+    """The operations ``hnow bench imb`` compares by default: those IMB-MPI1 has a benchmark of and whose algorithm
+    ``tree`` names under ``library`` (hnow pins no Intel MPI algorithm of the reductions, for one).
+
+    >>> imb_default_ops("native:binomial", "MPICH"), imb_default_ops("native", "Intel MPI")
+    (('bcast', 'scatter', 'gather', 'reduce'), ('bcast', 'scatter', 'gather'))
+    >>> imb_default_ops("native", "MPICH")[3:]
+    ('reduce', 'allreduce', 'allgather', 'reduce_scatter', 'alltoall')
+    """
+    return tuple(o for o in IMB_BENCHMARKS if _ops.native_for(tree, o, library) is not None)
 
 
 @dataclass(frozen=True)
 class ImbSettings:
-    """What to compare (the ``hnow bench imb`` flags): ``ops`` at ``sizes`` bytes per rank with ``tree`` (``native``
-    or ``native:ALGO``: what IMB and hnow both run), IMB's ``iters`` repetitions per size, ``pingpong`` (IMB's
-    PingPong between ranks 0 and 1 beside the profile's one-way time), hnow's ``reps`` and timing ``method``
+    """What to compare (the ``hnow bench imb`` flags): ``ops`` (None: :func:`imb_default_ops`) at ``sizes`` bytes
+    per rank (each operation's ``m``) with ``tree`` (``native`` or ``native:ALGO``: what IMB and hnow both run),
+    IMB's ``iters`` repetitions per size, ``pingpong`` (IMB's PingPong between ranks 0 and 1 beside the profile's
+    one-way time), hnow's ``reps`` and timing ``method``
     (``fig2``, default: IMB's loop - each repetition ``iters`` calls back to back, a barrier after each, the mean,
     the slowest rank; ``sync``: hnow's single calls from a common start, full token buckets); ``layout``: the node type
     of each rank (default: each host's by name, the profile's or ``types``', as ``hnow compare``); ``variants``:
     model variant per operation; ``output``: a folder for ``imb_compare.csv``, ``imb_compare.md`` and ``imb.txt``
     (IMB's own output)."""
 
-    ops: Any = tuple(IMB_BENCHMARKS)
+    ops: Any = None
     sizes: Any = (65536, 131072, 262144)
     tree: str = "native"
     iters: int = 20
@@ -263,16 +286,21 @@ def imb_program(library: str) -> tuple[Path, Path]:
 
 def imb_arguments(ops: Sequence[str], np: int, msglen_file: str, iters: int, pingpong: bool) -> list[str]:
     """IMB-MPI1's arguments: the benchmarks of ``ops`` (and PingPong), only on ``np`` processes, the sizes of
-    ``msglen_file``, ``iters`` repetitions per size whatever they cost, root 0 every time, a barrier between calls.
+    ``msglen_file``, ``iters`` repetitions per size whatever they cost, root 0 every time, a barrier between calls;
+    with a reduction among ``ops``, hnow's datatype (:data:`IMB_REDUCTION_DATATYPE`; the op is MPI_SUM either way).
 
     >>> imb_arguments(["bcast"], 4, "sizes.txt", 20, False)[:5]
     ['Bcast', '-npmin', '4', '-msglen', 'sizes.txt']
+    >>> imb_arguments(["allreduce"], 2, "sizes.txt", 20, False)[-2:]
+    ['-red_data_type', 'double']
     """
     names = [IMB_BENCHMARKS[o] for o in ops] + (["PingPong"] if pingpong else [])
+    reduction = any(_ops.get(o).reduction for o in ops)
     return [
         *names,
         *("-npmin", str(np), "-msglen", msglen_file, "-iter", str(iters), "-iter_policy", "off", "-time", "600"),
         *("-root_shift", "off", "-sync", "on"),
+        *(("-red_data_type", IMB_REDUCTION_DATATYPE) if reduction else ()),
     ]
 
 
@@ -315,11 +343,14 @@ def imb_compare(
     name = lib.name if lib is not None else "mpich"
     imb, libdir = imb_program(name)
     library = lib.library if lib is not None else "MPICH"
-    ops = tuple(check_ops(s.ops, "--ops"))
+    ops = imb_default_ops(s.tree, library) if s.ops is None else tuple(check_ops(s.ops, "--ops"))
+    if not ops:
+        raise InputError(f"--tree {s.tree}: {library} runs it for none of IMB's operations; give --ops")
     for op in ops:
         if op not in IMB_BENCHMARKS:
             raise InputError(f"--ops: hnow names no IMB-MPI1 benchmark of {op} (IMB's: {', '.join(IMB_BENCHMARKS)})")
     sizes = size_tuple(s.sizes)
+    check_op_sizes(ops, sizes)
     _ops.check_native(s.tree, ops)
     pins = _pins(s.tree, ops, library)
     check_count(s.iters, "--iters")
@@ -367,20 +398,23 @@ def imb_compare(
 def _join(
     text: str, cmp: Any, prof: Profile, lay: Sequence[str], s: ImbSettings, library: str
 ) -> tuple[list[ImbRow], tuple[PingPongCheck, ...]]:
-    """IMB's rows (at the job's process count) joined with hnow's by operation and size."""
+    """IMB's rows (at the job's process count) joined with hnow's by operation and ``m`` (IMB's ``#bytes`` as the
+    registry's ``m``: the same for every benchmark IMB runs here)."""
     imb_rows, _ = parse_imb(text)
     n = len(lay)
     ours = {(r.op, r.size): r for r in cmp.rows if r.tree == s.tree}
     empty = _no_burst(prof)
     rows = []
     for ir in imb_rows:
-        if ir.op not in IMB_BENCHMARKS or ir.np != n or (ir.op, ir.size) not in ours:
+        if ir.op not in IMB_BENCHMARKS or ir.np != n or (ir.op, ir.m_bytes) not in ours:
             continue
-        r = ours[(ir.op, ir.size)]
+        if ir.benchmark != IMB_BENCHMARKS[ir.op]:  # another IMB benchmark of the operation (Reduce_scatter)
+            continue
+        r = ours[(ir.op, ir.m_bytes)]
         nat = _ops.native_for(s.tree, ir.op, library)
         pred_imb = None
         if r.predicted_us is not None and nat is not None:
-            t = _ops.native_predict(ir.op, library, empty, lay, [ir.size], variant=r.variant or None, algorithm=nat)
+            t = _ops.native_predict(ir.op, library, empty, lay, [r.size], variant=r.variant or None, algorithm=nat)
             pred_imb = None if t is None or math.isnan(float(t[0])) else float(t[0])
         t_max = ir.t_max_us if ir.t_max_us is not None else ir.t_us
         other = next((m for m in TIMING_METHODS if m != r.method), "")
@@ -389,7 +423,7 @@ def _join(
         rows.append(
             ImbRow(
                 op=ir.op,
-                size=ir.size,
+                size=r.size,
                 np=n,
                 imb_t_max_us=t_max,
                 imb_t_min_us=ir.t_min_us,

@@ -2,7 +2,8 @@
 micro-benchmarks (``osu_latency``, ``osu_bcast``, ...), as a user runs them on their own cluster.
 
 :func:`load_outside` (``hnow import imb|osu FILE``) parses the file (:mod:`.imb`, :mod:`.osu`: one
-:class:`OutsideRow` per benchmark, process count and size) and, given a profile, checks the ping-pong rows against
+:class:`OutsideRow` per benchmark, process count and size, the size also as the operation registry's ``m``:
+:func:`registry_m`) and, given a profile, checks the ping-pong rows against
 it: the predicted one-way time of one message between the first two ranks' node types (the model's 2-rank bcast,
 under the profile's default variant) beside the measured one, ``error_pct = 100·(predicted − measured)/measured``
 (:mod:`.check`). Collective rows come back as a table.
@@ -13,10 +14,13 @@ from __future__ import annotations
 from .check import PingPongCheck, load_outside, pingpong_checks
 from .imb import parse_imb
 from .osu import parse_osu
-from .rows import KINDS, OutsideResult, OutsideRow
+from .rows import DATATYPE_BYTES, HNOW_REDUCTION_DATATYPE, KINDS, OutsideResult, OutsideRow, registry_m
 
 __all__ = [
     "KINDS",
+    "DATATYPE_BYTES",
+    "HNOW_REDUCTION_DATATYPE",
+    "registry_m",
     "OutsideRow",
     "OutsideResult",
     "PingPongCheck",

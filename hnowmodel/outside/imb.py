@@ -3,7 +3,9 @@
 A table starts with ``# Benchmarking NAME`` and ``# #processes = N`` and has a header line starting ``#bytes``
 (``#bytes #repetitions t[usec] Mbytes/sec`` for PingPong; ``#bytes #repetitions t_min[usec] t_max[usec]
 t_avg[usec]`` for the collectives), then one line of numbers per message size. ``t[usec]`` of PingPong is half the
-round trip (one way); a collective's headline is ``t_max`` (the slowest rank's average over the repetitions).
+round trip (one way); a collective's headline is ``t_max`` (the slowest rank's average over the repetitions). The
+header names the datatypes (``MPI_Datatype``, ``MPI_Datatype for reductions``: MPI_FLOAT unless IMB ran with
+``-red_data_type``); each row's ``m_bytes`` is its ``#bytes`` as the registry's ``m`` (:func:`~.rows.registry_m`).
 
 >>> text = '''# Benchmarking PingPong
 ... # #processes = 2
@@ -20,13 +22,18 @@ from __future__ import annotations
 import re
 
 from ..errors import InputError
-from .rows import OPS_OF, OutsideRow
+from ..ops import OPERATIONS
+from .rows import OPS_OF, OutsideRow, registry_m
 
 __all__ = ["parse_imb"]
 
 _BENCH = re.compile(r"^#\s*Benchmarking\s+(\S+)")
 _PROCS = re.compile(r"^#\s*#processes\s*=\s*(\d+)")
-_HEADER_KEYS = {"Date", "Machine", "MPI Version", "Version", "Release", "System"}
+_HEADER_KEYS = {
+    "Date", "Machine", "MPI Version", "Version", "Release", "System", "MPI_Datatype", "MPI_Datatype for reductions"
+}  # fmt: skip
+#: IMB's reductions' datatype when its header does not say (its default).
+IMB_REDUCTION_DEFAULT = "MPI_FLOAT"
 
 
 def _column(name: str) -> str:
@@ -34,7 +41,16 @@ def _column(name: str) -> str:
     return name.lstrip("#").split("[")[0].lower()
 
 
-def _row(bench: str, np_: int | None, cols: list[str], values: list[str], line_no: int) -> OutsideRow:
+def _datatype(op: str, header: dict[str, str]) -> str:
+    """The datatype of ``op``'s buffers as IMB's header says (a reduction's: what it combines)."""
+    if op and op != "pingpong" and OPERATIONS[op].reduction:
+        return header.get("MPI_Datatype for reductions", IMB_REDUCTION_DEFAULT)
+    return header.get("MPI_Datatype", "")
+
+
+def _row(
+    bench: str, np_: int | None, cols: list[str], values: list[str], line_no: int, header: dict[str, str]
+) -> OutsideRow:
     try:
         v = dict(zip(cols, (float(x) for x in values), strict=False))
     except ValueError:
@@ -45,10 +61,12 @@ def _row(bench: str, np_: int | None, cols: list[str], values: list[str], line_n
     if t is None:
         raise InputError(f"IMB line {line_no}: the table has no time column (t[usec] or t_max[usec])")
     reps = v.get("repetitions")
+    op = OPS_OF.get(bench.lower(), "")
+    dtype = _datatype(op, header)
     return OutsideRow(
         "imb",
         bench,
-        OPS_OF.get(bench.lower(), ""),
+        op,
         np_,
         int(v["bytes"]),
         t,
@@ -56,6 +74,8 @@ def _row(bench: str, np_: int | None, cols: list[str], values: list[str], line_n
         v.get("t_max"),
         v.get("t_avg"),
         int(reps) if reps is not None else None,
+        registry_m("imb", bench.lower(), int(v["bytes"]), np_, dtype),
+        dtype,
     )
 
 
@@ -82,7 +102,7 @@ def parse_imb(text: str) -> tuple[tuple[OutsideRow, ...], dict[str, str]]:
             if "Intel(R) MPI Benchmarks" in line:
                 header["suite"] = line.lstrip("# ").strip()
         elif cols:
-            rows.append(_row(bench, np_, cols, line.split(), i))
+            rows.append(_row(bench, np_, cols, line.split(), i, header))
             read += 1
     if not rows:
         raise InputError("IMB: no benchmark table found (expected '# Benchmarking NAME' and a '#bytes ...' header)")

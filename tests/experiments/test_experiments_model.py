@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+CLUSTER = Path(__file__).resolve().parents[1] / "data" / "golden" / "cluster_profile.json"  # a calibrated cluster
 
 
 def _run(script: str, out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -141,6 +142,9 @@ def test_perf_schedules_small(tmp_path):
     assert {r["algorithm"] for r in rows} >= {"ring_allgather", "recursive_doubling_allreduce", "bcast-tree"}
     assert all(int(r["ranks"]) == 16 and float(r["evaluate_s"]) > 0 for r in rows)
     assert (tmp_path / "perf_schedules.md").read_text().startswith("# Schedule evaluation speed")
+    # the node types of a calibrated profile instead of the paper's: the hosts cycle through its types
+    _run("perf_schedules.py", tmp_path, "--hosts", "3", "--slots", "2", "--repeat", "1", "--profile", str(CLUSTER))
+    assert all(int(r["ranks"]) == 6 for r in _csv(tmp_path / "perf_schedules.csv"))
 
 
 def test_perf_paths_runs_and_checks_the_entry_gives_the_engines_numbers(tmp_path):

@@ -11,13 +11,14 @@ import json
 import os
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hnowmodel import ops, paper_profile
 from hnowmodel.errors import InputError
-from hnowmodel.jobs.imb_job import IMB_BENCHMARKS, _no_burst, imb_arguments, imb_program
+from hnowmodel.jobs.imb_job import IMB_BENCHMARKS, _no_burst, imb_arguments, imb_default_ops, imb_program
 from hnowmodel.jobs.mpienv import intelmpi_missing, intelmpi_venv
 from hnowmodel.trees import make_tree
 from tests.helpers import one_error_line
@@ -39,7 +40,49 @@ def test_imb_runs_each_size_as_often_as_asked_at_root_0_with_a_barrier_between_c
         "-root_shift": "off",  # root 0 every time, as hnow's root
         "-sync": "on",
     }
-    assert set(IMB_BENCHMARKS) == set(ops.tree_names())  # IMB's names of the others are not given yet
+    assert "-red_data_type" not in args  # no reduction: IMB's datatypes as they were
+    assert set(IMB_BENCHMARKS) == set(ops.names())  # IMB-MPI1 has a benchmark of every registered operation
+
+
+def test_imb_sums_hnows_doubles_and_runs_the_registrys_benchmarks():
+    """A reduction among the operations makes IMB sum doubles (MPI_SUM is IMB's op either way), as hnow's
+    reductions do; each operation runs the benchmark its registry entry names."""
+    args = imb_arguments(["allreduce", "reduce", "allgather", "reduce_scatter", "alltoall"], 2, "f.txt", 5, False)
+    assert args[:5] == ["Allreduce", "Reduce", "Allgather", "Reduce_scatter_block", "Alltoall"]
+    assert args[args.index("-red_data_type") + 1] == "double"
+    assert "-red_data_type" not in imb_arguments(["allgather", "alltoall"], 2, "f.txt", 5, False)
+    # by default the operations the tree spec names an algorithm of under the library: hnow pins no Intel MPI
+    # algorithm of the message-schedule operations
+    assert imb_default_ops("native", "Intel MPI") == ("bcast", "scatter", "gather")
+    assert imb_default_ops("native", "MPICH") == tuple(ops.names())
+
+
+def test_imbs_rows_join_hnows_by_the_registrys_m():
+    """IMB's real output (MPICH, 2 ranks) joined with hnow's rows by operation and m: every benchmark IMB ran for an
+    operation of the comparison, not IMB's other benchmark of it (Reduce_scatter, whose #bytes is the whole
+    vector)."""
+    from types import SimpleNamespace
+
+    from hnowmodel.jobs.imb_job import ImbSettings, _join
+
+    text = (Path(__file__).resolve().parents[1] / "data" / "outside" / "imb_mpich_collectives_2ranks.txt").read_text()
+    s = ImbSettings(ops=("allreduce", "reduce_scatter"), sizes=(1024, 2048), pingpong=False)
+
+    def ours(op: str, m: int):
+        return SimpleNamespace(tree="native", op=op, size=m, measured_us=5.0, predicted_us=None, variant="paper",
+                               method="fig2", extra={"sync_median_us": 4.0}, model_tree="")  # fmt: skip
+
+    cmp = SimpleNamespace(rows=[ours(op, m) for op in s.ops for m in s.sizes])
+    rows, pp = _join(text, cmp, paper_profile(), ["fast", "fast"], s, "MPICH")
+    assert pp == ()
+    got = {(r.op, r.size): r.imb_t_max_us for r in rows}
+    assert got == {
+        ("allreduce", 1024): 1.10,
+        ("allreduce", 2048): 1.46,
+        ("reduce_scatter", 1024): 31.10,  # Reduce_scatter_block's #bytes 1024, not Reduce_scatter's 2048
+        ("reduce_scatter", 2048): 2.99,
+    }
+    assert all(r.measured_other_us == 4.0 and r.loop_effect_pct == pytest.approx(25.0) for r in rows)
 
 
 def test_open_mpi_and_a_testbed_are_refused_in_one_line(hnow):
@@ -89,6 +132,7 @@ def test_hnow_bench_imb_puts_imb_beside_hnow_on_two_ranks(hnow, mpi, tmp_path):
     p = hnow(
         *("bench", "imb", "--np", "2", "--mpi", mpi, "--profile", "paper", "--layout", "fast,fast"),
         *("--sizes", "1K,4K", "--iters", "3", "--reps", "2", "--tree", "native:binomial", "-o", str(out), "--json"),
+        *("--ops", "bcast,scatter,gather"),  # MPICH's binomial reduce too by default: the tree operations here
         timeout=300,
     )
     assert p.returncode == 0, p.stderr
@@ -128,3 +172,22 @@ def test_the_prediction_meets_imb_only_where_imbs_loop_changes_the_time_little()
     assert row(109.0, "sync").loop_effect_pct == pytest.approx(9.0)  # whichever method is the row's own
     alone = ImbRow("bcast", 65536, 6, 104.0, None, None, 20, 100.0, 103.0, 120.0, method="fig2")
     assert alone.loop_effect_pct is None and alone.predicted_vs_imb_pct is None  # without sync: nothing to tell
+
+
+@pytest.mark.mpi
+@needs_impi
+def test_hnow_bench_imb_runs_imbs_allreduce_on_hnows_doubles(hnow):
+    """IMB's Allreduce under MPICH, on doubles, beside hnow's measurement of MPICH's own allreduce at the same m
+    (the paper profile has no reduction cost: no prediction, and the row says so by None)."""
+    p = hnow(
+        *("bench", "imb", "--ops", "allreduce", "--np", "2", "--sizes", "1K,64K", "--mpi", "mpich"),
+        *("--profile", "paper", "--layout", "fast,fast", "--iters", "3", "--reps", "2", "--no-pingpong", "--json"),
+        timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["command"][1] == "Allreduce" and doc["command"][-2:] == ["-red_data_type", "double"]
+    assert [(r["op"], r["size"]) for r in doc["rows"]] == [("allreduce", 1024), ("allreduce", 65536)]
+    for r in doc["rows"]:
+        assert r["imb_t_max_us"] > 0 and r["measured_us"] > 0 and r["imb_repetitions"] == 3, r
+        assert r["predicted_us"] is None and r["predicted_vs_imb_pct"] is None, r
