@@ -24,8 +24,8 @@ from types import MappingProxyType
 
 from .algorithms import (
     binomial_reduce,
-    linear_reduce,
     bruck_allgather,
+    linear_reduce,
     rabenseifner_allreduce,
     recursive_doubling_allgather,
     recursive_doubling_allreduce,
