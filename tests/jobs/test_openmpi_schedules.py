@@ -1,8 +1,10 @@
 """Open MPI's coll/tuned algorithms for reduce, allreduce, allgather, reduce_scatter and alltoall, pinned as the
-registry pins them (``native:ALGO``) and by default (``native``: the fixed rules), run on 2 ranks: every rank's
-result checked, and Open MPI's pml monitoring sees exactly the messages of the schedules that model them (per pair
-of ranks: bytes, messages, message sizes by powers of two). Several operations share one launch (each pinned
-independently), so the messages compared are their sum; 5 launches in all.
+registry pins them (``native:ALGO``) and by default (``native``: the fixed rules), run on 2 and 4 ranks: every
+rank's result checked, and Open MPI's pml monitoring sees exactly the messages of the schedules that model them (per
+pair of ranks: bytes, messages, message sizes by powers of two). On 2 ranks most algorithms are one exchange (what
+checks the two_proc ones and the 2-rank rules); 4 ranks tell recursive doubling, the rings, Bruck's and
+Rabenseifner's apart (not the order of the alltoalls' messages, which a count per pair cannot show). Several
+operations share one launch (each pinned independently), so the messages compared are their sum; 9 launches.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from hnowmodel.libraries.openmpi.tuned import OP_ALGORITHMS
 
 MISSING = openmpi_missing()
 M = 4096  # bytes: 512 doubles, whole halves, more elements than ranks (no algorithm falls back)
-N = 2
 SCHEDULE_OPS = tuple(OP_ALGORITHMS)
 
 _PROBE = """
@@ -48,17 +49,18 @@ assert (blocks.reshape(n, k) == 100 * np.arange(n)[:, None] + r).all(), "alltoal
 """
 
 
-def _modelled(op: str) -> list[str]:
-    """The native specs of ``op`` whose model runs on 2 ranks at M bytes."""
-    return [f"native:{a.algorithm}" for a in OP_ALGORITHMS[op].pinned_only if a.tree_at(N, M) is not None]
+def _modelled(op: str, n: int) -> list[str]:
+    """The native specs of ``op`` (its default first) whose model runs on ``n`` ranks at M bytes."""
+    nats = (OP_ALGORITHMS[op].native, *OP_ALGORITHMS[op].pinned_only)
+    return [ops.NATIVE if a.algorithm == "default" else f"native:{a.algorithm}" for a in nats if a.tree_at(n, M)]
 
 
-def _wire(env: dict[str, str]) -> Counter:
+def _wire(env: dict[str, str], n: int) -> Counter:
     """(sender, receiver, size bucket) -> messages, and (sender, receiver) -> bytes, of the probe's messages (Open
     MPI's pml monitoring)."""
-    where = Launch(np=N, mpi="openmpi").mpi_env
+    where = Launch(np=n, mpi="openmpi").mpi_env
     mon = ["--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "2"]
-    cmd = [where.launcher, "-n", str(N), *where.launcher_args, *mon, where.python, "-c", _PROBE, str(M)]
+    cmd = [where.launcher, "-n", str(n), *where.launcher_args, *mon, where.python, "-c", _PROBE, str(M)]
     with mpi_lock():
         p = subprocess.run(
             cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
@@ -78,11 +80,11 @@ def _wire(env: dict[str, str]) -> Counter:
     return got
 
 
-def _model(op: str, spec: str) -> Counter:
+def _model(op: str, spec: str, n: int = 2) -> Counter:
     """The same counts for the schedule that models ``spec`` (a message of s bytes in bucket floor(lg s) + 1)."""
-    name = ops.native_for(spec, op, "Open MPI").tree_at(N, M)
+    name = ops.native_for(spec, op, "Open MPI").tree_at(n, M)
     out: Counter = Counter()
-    for step in ops.get(op).algorithm(name).schedule(N, M).unrolled():
+    for step in ops.get(op).algorithm(name).schedule(n, M).unrolled():
         for a, b, s in zip(step.src.tolist(), step.dst.tolist(), step.nbytes.tolist(), strict=True):
             out[(a, b)] += int(s)
             out[(a, b, int(s).bit_length())] += 1
@@ -91,15 +93,16 @@ def _model(op: str, spec: str) -> Counter:
 
 @pytest.mark.mpi
 @pytest.mark.skipif(bool(MISSING), reason=f"no Open MPI environment here: {MISSING}")
-def test_each_pinned_algorithm_sends_its_models_messages():
-    per_op = {op: _modelled(op) for op in SCHEDULE_OPS}
+@pytest.mark.parametrize("n", [2, 4])
+def test_each_pinned_algorithm_sends_its_models_messages(n):
+    per_op = {op: _modelled(op, n) for op in SCHEDULE_OPS}
     assert all(per_op.values()), per_op
     for i in range(max(map(len, per_op.values()))):
-        # launch i pins each operation's i-th modelled algorithm (its default, the fixed rules, once they run out)
-        specs = {op: s[i] if i < len(s) else "native" for op, s in per_op.items()}
+        # launch i pins each operation's i-th modelled algorithm (its first again once they run out)
+        specs = {op: s[i] if i < len(s) else s[0] for op, s in per_op.items()}
         env = {k: v for op, spec in specs.items() for k, v in ops.native_spec_env(spec, [op]).items()}
-        want = sum((_model(op, spec) for op, spec in specs.items()), Counter())
-        assert _wire(env) == want, specs
+        want = sum((_model(op, spec, n) for op, spec in specs.items()), Counter())
+        assert _wire(env, n) == want, specs
 
 
 def test_the_models_tell_the_algorithms_apart_on_two_ranks():
