@@ -172,6 +172,8 @@ def _op_names(ops: Sequence[str], library: str) -> list[str]:
     if not names:
         raise InputError("--ops: give at least one operation")
     for op in names:
+        if _ops.get(op).movement is None:  # as hnow export says: the backends write the tree operations only
+            raise InputError(f"export of {op}: not yet supported")
         if not _ops.native_choices(op, library):
             raise InputError(f"--ops: hnow does not model {library}'s own {op}")
     return names

@@ -113,7 +113,10 @@ def compare_rows(
                 note = f"{library} returns at once from an empty collective: the model has nothing to predict"
             elif (run := nat.on(lay, r.size)) is None:
                 what = "tree runs is not known" if _ops.get(r.op).movement else "algorithm runs hnow does not model"
-                note = f"{library}'s default {r.op} on {len(lay)} ranks at {r.size} B: which {what}"
+                where = f"on {len(lay)} ranks at {r.size} B"
+                note = f"{library}'s default {r.op} {where}: which {what}"
+                if _ops.native_name(r.tree):  # a pinned algorithm hnow cannot model there (Open MPI's nonoverlapping)
+                    note = f"{library}'s {nat.algorithm} {r.op} {where}: hnow does not model it"
             elif predicted is None and _ops.get(r.op).reduction and not _has_reduce_cost(prof):
                 note = f"{r.op} combines buffers: the profile has no reduction cost (γ) to predict it with"
             elif predicted is None:

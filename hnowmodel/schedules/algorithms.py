@@ -35,6 +35,7 @@ __all__ = [
     "bruck_allgather",
     "recursive_doubling_allreduce",
     "recursive_halving_reduce_scatter",
+    "linear_reduce",
     "rabenseifner_allreduce",
     "ring_allreduce",
     "binomial_reduce",
@@ -450,6 +451,26 @@ def binomial_reduce(n: int, m: float, root: int = 0, *, trace: BlockTrace | None
         src, dst = (snd + root) % n, (snd - mask + root) % n
         b.add(src, dst, m, m, carry=lambda i, k=snd.size: np.ones((k, 1), dtype=bool))
         mask <<= 1
+    return b.schedule()
+
+
+def linear_reduce(n: int, m: float, root: int = 0, *, trace: BlockTrace | None = None) -> MessageSchedule:
+    """Open MPI's linear reduce (``ompi_coll_base_reduce_intra_basic_linear``) of an ``m``-byte vector to ``root``:
+    every other rank sends its vector (``m`` bytes, a blocking send) to the root, which receives them one at a time
+    from rank n-1 down to rank 0 (blocking receives) and reduces each. ``n - 1`` steps of one message each. The
+    root receives the first vector into its result buffer and reduces its own vector in turn instead: the same
+    ``(n - 1)·m`` bytes reduced, each here with the message that precedes it (so its own last reduction, when the
+    root is rank 0, is taken with the message from rank 1).
+
+    >>> [(s.src.tolist(), s.dst.tolist(), s.reduce_bytes.tolist()) for s in linear_reduce(4, 8, root=1).steps]
+    [([3], [1], [8.0]), ([2], [1], [8.0]), ([0], [1], [8.0])]
+    """
+    n, m = _ranks(n), _size(m)
+    root = _root(root, n)
+    b = _Builder(n, f"linear_reduce(root={root})" if root else "linear_reduce", trace, [m])
+    for r in range(n - 1, -1, -1):
+        if r != root:
+            b.add([r], [root], m, m, carry=lambda i: np.ones((1, 1), dtype=bool))
     return b.schedule()
 
 

@@ -26,23 +26,33 @@ __all__ = ["pairwise_alltoall", "bruck_alltoall", "scattered_alltoall", "ALLTOAL
 ALLTOALL_THROTTLE = 32
 
 
-def pairwise_alltoall(n: int, m: float, *, trace: BlockTrace | None = None) -> MessageSchedule:
+def pairwise_alltoall(n: int, m: float, *, xor: bool = True, copy_last: bool = False, trace: BlockTrace | None = None
+                      ) -> MessageSchedule:  # fmt: skip
     """MPICH's pairwise-exchange alltoall (``MPIR_Alltoall_intra_pairwise``): the rank first copies its own block
     (``m`` bytes, in the first step), then ``n - 1`` blocking send-receive steps: in step k = 1 … n-1 rank r sends
     its block to ``r ^ k`` and receives from it when n is a power of two, else sends to ``(r + k) % n`` and
     receives from ``(r - k) % n``. Every rank sends ``(n - 1)·m`` bytes.
 
+    Open MPI's pairwise alltoall (``ompi_coll_base_alltoall_intra_pairwise``) is ``xor=False, copy_last=True``: the
+    shifts ``(r + k) % n`` / ``(r - k) % n`` for every n, its own block last (its step k = n is a send-receive to
+    itself: the copy, in a step of its own).
+
     >>> [s.dst.tolist() for s in pairwise_alltoall(4, 1).steps]
     [[1, 0, 3, 2], [2, 3, 0, 1], [3, 2, 1, 0]]
+    >>> [(s.dst.tolist(), s.copy_bytes is not None) for s in pairwise_alltoall(3, 1, xor=False, copy_last=True).steps]
+    [([1, 2, 0], False), ([2, 0, 1], False), ([], True)]
     """
     n, m = _ranks(n), _size(m)
     b = _Builder(n, "pairwise_alltoall", trace, np.full(n * n, m))
     r = np.arange(n)
-    b.copy(m)
-    pof2 = not n & (n - 1)
+    if not copy_last:
+        b.copy(m)
+    pof2 = xor and not n & (n - 1)
     for k in range(1, n):
         dst = r ^ k if pof2 else (r + k) % n
         b.add(r, dst, m, carry=lambda i, d=dst: _rows(n, n * n, r, r * n + d))
+    if copy_last:
+        b.copy(m)
     return b.schedule()
 
 

@@ -1,7 +1,9 @@
 """The named algorithms of the operations whose algorithms are message schedules, as the operation registry
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
-``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it.
+``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
+that only Open MPI runs (reduce ``linear``, alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does
+(:mod:`hnowmodel.libraries.openmpi.tuned`).
 
 What ``m`` is, in bytes per rank: a reduction's vector (reduce, allreduce: the m bytes each rank contributes, doubles
 summed, 8-byte elements where the split is by elements), an allgather's block (each rank's m bytes), a
@@ -23,6 +25,7 @@ from types import MappingProxyType
 from .algorithms import (
     binomial_reduce,
     bruck_allgather,
+    linear_reduce,
     rabenseifner_allreduce,
     recursive_doubling_allgather,
     recursive_doubling_allreduce,
@@ -45,7 +48,11 @@ def _named(*algs: Algorithm) -> Mapping[str, Algorithm]:
 
 
 #: m = each rank's vector (bytes).
-REDUCE = _named(Algorithm("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, rooted=True))
+REDUCE = _named(
+    Algorithm("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, rooted=True),
+    Algorithm("linear", "the root receives every vector in turn, from rank p-1 down (Open MPI)", linear_reduce,
+              rooted=True),
+)  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(
     Algorithm("recursive_doubling", "lg p exchanges of the whole vector", recursive_doubling_allreduce),
@@ -76,4 +83,14 @@ ALLTOALL = _named(
     Algorithm("pairwise", "p - 1 blocking exchanges", pairwise_alltoall),
     Algorithm("brucks", "ceil(lg p) steps of doubling distance, blocks packed", bruck_alltoall),
     Algorithm("scattered", "non-blocking sends and receives to every peer, 32 at a time", scattered_alltoall),
+    Algorithm(
+        "pairwise_shift",
+        "p - 1 blocking exchanges with r + k / r - k, the own block last (Open MPI's pairwise)",
+        partial(pairwise_alltoall, xor=False, copy_last=True),
+    ),
+    Algorithm(
+        "linear",
+        "non-blocking sends and receives to every peer, all at once (Open MPI's linear)",
+        partial(scattered_alltoall, throttle=0),
+    ),
 )

@@ -148,7 +148,8 @@ def test_bad_input():
         choose_ompi(hm.paper_profile(), FFSF, sizes=[0])
     with pytest.raises(InputError, match="unknown operation 'barrier'"):
         choose_ompi(hm.paper_profile(), FFSF, ops=["barrier"], sizes=[8])
-    with pytest.raises(InputError, match="hnow does not model Open MPI's own allreduce"):
+    # Open MPI's allreduce is modelled (libraries/openmpi/tuned.py), but no backend writes it yet
+    with pytest.raises(InputError, match="^export of allreduce: not yet supported$"):
         choose_ompi(hm.paper_profile(), FFSF, ops=["allreduce"], sizes=[8])
 
 

@@ -11,6 +11,7 @@ message's bytes must be the bytes of the blocks it carries, and a reduction redu
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -219,6 +220,20 @@ def test_binomial_reduce_and_bcast(n, root):
 
 
 @pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("root", [0, "last"])
+def test_linear_reduce(n, root):
+    root = n - 1 if root == "last" else 0
+    m = 8.0
+    red, tr = _traced(S.linear_reduce, n, m, root)
+    assert execute(red, tr, _own_vector(n, 1))[root][0] == _every(n)
+    # the root receives from n-1 down to 0, one message a step, and reduces each
+    assert [(st.src.tolist(), st.dst.tolist()) for st in red.steps] == [([r], [root]) for r in range(n - 1, -1, -1)
+                                                                        if r != root]  # fmt: skip
+    assert red.bytes_sent().tolist() == [0.0 if r == root else m for r in range(n)]
+    assert all(st.reduce_bytes.tolist() == [m] for st in red.steps)
+
+
+@pytest.mark.parametrize("n", NS)
 def test_reduce_bcast_allreduce(n):
     s = _check_allreduce(S.reduce_bcast_allreduce, n, 8.0)
     lg = math.ceil(math.log2(n)) if n > 1 else 0
@@ -226,7 +241,10 @@ def test_reduce_bcast_allreduce(n):
 
 
 # ---- alltoall ------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("gen", [S.pairwise_alltoall, S.bruck_alltoall, S.scattered_alltoall])
+_OMPI_PAIRWISE = functools.partial(S.pairwise_alltoall, xor=False, copy_last=True)
+
+
+@pytest.mark.parametrize("gen", [S.pairwise_alltoall, S.bruck_alltoall, S.scattered_alltoall, _OMPI_PAIRWISE])
 @pytest.mark.parametrize("n", NS)
 def test_alltoalls_deliver_every_block(gen, n):
     m = 2.0
@@ -243,7 +261,8 @@ def test_alltoalls_deliver_every_block(gen, n):
         want = [(c + (n if k == 0 else 0)) * m for k, c in enumerate(per_step)] + [2 * n * m] if n > 1 else [3 * m]
         assert [st.copy_bytes[0] for st in s.steps] == want
     else:
-        assert s.n_steps == max(n - 1, 1)  # one rank: a step of its own block's copy only
+        extra = gen is _OMPI_PAIRWISE and n > 1  # Open MPI's pairwise copies its own block last, a step of its own
+        assert s.n_steps == max(n - 1, 1) + extra  # one rank: a step of its own block's copy only
         assert s.bytes_sent().tolist() == [(n - 1) * m] * n
     assert s.bytes_received().tolist() == s.bytes_sent().tolist()
 
@@ -259,6 +278,13 @@ def test_bruck_alltoall_by_hand():
 def test_pairwise_peers_as_mpich():
     assert [st.dst.tolist() for st in S.pairwise_alltoall(3, 1).steps] == [[1, 2, 0], [2, 0, 1]]
     assert [st.dst.tolist() for st in S.pairwise_alltoall(4, 1).steps][0] == [1, 0, 3, 2]
+
+
+def test_pairwise_peers_as_open_mpi():
+    # ompi_coll_base_alltoall_intra_pairwise: shifts for every n (no XOR), the own block last
+    s = _OMPI_PAIRWISE(4, 1)
+    assert [st.dst.tolist() for st in s.steps] == [[1, 2, 3, 0], [2, 3, 0, 1], [3, 0, 1, 2], []]
+    assert [st.copy_bytes is None or not st.copy_bytes.any() for st in s.steps] == [True, True, True, False]
 
 
 def test_scattered_waits_only_between_batches():
@@ -279,7 +305,9 @@ def test_scattered_waits_only_between_batches():
         S.rabenseifner_allreduce,
         S.ring_allreduce,
         S.reduce_bcast_allreduce,
+        S.linear_reduce,
         S.pairwise_alltoall,
+        _OMPI_PAIRWISE,
         S.bruck_alltoall,
         S.scattered_alltoall,
     ],

@@ -67,6 +67,15 @@ def test_reduce_then_bcast_by_hand():
     assert evaluate(PAPER, ["fast"] * 3, s, reduce_us_per_byte=0.01) == pytest.approx(914.0, rel=1e-12)
 
 
+def test_linear_reduce_by_hand():
+    # Open MPI's linear reduce on 3 fast ranks, 1000 B, γ 0.01 µs/B: ranks 2 and 1 both send at 0 (S 110), both
+    # messages arrive at 206; the root takes rank 2's first (206 + 124 + 10 = 340), then rank 1's (474). The same as
+    # the binomial reduce on 3 ranks (test_reduce_then_bcast_by_hand), where rank 1's arrives first
+    got = evaluate(PAPER, ["fast"] * 3, S.linear_reduce(3, 1000), reduce_us_per_byte=0.01, per_rank=True)
+    assert got[0] == pytest.approx(474.0, rel=1e-12)
+    assert evaluate(PAPER, ["fast"] * 3, S.linear_reduce(3, 1000), reduce_us_per_byte=0.01) == pytest.approx(474.0)
+
+
 def test_local_copies_by_hand():
     # Bruck alltoall on 2 ranks, 100-byte blocks, copy line 1 + 0.01/byte: first step copies 2 + 1 blocks (4 µs),
     # then S 65, X 24, R 97: done 4 + 65 + 24 + 97 = 190; the last step copies 4 blocks (5 µs): 195

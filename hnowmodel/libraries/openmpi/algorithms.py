@@ -25,6 +25,7 @@ from ...layout import hosts_of
 from ...runopts import DEFAULT, Schedule
 from ..native import LayoutRule, NativeAlgorithm, OpAlgorithms
 from .fixed import canonical, default_algorithm
+from .tuned import OP_ALGORITHMS as _SCHEDULE_OPS
 
 __all__ = ["ALGORITHMS", "OMPI_CHAIN_FANOUTS", "OMPI_KNOMIAL_RADICES", "OMPI_KNOMIAL_RADIX", "han_runs"]
 
@@ -221,7 +222,8 @@ def _ompi_han_default(op: str) -> NativeAlgorithm:
 
 _BINOMIAL_GATHER = Schedule(root_copy=True, recv_order="smallest_first")
 #: Open MPI's algorithms by operation: tuned's binomial pinned (``native``), tuned's other algorithms a rules file
-#: can select, and coll/han (pinned by environment only).
+#: can select, and coll/han (pinned by environment only); for reduce, allreduce, allgather, reduce_scatter and
+#: alltoall tuned's fixed rules (``native``) and each tuned algorithm pinned (:mod:`.tuned`).
 ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
     {
         # ompi_coll_base_bcast_intra_binomial: build_bmtree, isends to tree_next in order, one message
@@ -244,5 +246,8 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
             _OMPI_GATHER,
             (_ompi_han("gather", 2, "binomial", _BINOMIAL_GATHER), _ompi_han_default("gather")),
         ),
+        # the operations whose algorithms are message schedules: tuned's fixed rules as native, every tuned
+        # algorithm pinned (.tuned)
+        **_SCHEDULE_OPS,
     }
 )

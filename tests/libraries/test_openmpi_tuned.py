@@ -1,0 +1,69 @@
+"""Open MPI's coll/tuned algorithms for the operations whose algorithms are message schedules
+(hnowmodel/libraries/openmpi/tuned.py): the fixed rules read off coll_tuned_decision_fixed.c (v5.0.x), what each
+algorithm id is modelled by, and how each is pinned."""
+
+from __future__ import annotations
+
+import pytest
+
+from hnowmodel import ops
+from hnowmodel.libraries.openmpi.tuned import MCA_NAMES, OP_ALGORITHMS, default_model, fixed_algorithm
+
+
+def test_the_fixed_rules_follow_open_mpis_source():
+    # commutative branch of each ompi_coll_tuned_<op>_intra_dec_fixed, at the bounds of a few ranges
+    assert [fixed_algorithm("allreduce", 2, m) for m in (4, 8, 4095, 4096, 8192, 65535, 65536, 262144)] == [
+        4, 3, 3, 4, 3, 4, 5, 6
+    ]  # fmt: skip
+    assert [fixed_algorithm("allreduce", n, 16384) for n in (6, 12, 24, 100)] == [6, 6, 6, 3]
+    # allgather and alltoall have a branch of their own for exactly 2 ranks
+    assert fixed_algorithm("allgather", 2, 1 << 20) == 6 and fixed_algorithm("allgather", 3, 1 << 20) == 3
+    assert [fixed_algorithm("alltoall", 2, m) for m in (1, 2, 1024, 4096, 65536, 262144)] == [2, 5, 5, 2, 4, 5]
+    assert [fixed_algorithm("alltoall", 6, m) for m in (1024, 8192, 16384, 1 << 20)] == [4, 1, 4, 1]
+    assert [fixed_algorithm("reduce", 2, m) for m in (4, 8, 16, 1024, 262144, 524288, 1 << 20)] == [
+        7, 4, 3, 1, 3, 2, 3
+    ]  # fmt: skip
+    assert fixed_algorithm("reduce", 40, 1) == 5
+    assert [fixed_algorithm("reduce_scatter", 2, m) for m in (2, 4, 8, 1024, 4096, 131072)] == [2, 4, 3, 4, 3, 1]
+
+
+def test_each_algorithm_is_modelled_by_its_schedule_where_it_is_the_same():
+    nat = {op: {a.algorithm: a for a in OP_ALGORITHMS[op].pinned_only} for op in OP_ALGORITHMS}
+    assert nat["allreduce"]["ring"].tree_at(4, 64) == "ring"
+    assert nat["allreduce"]["ring"].tree_at(4, 16) == "recursive_doubling"  # fewer elements than ranks
+    assert nat["allreduce"]["segmented_ring"].tree_at(4, 4096) == "ring"  # segment size 0: one segment
+    assert nat["allreduce"]["rabenseifner"].tree_at(6, 32) == "reduce_scatter_allgather"
+    assert nat["allreduce"]["rabenseifner"].tree_at(6, 24) is None  # basic linear then
+    assert nat["allgather"]["recursive_doubling"].tree_at(6, 8) == "brucks"  # not a power of two
+    assert nat["allgather"]["two_proc"].tree_at(2, 8) == "recursive_doubling"
+    assert nat["allgather"]["two_proc"].tree_at(3, 8) is None
+    assert nat["alltoall"]["pairwise"].tree_at(4, 8) == "pairwise_shift"
+    assert nat["alltoall"]["linear_sync"].tree_at(4, 8) == "linear"
+    assert nat["reduce"]["binomial"].tree_at(5, 8) == "binomial"
+    not_modelled = {(op, a.algorithm) for op in nat for a in nat[op].values() if a.tree_at(4, 4096) is None}
+    assert not_modelled == {
+        ("allreduce", "basic_linear"), ("allreduce", "nonoverlapping"),
+        ("allgather", "linear"), ("allgather", "neighbor"), ("allgather", "two_proc"), ("allgather", "sparbit"),
+        ("alltoall", "two_proc"),
+        ("reduce", "chain"), ("reduce", "pipeline"), ("reduce", "binary"), ("reduce", "in-order_binary"),
+        ("reduce", "rabenseifner"),
+        ("reduce_scatter", "basic_linear"), ("reduce_scatter", "recursive_doubling"), ("reduce_scatter", "butterfly"),
+    }  # fmt: skip
+    # every model is an algorithm of the operation's registry entry
+    for op, by_name in nat.items():
+        for a in by_name.values():
+            for n in (2, 3, 4, 8):
+                name = a.tree_at(n, 4096)
+                assert name is None or ops.get(op).schedule_algorithm(name) is not None, (op, a.algorithm, n)
+
+
+@pytest.mark.parametrize("op", list(OP_ALGORITHMS))
+def test_pinned_by_tuned_mca_parameters_and_the_default_is_the_fixed_rules(op):
+    var = f"OMPI_MCA_coll_tuned_{MCA_NAMES[op]}_algorithm"
+    default = ops.get(op).native["Open MPI"]
+    assert default.algorithm == "default" and var in default.unset and default.env == {"OMPI_MCA_coll": "^han"}
+    assert default.tree_at(2, 1024) == default_model(op, 2, 1024)
+    for number, a in enumerate(OP_ALGORITHMS[op].pinned_only, start=1):
+        assert a.env[var] == str(number) and a.env["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+        assert ops.native_for(f"native:{a.algorithm}", op, "Open MPI") is a
+    assert MCA_NAMES["reduce_scatter"] == "reduce_scatter_block"  # MPI_Reduce_scatter_block: tuned's own component
