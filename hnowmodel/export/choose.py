@@ -123,7 +123,9 @@ class OpChoice:
 
 class Backend(Protocol):
     """One MPI library's side of an export: what it can be told to run, what it runs by default, the leaf its file
-    says for an algorithm, and its file (made, read back and explained)."""
+    says for an algorithm, and its file (made, read back and explained). Optional: ``constrain(op, picks)``, and
+    ``schedules`` (True: its file selects the message-schedule operations' algorithms too; without it
+    :func:`choose` refuses them in one line)."""
 
     #: The library's name in :func:`hnowmodel.ops.native_choices` (``MPICH``, ``Open MPI``).
     library: str
@@ -167,12 +169,12 @@ def export_layout(profile: Profile, layout: Sequence[str] | None) -> tuple[Layou
     return out, hosts
 
 
-def _op_names(ops: Sequence[str], library: str) -> list[str]:
+def _op_names(ops: Sequence[str], library: str, schedules: bool = False) -> list[str]:
     names = list(dict.fromkeys(ops))
     if not names:
         raise InputError("--ops: give at least one operation")
     for op in names:
-        if _ops.get(op).movement is None:  # as hnow export says: the backends write the tree operations only
+        if _ops.get(op).movement is None and not schedules:  # the backend writes the tree operations only
             raise InputError(f"export of {op}: not yet supported")
         if not _ops.native_choices(op, library):
             raise InputError(f"--ops: hnow does not model {library}'s own {op}")
@@ -298,7 +300,7 @@ def choose(
     ``backend``'s library can be told to run (predicted under :func:`hnowmodel.ops.default_variant`, root 0)
     against its default: per op, the picks and their ranges; and the notes (defaults hnow does not model)."""
     n = len(layout)
-    op_names = _op_names(ops, backend.library)
+    op_names = _op_names(ops, backend.library, getattr(backend, "schedules", False))
     size_list = _sizes(sizes)
     out: list[OpChoice] = []
     notes: list[str] = []

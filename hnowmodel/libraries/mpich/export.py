@@ -120,6 +120,8 @@ class MpichBackend:
     libmpi: str | Path | None = None
     hierarchy: str = "flat"
     library: str = "MPICH"
+    #: its file selects the message-schedule operations' algorithms too (allreduce, ...)
+    schedules: bool = True
 
     @cached_property
     def lib(self) -> table_io.DefaultTable:
