@@ -117,8 +117,8 @@ def _ops_for(given: Any, library: str, notes: list[str]) -> list[str]:
     if given is not None:
         names = check_ops(given, "--ops")
         for op in names:
-            if op not in _ops.tree_names():  # the export writes the tree operations' algorithms only
-                raise InputError(f"export of {op}: not yet supported")
+            if op not in _ops.tree_names():  # tune chooses one rank order over trees, with the tree operations
+                raise InputError(f"tune of {op}: not yet supported (hnow tune chooses for the tree operations)")
             if not _ops.native_choices(op, library):
                 raise InputError(f"--ops: hnow models none of {library}'s own algorithms for {op}")
         return names
@@ -129,7 +129,9 @@ def _ops_for(given: Any, library: str, notes: list[str]) -> list[str]:
         if op not in names
     ]
     notes += [
-        f"{op}: hnow export does not write it yet; not tuned" for op in _ops.names() if op not in _ops.tree_names()
+        f"{op}: hnow tune chooses for the tree operations only (hnow export --format mpich-json writes it); not tuned"
+        for op in _ops.names()
+        if op not in _ops.tree_names()
     ]
     return names
 
