@@ -59,6 +59,7 @@ from hnowmodel.options import (
     NATIVE_ON_TESTBED,
     TIMING_METHODS,
     check_methods,
+    check_op_sizes,
     check_ops,
     check_trees,
     split_list,
@@ -150,7 +151,6 @@ def _tree_specs(args: argparse.Namespace) -> tuple[list[str], dict[str, Any]]:
 def prepare(args: argparse.Namespace) -> dict[str, Any]:
     """Validate everything that can be checked before MPI starts; pin the libraries' algorithms in the
     environment."""
-    from hnowmodel import ops as registry
     from hnowmodel.errors import InputError
     from hnowmodel.params import Profile
     from hnowmodel.sizes import parse_sizes
@@ -158,10 +158,7 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
     ops = check_ops(args.op)
     methods = check_methods(args.methods)
     sizes = parse_sizes(args.sizes)
-    for op in ops:
-        odd = [m for m in sizes if registry.get(op).reduction and m % 8]
-        if odd:
-            raise InputError(f"--sizes: {op} sums doubles (8 bytes each): {odd[0]} B is not a whole number of them")
+    check_op_sizes(ops, sizes)
     if args.reps < 1:
         raise InputError(f"--reps must be >= 1, got {args.reps}")
     if args.iters < 1:

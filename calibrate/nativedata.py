@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
+from hnowmodel.schedules.catalog import ELEM_BYTES
+
 from .treeexec import payload_block
 
-__all__ = ["NativeDataExecutor", "contribution", "expected_sum", "DOUBLE_BYTES"]
-
-#: MPI_DOUBLE: the reductions' element (bytes).
-DOUBLE_BYTES = 8
+__all__ = ["NativeDataExecutor", "contribution", "expected_sum"]
 
 
 def contribution(rank: int, block: int, count: int) -> np.ndarray:
@@ -45,7 +44,7 @@ class NativeDataExecutor:
     def __init__(self, comm: Any, root: int, m: int) -> None:
         self.comm, self.root, self.m = comm, root, int(m)
         self.rank, self.size = comm.Get_rank(), comm.Get_size()
-        self.count = self.m // DOUBLE_BYTES
+        self.count = self.m // ELEM_BYTES
         self.send = self.recv = np.zeros(0)
 
     def reduce(self) -> None:

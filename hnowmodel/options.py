@@ -21,7 +21,9 @@ from typing import Any
 
 from .errors import InputError, TreeError
 from .ops import NATIVE, check_native, check_variant, native_name
+from .ops import get as _get_op
 from .ops import names as _op_names
+from .schedules.catalog import ELEM_BYTES
 from .treespec import parse_spec, spec_list
 
 __all__ = [
@@ -31,6 +33,7 @@ __all__ = [
     "NATIVE_ON_TESTBED",
     "TIMING_METHODS",
     "check_ops",
+    "check_op_sizes",
     "check_trees",
     "check_methods",
     "parse_assignments",
@@ -72,6 +75,27 @@ def _check_each(text: Any, flag: str, choices: tuple[str, ...], what: str) -> li
 def check_ops(text: Any, flag: str = "--op") -> list[str]:
     """The operations of a comma list (or a sequence of names); :class:`InputError` names an unknown one."""
     return _check_each(text, flag, MEASURE_OPS, "operation")
+
+
+def check_op_sizes(ops: Any, sizes: Any) -> None:
+    """A reduction's sizes are whole numbers of its doubles (MPI_SUM over 8-byte elements, as the executors and
+    the C kernel run it); :class:`InputError` names the first that is not.
+
+    >>> check_op_sizes(["allreduce", "bcast"], [8, 16, 3]) is None
+    Traceback (most recent call last):
+    ...
+    hnowmodel.errors.InputError: --sizes: allreduce sums doubles (8 bytes each): 3 B is not a whole number of them
+    >>> check_op_sizes(["bcast"], [3]) is None
+    True
+    """
+    for op in ops:
+        if not _get_op(op).reduction:
+            continue
+        odd = [m for m in sizes if int(m) % ELEM_BYTES]
+        if odd:
+            raise InputError(
+                f"--sizes: {op} sums doubles ({ELEM_BYTES} bytes each): {odd[0]} B is not a whole number of them"
+            )
 
 
 def check_methods(text: Any, flag: str = "--methods") -> list[str]:

@@ -32,7 +32,7 @@ from ..layout import (
     parse_host_types,
     parse_layout,
 )
-from ..options import TIMING_METHODS, check_ops
+from ..options import TIMING_METHODS, check_op_sizes, check_ops
 from ..params import Profile
 from ..testbed import Testbed, load_testbed
 from ..trees import Tree
@@ -170,19 +170,6 @@ def check_request(
                 "emulation cannot slow down (use --tree binomial, MPICH's binomial tree, over the emulated transport)"
             )
     return op_names, items, tb
-
-
-def check_op_sizes(ops: Any, sizes: Any) -> None:
-    """A reduction's sizes are whole numbers of its doubles (MPI_SUM over 8-byte elements, as the executors and
-    the C kernel run it); :class:`InputError` names the first that is not.
-
-    >>> check_op_sizes(["allreduce"], [8, 16]) is None
-    True
-    """
-    for op in ops:
-        odd = [m for m in sizes if _ops.get(op).reduction and int(m) % 8]
-        if odd:
-            raise InputError(f"--sizes: {op} sums doubles (8 bytes each): {odd[0]} B is not a whole number of them")
 
 
 def check_count(value: Any, flag: str, lo: int = 1) -> int:

@@ -24,12 +24,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ...schedules.catalog import ELEM_BYTES
 from ..native import SizeRule
 
-__all__ = ["RULES", "DOUBLE_BYTES"]
-
-#: MPI_DOUBLE: the reductions' element (bytes).
-DOUBLE_BYTES = 8
+__all__ = ["RULES"]
 
 
 def _pof2(n: int) -> int:
@@ -38,14 +36,14 @@ def _pof2(n: int) -> int:
 
 def _allreduce(n: int, m: int, one_per_host: bool) -> str | None:
     # avg_msg_size<=8 (and 0): recursive doubling; then count<pow2: recursive doubling; else Rabenseifner
-    if m <= 8 or m // DOUBLE_BYTES < _pof2(n):
+    if m <= 8 or m // ELEM_BYTES < _pof2(n):
         return "recursive_doubling"
     return "reduce_scatter_allgather"
 
 
 def _reduce(n: int, m: int, one_per_host: bool) -> str | None:
     # avg_msg_size<=2048 or count<pow2: binomial; else reduce_scatter_gather (not modelled)
-    return "binomial" if m <= 2048 or m // DOUBLE_BYTES < _pof2(n) else None
+    return "binomial" if m <= 2048 or m // ELEM_BYTES < _pof2(n) else None
 
 
 def _allgather(n: int, m: int, one_per_host: bool) -> str | None:

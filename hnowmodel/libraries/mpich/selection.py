@@ -46,6 +46,7 @@ from typing import Any
 
 from ...errors import InputError, MPIRunError
 from ...mpi_programs import find_launcher
+from ...schedules.catalog import ELEM_BYTES
 
 __all__ = [
     "DefaultTable",
@@ -352,7 +353,7 @@ def _facts(op: str, comm_size: int, msg_bytes: int, hierarchy: str) -> dict[str,
     if op in _AVG_SIZED:
         facts["avg_msg_size"] = m
     if op in ("allreduce", "reduce", "reduce_scatter"):
-        facts.update(count=m // 8, is_commutative=True)
+        facts.update(count=m // ELEM_BYTES, is_commutative=True)
     if op in ("allreduce", "reduce"):
         facts["is_op_built_in"] = True
     if op == "allgather":

@@ -24,12 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from ...schedules.catalog import ELEM_BYTES
 from ..native import NativeAlgorithm, OpAlgorithms, SizeRule
 
 __all__ = ["OP_ALGORITHMS", "MCA_NAMES", "fixed_algorithm", "default_model", "model_of"]
 
-#: The reductions' element: MPI_DOUBLE (MPI_SUM, commutative: the fixed rules' commutative branch), 8 bytes.
-_DOUBLE = 8
+# The reductions' element is MPI_DOUBLE (ELEM_BYTES; MPI_SUM, commutative: the fixed rules' commutative branch).
 #: The name of each operation in tuned's MCA parameters (``coll_tuned_<name>_algorithm``).
 MCA_NAMES: Mapping[str, str] = MappingProxyType(
     {
@@ -146,12 +146,12 @@ def _on_two(name: str) -> SizeRule:
 
 def _ring_allreduce(n: int, m: int, one_per_host: bool) -> str | None:
     # ompi_coll_base_allreduce_intra_ring: fewer elements than ranks -> recursive doubling
-    return "ring" if m // _DOUBLE >= n else "recursive_doubling"
+    return "ring" if m // ELEM_BYTES >= n else "recursive_doubling"
 
 
 def _rabenseifner(n: int, m: int, one_per_host: bool) -> str | None:
     # ompi_coll_base_allreduce_intra_redscat_allgather: fewer elements than the largest power of two <= n -> linear
-    return "reduce_scatter_allgather" if m // _DOUBLE >= _pof2(n) else None
+    return "reduce_scatter_allgather" if m // ELEM_BYTES >= _pof2(n) else None
 
 
 def _rd_allgather(n: int, m: int, one_per_host: bool) -> str | None:
