@@ -118,6 +118,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gap-us", type=float, default=None, help="C kernels: idle gap between isolated messages (µs)")
     p.add_argument("--native-ops", default="", help="also time these native collectives in every round")
     p.add_argument("--native-sizes", default="8,4K,64K,1M", help="sizes of the interleaved native collectives")
+    p.add_argument("--steps", default=None, help="folder of the finished steps: saved there, reused by a rerun")
 
 
 def parse_network_spec(text: str) -> tuple[float, float]:
@@ -276,6 +277,7 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
     with rt.step("hosts"):
         hosts = comm.allgather(node_name())
     use_c = _use_c_kernels(args, rt, prepared)
+    prepared["checkpoint"] = _checkpoint(args, rt, prepared, hosts, use_c)
     if use_c and len(set(hosts)) > 1:  # ranks on several hosts: the network mode (links, bursts, host groups)
         if prepared["layout"] is not None and len(prepared["layout"]) != tr.size:
             raise InputError(f"--layout has {len(prepared['layout'])} ranks, the job has {tr.size}")
@@ -285,13 +287,26 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
         if layout is None and testbed is not None and args.layout != "auto":
             layout = testbed.layout_for(tr.size)  # the user knows which node is which; never its parameters
         if layout is None:  # --layout auto (or nothing known): discover the groups by measuring
-            layout = auto_layout(tr, rt, hosts, emulated=testbed is not None)
+            auto = lambda: auto_layout(tr, rt, hosts, emulated=testbed is not None)  # noqa: E731
+            layout = prepared["checkpoint"].step("layout", auto, share=True)
         if len(layout) != tr.size:
             raise InputError(f"--layout has {len(layout)} ranks, the job has {tr.size}")
     pairs, roles = _plan(tuple(layout))
     if use_c:
         return _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start)
     return _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start)
+
+
+def _checkpoint(args: argparse.Namespace, rt: Any, prepared: dict[str, Any], hosts: list[str], use_c: bool) -> Any:
+    """The finished steps of ``--steps`` (:mod:`calibrate.checkpoint`), keyed by what this run measures with."""
+    from mpi4py import MPI
+
+    from .checkpoint import Checkpoint, depends_on
+
+    lines = version_text(MPI).splitlines()
+    key = depends_on(args, hosts, prepared["testbed"], lines[0].strip() if lines else "unknown")
+    key["options"]["kernels_used"] = "C" if use_c else "Python"
+    return Checkpoint(rt, args.steps, key)
 
 
 def _use_c_kernels(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> bool:
@@ -352,22 +367,26 @@ def _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start) -> dict[st
         who = a if name != "recv" else b
         return float(comm.bcast(float(np.median(samples)) if samples else None, root=who))
 
-    for i, m in enumerate(sizes):
+    def one_size(i: int, m: int) -> list[list[dict[str, Any]]] | None:
+        """Every rank's records of size ``m`` (on rank 0): one finished step."""
         rt.progress(
             f"size {m} B ({i + 1}/{len(sizes)}): ping-pong {len(pairs)} pair(s), overheads of {len(roles)} type(s)"
         )
+        records.clear()
         pp = [run("pingpong", a, b, m) for a, b in pairs]
         settle = 3 * max(pp) + 100.0
         for _, (r, partner) in roles.items():
             run("sends", r, partner, m)
             run("recv", partner, r, m, settle_us=settle)
+        return comm.gather(list(records), root=0)
+
+    per_size = [prepared["checkpoint"].step(f"size-{m}", lambda i=i, m=m: one_size(i, m)) for i, m in enumerate(sizes)]
     with rt.step("collect"):
         tr.finish()
-        everything = comm.gather(records, root=0)
     if rt.rank != 0:
         return None
-    with rt.step("fit"):
-        recs = [r for part in everything for r in part]
+    with rt.step("fit"):  # rank by rank, size by size: the order of the records as measured
+        recs = [r for rank in range(comm.Get_size()) for part in per_size for r in part[rank]]
         doc = fit_paper_profile(recs, layout, hosts, pairs, roles, sizes, prepared, args)
     doc["provenance"]["mpi_library"] = version_text(MPI).splitlines()[0].strip()
     doc["provenance"]["kernels"] = (
@@ -424,8 +443,9 @@ def _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start) -> di
     plan = SharedMemoryRun(
         pairs, roles, sizes, rounds, gap, args.quick, prepared["native_ops"], prepared["native_sizes"]
     )
-    raw = run_shared_memory(k, comm, rt, plan)
-    gamma = measure_reduce_cost(k, comm, rt, layout, args.quick)  # γ per node type (extensions.reduce)
+    cp = prepared["checkpoint"]
+    raw = cp.step("shared-memory", lambda: run_shared_memory(k, comm, rt, plan))
+    gamma = cp.step("reduce-cost", lambda: measure_reduce_cost(k, comm, rt, layout, args.quick))  # γ per node type
     if rt.rank != 0:
         return None
     with rt.step("fit"):
@@ -470,15 +490,25 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[
     links, NICs: :mod:`calibrate.host_probes`), and the network run."""
     budget = NET_BUDGET_QUICK_US if args.quick else NET_BUDGET_US
     gap_min = NET_GAP_MIN_US if args.gap_us is None else max(args.gap_us, 0.0)
-    pc = host_pair_costs(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min, reps=QUICK_REPS if args.quick else 5)
+    cp = prepared["checkpoint"]
+    reps = QUICK_REPS if args.quick else 5
+    pc = cp.step(
+        "host-pairs",
+        lambda: host_pair_costs(pk, rt, hosts, budget_us=budget, gap_min_us=gap_min, reps=reps),
+        share=True,
+    )
     layout = prepared["layout"]
     # the NICs group hosts (--layout auto) and enter the profile where ranks share a host: otherwise not measured
     shared = len(set(hosts)) < len(hosts)
-    nics = measure_nics(pk, rt, hosts, pc, quick=args.quick, gap_min_us=gap_min) if layout is None or shared else {}
+    nics = {}
+    if layout is None or shared:
+        nics = cp.step(
+            "nics", lambda: measure_nics(pk, rt, hosts, pc, quick=args.quick, gap_min_us=gap_min), share=True
+        )
     auto_info = None
     if layout is None:
         layout, auto_info = nic_auto_layout(pc, nics, hosts)
-        cpus = measure_cpus(pk, rt, hosts)
+        cpus = cp.step("cpus", lambda: measure_cpus(pk, rt, hosts), share=True)
         layout, auto_info["cpu"] = cpu_split(layout, hosts, cpus)
         rt.progress(
             f"hosts: CPU (memcpy of {CPU_PROBE_BYTES >> 10} KiB in cache) "
@@ -511,7 +541,9 @@ def _hosts_terms(args, rt, pk, layout, hosts, measured) -> tuple[dict[str, Any],
     """The profile's ``hosts`` section (``shm`` per node type with a host of two ranks or more, ``nic`` per node
     type) and its provenance, on every rank."""
     pairs = shm_pairs(layout, hosts)
-    shm = measure_shm(pk, rt, pairs, quick=args.quick, rounds=args.rounds or SHM_ROUNDS[0], gap_us=DEFAULT_GAP_US)
+    rounds = args.rounds or SHM_ROUNDS[0]
+    run = lambda: measure_shm(pk, rt, pairs, quick=args.quick, rounds=rounds, gap_us=DEFAULT_GAP_US)  # noqa: E731
+    shm = measured["checkpoint"].step("host-shared-memory", run, share=True)
     section: dict[str, Any] = {}
     if shm:
         section["shm"] = {t: v["shm"] for t, v in shm.items()}
@@ -540,9 +572,10 @@ def _calibrate_network(args, rt, prepared, hosts, t_start) -> dict[str, Any] | N
         pk = PairKernels(rt.comm)
     layout, measured, plan = _network_plan(args, rt, prepared, pk, hosts)
     auto_info = measured["auto"]
+    cp = measured["checkpoint"] = prepared["checkpoint"]
     hosts_section, hosts_prov = _hosts_terms(args, rt, pk, layout, hosts, measured)
-    raw = run_network(pk, rt, plan)
-    gamma = measure_reduce_cost(pk.world, rt.comm, rt, layout, args.quick)  # γ per node type (extensions.reduce)
+    raw = cp.step("network", lambda: run_network(pk, rt, plan))
+    gamma = cp.step("reduce-cost", lambda: measure_reduce_cost(pk.world, rt.comm, rt, layout, args.quick))  # γ
     pk.free()
     if rt.rank != 0:
         return None

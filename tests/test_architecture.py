@@ -32,6 +32,7 @@ LAYERS: dict[str, int] = {
     # L0: leaves - errors, file I/O, sizes, units, printed tables
     "hnowmodel.errors": 0,
     "hnowmodel.io": 0,
+    "hnowmodel.stepfiles": 0,  # a calibration's finished steps (versioned JSON): the ranks write, the jobs check
     "hnowmodel.sizes": 0,
     "hnowmodel.units": 0,
     "hnowmodel.tables": 0,

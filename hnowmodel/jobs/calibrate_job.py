@@ -18,12 +18,13 @@ from ..io import check_output
 from ..layout import parse_layout
 from ..params import Profile
 from ..sizes import size_tuple
+from ..stepfiles import check_steps_folder, remove_steps
 from ..testbed import Testbed
 from .checks import Progress, check_count, check_testbed, gather, run_job
 from .launcher import Launch
 from .specs import CalibrateJob
 
-__all__ = ["CalibrateSettings", "calibrate", "calibrate_with_natives"]
+__all__ = ["CalibrateSettings", "calibrate", "calibrate_with_natives", "steps_folder"]
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ class CalibrateSettings:
     ``@file``) or ``"auto"`` to discover the groups by measuring; ``sizes`` (bytes) of the fits; ``output``: also
     write the profile there (refused if it exists, unless ``force``). On real MPI the C kernels time everything
     (``kernels="auto"``; ``"python"`` forces the Python kernels) in ``rounds`` interleaved rounds of isolated
-    messages ``gap_us`` apart."""
+    messages ``gap_us`` apart. ``steps``: the folder where each finished step of the measurement is saved, and from
+    which a rerun with the same hosts, options and versions takes it instead of measuring it again
+    (:mod:`hnowmodel.stepfiles`); default with ``output``: ``<output>.steps``, removed once the profile is written."""
 
     testbed: str | Testbed | None = None
     layout: str | Sequence[str] | None = None
@@ -47,6 +50,7 @@ class CalibrateSettings:
     gap_us: float | None = None
     output: str | Path | None = None
     force: bool = False
+    steps: str | Path | None = None
 
 
 def calibrate(
@@ -89,7 +93,20 @@ def _check(launch: Launch, s: CalibrateSettings) -> tuple[Testbed | None, Any, t
         raise InputError("--sizes: the fits need at least two different sizes")
     if s.output is not None:
         check_output(s.output, force=s.force)
+    if steps_folder(s) is not None:
+        check_steps_folder(steps_folder(s))
     return tb, layout, grid
+
+
+def steps_folder(s: CalibrateSettings) -> Path | None:
+    """Where the finished steps go (absolute: the ranks may start elsewhere): ``steps``, else ``<output>.steps``.
+
+    >>> steps_folder(CalibrateSettings(output="/tmp/p.json")).name
+    'p.json.steps'
+    """
+    if s.steps is not None:
+        return Path(s.steps).resolve()
+    return None if s.output is None else Path(f"{s.output}.steps").resolve()
 
 
 def calibrate_with_natives(
@@ -116,6 +133,7 @@ def calibrate_with_natives(
         gap_us=s.gap_us,
         native_ops=tuple(native_ops),
         native_sizes=tuple(native_sizes),
+        steps=None if steps_folder(s) is None else str(steps_folder(s)),
     )
     doc = run_job(launch, job, progress)
     interleaved = doc.pop("interleaved_native", None)
@@ -124,7 +142,18 @@ def calibrate_with_natives(
     prof = Profile.from_dict(doc, where="calibration result")
     if s.output is not None:
         prof.save(s.output, overwrite=s.force)
+        if s.steps is None:  # the default folder of steps served this profile only: the profile holds them now
+            _remove_folder(steps_folder(s))
     return prof, interleaved
+
+
+def _remove_folder(folder: Path | None) -> None:
+    if folder is not None and folder.is_dir():
+        remove_steps(folder)
+        try:
+            folder.rmdir()
+        except OSError:  # something else is in it: it stays
+            pass
 
 
 def _inline_testbed(tb: Testbed) -> str:

@@ -26,7 +26,8 @@ class CalibrateJob:
     ``sizes`` None = the task's default grid; ``network`` = ``bandwidth_MBps=…,latency_us=…`` to take X from the
     network's configuration instead of measuring it. On plain MPI: ``kernels`` (``auto``: C when a compiler is
     found), ``rounds`` and ``gap_us`` of the interleaved measurement, and ``native_ops`` timed at ``native_sizes``
-    in the same rounds."""
+    in the same rounds. ``steps``: the folder where the ranks save each finished step and from which a rerun
+    takes them (:mod:`hnowmodel.stepfiles`; None: nothing saved)."""
 
     testbed: str | None = None
     layout: str | None = None
@@ -40,6 +41,7 @@ class CalibrateJob:
     gap_us: float | None = None
     native_ops: tuple[str, ...] = ()
     native_sizes: tuple[int, ...] = ()
+    steps: str | None = None
 
     task = "calibrate"
 

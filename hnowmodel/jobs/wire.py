@@ -107,7 +107,7 @@ def task_argv(job: Any, quiet: bool = False) -> tuple[str, list[str]]:
     if getattr(job, "testbed", None):
         out += ["--testbed", str(job.testbed)]
     if isinstance(job, CalibrateJob):
-        for flag, value in (("--layout", job.layout), ("--network", job.network)):
+        for flag, value in (("--layout", job.layout), ("--network", job.network), ("--steps", job.steps)):
             if value:
                 out += [flag, str(value)]
         if job.sizes is not None:

@@ -29,12 +29,13 @@ from ..jobs.mpienv import MPI_LIBRARIES, check_mpi
 from ..options import check_ops
 from ..params import Profile
 from ..sizes import format_size, size_tuple
+from ..stepfiles import read_steps
 from .choose import ShapeTuning, TuneRow, tune_shape
 from .files import write_report, write_shape
 from .shapes import Shape, check_shape_syntax, parse_shapes, shape_from_layout
 from .verify import verify
 
-__all__ = ["DEFAULT_SIZES", "TuneSettings", "TuneResult", "tune"]
+__all__ = ["DEFAULT_SIZES", "STEPS_FOLDER", "TuneSettings", "TuneResult", "tune", "cut_short"]
 
 #: The sizes tuned for by default (bytes per rank): 1 B to 4 MiB, a factor of 4 apart.
 DEFAULT_SIZES: tuple[int, ...] = tuple(4**i for i in range(12))
@@ -172,8 +173,28 @@ def _slower_note(r: TuneRow) -> str:
     )
 
 
+#: Where a tune that calibrates first saves the calibration's finished steps, in its output folder.
+STEPS_FOLDER = "calibration"
+
+
+def cut_short(output: str | Path | None) -> bool:
+    """Whether ``output`` is the folder of a tune cut short: finished calibration steps (``calibration/``) and no
+    report yet (``tune.json`` is written last); a rerun continues there without ``--force``.
+
+    >>> cut_short("/nonexistent/hnow-tune")
+    False
+    """
+    if output is None:
+        return False
+    p = Path(output)
+    return bool(read_steps(p / STEPS_FOLDER)) and not (p / "tune.json").exists()
+
+
 def _calibrate(launch: Launch, s: TuneSettings, out: Path | None, progress: Progress) -> Profile:
-    prof = calibrate(launch, CalibrateSettings(layout=s.layout, sizes=s.calibrate_sizes), progress=progress)
+    steps = None if out is None else out / STEPS_FOLDER  # a rerun into the same folder takes the finished steps
+    prof = calibrate(
+        launch, CalibrateSettings(layout=s.layout, sizes=s.calibrate_sizes, steps=steps), progress=progress
+    )
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         prof.save(out / "profile.json")
@@ -217,7 +238,8 @@ def tune(
     sizes = _sizes(s.sizes)
     check_shape_syntax(s.shapes)
     check_count(s.reps, "--reps")
-    out = check_output(s.output, force=s.force, folder=True) if s.output is not None else None
+    resume = profile is None and cut_short(s.output)  # reads the steps: a file of another version refused here
+    out = check_output(s.output, force=s.force or resume, folder=True) if s.output is not None else None
     notes: list[str] = []
     ops = {f.library: _ops_for(s.ops, f.library, notes) for f in fmts}
     prof = load_profile(profile)
