@@ -74,5 +74,5 @@ def run(args: argparse.Namespace) -> int:
     if res.paths:
         k = len(res.paths) - 1
         print(f"wrote {k} folder{'s' if k > 1 else ''} (<shape>/<library>: files, env.sh, job.sbatch) and the report:")
-        print(f"  {res.paths['report']['csv']}, {res.paths['report']['json']}")
+        print(f"  {res.paths['report']['csv']}, {res.paths['report']['md']}, {res.paths['report']['json']}")
     return 0

@@ -21,6 +21,7 @@ from ..export import AlgorithmRequest, Export, export
 from ..export.choose import LibraryFormat
 from ..params import Profile
 from .shapes import Shape, shape_profile
+from .why import explain
 
 __all__ = ["TuneRow", "ShapeTuning", "tune_shape", "gain_pct"]
 
@@ -45,7 +46,8 @@ class TuneRow:
     ``chosen`` algorithm in the tuned order (``order``), their predicted µs and the predicted gain (% of the
     default's time). With ``--verify``, the measured µs (medians) of both, the measured gain and its spread (the
     gain between the repetitions' extremes: ``[100·(default_min − tuned_max)/default_min, 100·(default_max −
-    tuned_min)/default_max]``), and ``slower``: the choice measured slower than the default."""
+    tuned_min)/default_max]``), and ``slower``: the choice measured slower than the default. ``why``: the model
+    terms that decide the choice (:func:`~.why.explain`)."""
 
     shape: str
     library: str
@@ -65,6 +67,7 @@ class TuneRow:
     measured_gain_min_pct: float | None = None
     measured_gain_max_pct: float | None = None
     slower: bool | None = None
+    why: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +89,7 @@ class TuneRow:
             "measured_gain_min_pct": self.measured_gain_min_pct,
             "measured_gain_max_pct": self.measured_gain_max_pct,
             "slower": self.slower,
+            "why": self.why,
         }
 
 
@@ -198,4 +202,6 @@ def tune_shape(
         )
         for r in _rows(ex, fmt)
     )
+    whys = explain(prof, fmt.library, ex, rows)
+    rows = tuple(replace(r, why=whys.get((r.op, r.size), "")) for r in rows)
     return ShapeTuning(shape, fmt, ex, perm, order, rows)

@@ -4,6 +4,7 @@ and a Slurm batch fragment (:func:`write_shape`); and the report, ``tune.csv`` a
 Layout of ``DIR``::
 
     DIR/tune.csv, DIR/tune.json          one row per shape, library, operation and size
+    DIR/tune.md                          the same rows to read, each with its why
     DIR/<shape>/<library>/               e.g. 12x1/mpich: the export's files (mpich-coll.json, mpich-env.txt, ...),
                                          hostfile and rankfile (the tuned order), slurm-hostfile (one line per rank),
                                          env.sh (source it), job.sbatch (a fragment), USAGE.txt
@@ -20,9 +21,10 @@ from typing import Any
 from ..export import write_export
 from ..io import atomic_write
 from ..report import write_csv
+from ..sizes import format_size
 from .choose import ShapeTuning
 
-__all__ = ["COLUMNS", "shape_folder", "env_sh", "sbatch_text", "write_shape", "write_report"]
+__all__ = ["COLUMNS", "shape_folder", "env_sh", "sbatch_text", "write_shape", "markdown_report", "write_report"]
 
 #: The report's columns, in order.
 COLUMNS = (
@@ -44,6 +46,7 @@ COLUMNS = (
     "measured_gain_min_pct",
     "measured_gain_max_pct",
     "slower",
+    "why",
 )
 
 
@@ -114,10 +117,41 @@ def write_shape(st: ShapeTuning, out: str | Path) -> dict[str, str]:
     return paths
 
 
+def _cell(v: Any) -> str:
+    """A table cell: a gain with one decimal, nothing as ``-``, no ``|`` inside."""
+    if v is None or v == "":
+        return "-"
+    return (f"{v:.1f}" if isinstance(v, float) else str(v)).replace("|", "/")
+
+
+def markdown_report(rows: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -> str:
+    """``tune.md``: the rows as a table (shape, library, operation, size, default, chosen, predicted gain %, and
+    measured gain % when verified) with each row's ``why``, and the notes.
+
+    >>> row = {"shape": "4x1", "library": "MPICH", "op": "bcast", "size": 1024, "default": "binomial",
+    ...        "chosen": "binomial", "predicted_gain_pct": 0.0, "why": "default fastest (10 µs: 60 % link a→b)"}
+    >>> markdown_report([row], {"profile": "given", "notes": []}).splitlines()[-1]
+    '| 4x1 | MPICH | bcast | 1K | binomial | binomial | 0.0 | default fastest (10 µs: 60 % link a→b) |'
+    """
+    measured = any(r.get("measured_gain_pct") is not None for r in rows)
+    cols = ["shape", "library", "op", "size", "default", "chosen", "predicted gain %"]
+    cols += ["measured gain %"] if measured else []
+    lines = [f"# hnow tune (profile: {doc.get('profile')})", ""]
+    lines += [f"- note: {n}" for n in doc.get("notes", ())] + ([""] if doc.get("notes") else [])
+    lines += ["| " + " | ".join([*cols, "why"]) + " |", "|" + "---|" * (len(cols) + 1)]
+    for r in rows:
+        cells = [r["shape"], r["library"], r["op"], format_size(r["size"]), r["default"], r["chosen"]]
+        cells += [r.get("predicted_gain_pct")] + ([r.get("measured_gain_pct")] if measured else [])
+        lines.append("| " + " | ".join(_cell(c) for c in [*cells, r.get("why")]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write_report(out: str | Path, rows: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -> dict[str, str]:
-    """``tune.csv`` (``rows``, :data:`COLUMNS`) and ``tune.json`` (``doc``) in ``out``."""
+    """``tune.csv`` (``rows``, :data:`COLUMNS`), ``tune.md`` (:func:`markdown_report`) and ``tune.json``
+    (``doc``, written last: a folder without it is a tune cut short) in ``out``."""
     out = Path(out)
     return {
         "csv": str(write_csv(out / "tune.csv", rows, COLUMNS)),
+        "md": str(atomic_write(out / "tune.md", markdown_report(rows, doc))),
         "json": str(atomic_write(out / "tune.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")),
     }
