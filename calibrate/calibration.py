@@ -59,6 +59,7 @@ from .network import NetworkRun, net_grid, plan_network, run_network, three_host
 from .pairkernels import PairKernels
 from .paper_experiments import Sampling, measure
 from .paperfit import fit_paper_profile
+from .profiledoc import add_cores
 from .protocol import (
     CPU_PROBE_BYTES,
     DEFAULT_GAP_US,
@@ -275,13 +276,13 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
             testbed = testbed.with_ranks(prepared["layout"])
         tr = make_transport(comm, testbed)
     with rt.step("hosts"):
-        hosts = comm.allgather(node_name())
+        hosts, cores = (list(x) for x in zip(*comm.allgather((node_name(), os.cpu_count())), strict=True))
     use_c = _use_c_kernels(args, rt, prepared)
     prepared["checkpoint"] = _checkpoint(args, rt, prepared, hosts, use_c)
     if use_c and len(set(hosts)) > 1:  # ranks on several hosts: the network mode (links, bursts, host groups)
         if prepared["layout"] is not None and len(prepared["layout"]) != tr.size:
             raise InputError(f"--layout has {len(prepared['layout'])} ranks, the job has {tr.size}")
-        return _calibrate_network(args, rt, prepared, hosts, t_start)
+        return add_cores(_calibrate_network(args, rt, prepared, hosts, t_start), cores)
     with rt.step("layout"):
         layout = prepared["layout"]
         if layout is None and testbed is not None and args.layout != "auto":
@@ -293,8 +294,8 @@ def main(args: argparse.Namespace, rt: Any, prepared: dict[str, Any]) -> dict[st
             raise InputError(f"--layout has {len(layout)} ranks, the job has {tr.size}")
     pairs, roles = _plan(tuple(layout))
     if use_c:
-        return _calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start)
-    return _calibrate_python(args, rt, prepared, tr, layout, hosts, t_start)
+        return add_cores(_calibrate_c(args, rt, prepared, layout, hosts, pairs, roles, t_start), cores)
+    return add_cores(_calibrate_python(args, rt, prepared, tr, layout, hosts, t_start), cores)
 
 
 def _checkpoint(args: argparse.Namespace, rt: Any, prepared: dict[str, Any], hosts: list[str], use_c: bool) -> Any:

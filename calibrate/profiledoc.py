@@ -12,7 +12,7 @@ from typing import Any
 
 from hnowmodel.params import PROFILE_SCHEMA
 
-__all__ = ["profile_document", "type_regime"]
+__all__ = ["profile_document", "type_regime", "add_cores"]
 
 
 def profile_document(
@@ -39,6 +39,19 @@ def profile_document(
     doc["nodes"] = [{"rank": r, "host": hosts[r], "type": t} for r, t in enumerate(layout)]
     doc.update({key: val for key, val in after_nodes.items() if val is not None})
     doc["provenance"] = provenance
+    return doc
+
+
+def add_cores(doc: dict[str, Any] | None, cores: Sequence[int | None]) -> dict[str, Any] | None:
+    """``doc`` with each node's host's logical CPUs (``cores``, by rank: what ``hnow tune`` warns about when a
+    shape puts more ranks on a host), in place; None stays None.
+
+    >>> add_cores({"nodes": [{"rank": 0, "host": "h", "type": "t"}]}, [8])["nodes"]
+    [{'rank': 0, 'host': 'h', 'type': 't', 'cores': 8}]
+    """
+    for n in (doc or {}).get("nodes", ()):
+        if cores[n["rank"]]:
+            n["cores"] = int(cores[n["rank"]])
     return doc
 
 

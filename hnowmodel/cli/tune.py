@@ -5,6 +5,7 @@ measures the default and the tuned settings on the ranks the command runs on (do
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..errors import InputError
 from ..sizes import format_size, parse_sizes
@@ -62,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         **kw,
     )
     if args.json:
+        for w in res.warnings:  # the progress lines that say it are off with --json
+            print(w, file=sys.stderr)
         emit_json(res.to_dict())
         return 0
     cols = ["shape", "library", "op", "size", "default", "chosen", "predicted_gain_pct"]

@@ -32,7 +32,7 @@ from ..sizes import format_size, size_tuple
 from ..stepfiles import read_steps
 from .choose import ShapeTuning, TuneRow, tune_shape
 from .files import write_report, write_shape
-from .shapes import Shape, check_shape_syntax, parse_shapes, shape_from_layout
+from .shapes import Shape, check_shape_syntax, oversubscribed, parse_shapes, ranks_per_host, shape_from_layout
 from .verify import verify
 
 __all__ = ["DEFAULT_SIZES", "STEPS_FOLDER", "TuneSettings", "TuneResult", "tune", "cut_short"]
@@ -66,7 +66,8 @@ class TuneResult:
     """The rows (:class:`~.choose.TuneRow`: one per shape, library, operation and size), the shapes tuned (and the
     one verified, ``verified``), the libraries, notes (operations not tuned, choices measured slower than the
     default), where the profile came from, the files written (``paths``: shape/library -> file -> path; ``report``)
-    and the wall time (s), with the machine time spent calibrating (``calibration_s``, 0 for a given profile)."""
+    and the wall time (s), with the machine time spent calibrating (``calibration_s``, 0 for a given profile);
+    ``warnings``: what is allowed but worth saying (more ranks per host than the host has cores), one line each."""
 
     rows: tuple[TuneRow, ...]
     shapes: tuple[Shape, ...]
@@ -77,6 +78,7 @@ class TuneResult:
     paths: Mapping[str, Any] = field(default_factory=dict)
     wall_time_s: float = 0.0
     calibration_s: float = 0.0
+    warnings: tuple[str, ...] = ()
 
     @property
     def slower(self) -> tuple[TuneRow, ...]:
@@ -98,6 +100,7 @@ class TuneResult:
             "paths": dict(self.paths),
             "wall_time_s": self.wall_time_s,
             "calibration_s": self.calibration_s,
+            "warnings": list(self.warnings),
         }
 
 
@@ -190,6 +193,28 @@ def cut_short(output: str | Path | None) -> bool:
     return bool(read_steps(p / STEPS_FOLDER)) and not (p / "tune.json").exists()
 
 
+def _check_before_calibrating(items: list[str], launch: Launch) -> None:
+    """Refuse, before the calibration runs, a shape it cannot serve: ranks sharing a host (``HxK``, K > 1) when
+    no two of its ranks share a host (then it measures no shared memory) or all share this one (then it measures
+    them as separate nodes), and a hostfile's host it does not run on (where the placement is known)."""
+    hosts = placement_hosts(launch)
+    local = hosts is None and launch.cluster is None and not launch.hostfile and launch.kind != "srun"
+    shared = hosts is not None and len(set(hosts)) < len(hosts) and len(set(hosts)) > 1
+    for item in items:
+        if item.startswith("@") and hosts is not None:
+            from ..jobs.hostfile import read_hostfile
+
+            gone = [e.host for e in read_hostfile(item[1:]) if e.host not in hosts]
+            if gone:
+                raise InputError(f"--shapes {item}: host {gone[0]!r} is not one the calibration runs on")
+        if (ranks_per_host(item) or 1) > 1 and (local or (hosts is not None and not shared)):
+            raise InputError(
+                f"--shapes {item}: several ranks per host need a calibration with several ranks on each of several "
+                "hosts (its shared-memory costs); these ranks run "
+                + ("all on this machine" if local else "one per host")
+            )
+
+
 def _calibrate(launch: Launch, s: TuneSettings, out: Path | None, progress: Progress) -> Profile:
     steps = None if out is None else out / STEPS_FOLDER  # a rerun into the same folder takes the finished steps
     prof = calibrate(
@@ -246,11 +271,15 @@ def tune(
     source = "given"
     t_cal = 0.0
     if prof is None:
+        _check_before_calibrating(check_shape_syntax(s.shapes), launch)
         say(f"tune: calibrating {launch.np} ranks first")
         prof = _calibrate(launch, s, out, progress)
         t_cal, source = time.monotonic() - t0, f"calibrated now on {launch.np} ranks"
     jobs = [(shape, True) for shape in (parse_shapes(s.shapes, prof) if s.shapes or not s.verify else ())]
     run = _run_shape(prof, launch, s.layout if source == "given" else None) if s.verify else None
+    warned = oversubscribed([shape for shape, _ in [*jobs, *([run] if run else [])]])
+    if warned:
+        say(warned)  # before the verification runs: said once, and kept in the result
     tunings = _tune_all(prof, [*jobs, *([run] if run else [])], fmts, ops, sizes, say)
     if run is not None:
         st = tunings[-1]
@@ -267,6 +296,7 @@ def tune(
         source,
         run[0].label if run else None,
         calibration_s=t_cal,
+        warnings=(warned,) if warned else (),
     )
     if out is not None:
         paths: dict[str, Any] = {f"{st.shape.label}/{st.fmt.key}": write_shape(st, out) for st in tunings}

@@ -22,6 +22,7 @@ host only; several ranks per host need a calibration that told hosts apart (``sh
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ __all__ = [
     "calibrated_shape",
     "shape_profile",
     "shape_from_layout",
+    "oversubscribed",
+    "ranks_per_host",
 ]
 
 _HXK = re.compile(r"^(\d+)\s*[xX×]\s*(\d+)$")
@@ -47,11 +50,13 @@ _HXK = re.compile(r"^(\d+)\s*[xX×]\s*(\d+)$")
 
 @dataclass(frozen=True)
 class ShapeHost:
-    """One host of a shape: its ``name``, its node ``type`` and how many ranks it runs (``slots``)."""
+    """One host of a shape: its ``name``, its node ``type``, how many ranks it runs (``slots``) and its logical CPUs
+    (``cores``: what the calibration recorded for the host whose type it takes; None when it did not)."""
 
     name: str
     type: str
     slots: int = 1
+    cores: int | None = None
 
 
 @dataclass(frozen=True)
@@ -110,13 +115,13 @@ def pool(profile: Profile) -> tuple[ShapeHost, ...]:
     if not (profile.shm or profile.nic):
         dup = {x for x in names if names.count(x) > 1}
         return tuple(
-            ShapeHost(f"{x}-{i}" if x in dup else x, str(n["type"]))
+            ShapeHost(f"{x}-{i}" if x in dup else x, str(n["type"]), 1, n.get("cores"))
             for i, (x, n) in enumerate(zip(names, nodes, strict=True))
         )
     out: dict[str, ShapeHost] = {}
     for x, n in zip(names, nodes, strict=True):
         h = out.get(x)
-        out[x] = ShapeHost(x, str(n["type"]), 1) if h is None else replace(h, slots=h.slots + 1)
+        out[x] = ShapeHost(x, str(n["type"]), 1, n.get("cores")) if h is None else replace(h, slots=h.slots + 1)
     return tuple(out.values())
 
 
@@ -130,12 +135,12 @@ def _from_pool(label: str, n_hosts: int, per_host: int, hosts: tuple[ShapeHost, 
     for i in range(n_hosts):
         h = hosts[i % len(hosts)]
         cycle = i // len(hosts)
-        out.append(ShapeHost(h.name if cycle == 0 else f"{h.name}.{cycle + 1}", h.type, per_host))
+        out.append(ShapeHost(h.name if cycle == 0 else f"{h.name}.{cycle + 1}", h.type, per_host, h.cores))
     return Shape(label, tuple(out))
 
 
 def _from_hostfile(path: str, profile: Profile) -> Shape:
-    known = {h.name: h.type for h in pool(profile)}
+    known = {h.name: h for h in pool(profile)}
     hosts = []
     for e in read_hostfile(path):
         if e.host not in known:
@@ -143,7 +148,7 @@ def _from_hostfile(path: str, profile: Profile) -> Shape:
                 f"--shapes @{path}: host {e.host!r} is not one the profile was calibrated on "
                 f"({', '.join(known)}): its node type is unknown"
             )
-        hosts.append(ShapeHost(e.host, known[e.host], e.slots))
+        hosts.append(ShapeHost(e.host, known[e.host].type, e.slots, known[e.host].cores))
     return Shape(Path(path).name, tuple(hosts))
 
 
@@ -169,6 +174,16 @@ def _check(shape: Shape, profile: Profile) -> Shape:
     if shape.ranks < 2:
         raise InputError(f"--shapes {shape.label}: a shape needs at least 2 ranks")
     return shape
+
+
+def ranks_per_host(item: str) -> int | None:
+    """The ``K`` of an ``HxK`` item of ``--shapes`` (None for another form).
+
+    >>> ranks_per_host("4x3"), ranks_per_host("calibrated")
+    (3, None)
+    """
+    m = _HXK.match(item.strip())
+    return int(m.group(2)) if m else None
 
 
 def check_shape_syntax(text: Any) -> list[str]:
@@ -219,6 +234,24 @@ def parse_shapes(text: Any, profile: Profile) -> tuple[Shape, ...]:
     if dup is not None:
         raise InputError(f"--shapes: {dup!r} given twice")
     return tuple(out)
+
+
+def oversubscribed(shapes: Sequence[Shape]) -> str | None:
+    """One warning line naming the shapes that put more ranks on a host than it has cores (allowed: the ranks
+    share cores, and the model, calibrated with a core each, may then predict them faster than they run), or None.
+
+    >>> s = Shape("2x4", (ShapeHost("a", "fast", 4, 2), ShapeHost("b", "slow", 4, None)))
+    >>> oversubscribed([s])
+    'warning: more ranks per host than the host has cores: 2x4 (a: 4 ranks on 2 cores); allowed, the ranks share cores'
+    """
+    said = []
+    for s in shapes:
+        over = [f"{h.name}: {h.slots} ranks on {h.cores} cores" for h in s.hosts if h.cores and h.slots > h.cores]
+        if over:
+            said.append(f"{s.label} ({', '.join(over[:3])}{', …' if len(over) > 3 else ''})")
+    if not said:
+        return None
+    return f"warning: more ranks per host than the host has cores: {'; '.join(said)}; allowed, the ranks share cores"
 
 
 def shape_profile(profile: Profile, shape: Shape) -> Profile:

@@ -4,10 +4,13 @@ Each predicted time is taken apart by the profile's terms, grouped as a reader n
 local-copy overheads of each node type, each link between two types (and the network's default one), the shared
 memory and the NIC of each type's hosts (the NIC is what the ranks of one host share), the reduction cost γ of each
 type. A group's share of a time is its **elasticity**: the time is predicted again with that group's costs 1 %
-higher (µs, µs per byte; a NIC's bytes per µs 1 % lower) and the growth, scaled back to 100 %, is the µs the group
-accounts for (on the critical path of a max-plus model the shares of the path's terms add up to the time). The
-``why`` of a row names the group that weighs most in the default's time as launched and what the chosen algorithm,
-in the tuned order, spends on it (and, when another group weighs most there, that one):
+higher (µs, µs per byte; a NIC's bytes per µs 1 % lower) and 1 % lower, and the difference, scaled back to 100 %,
+is the µs the group accounts for. Both sides, because the model's times are maxima (of paths) and minima (a type's
+capacity is its fastest link's): where two terms tie, growing one alone moves a maximum and not a minimum,
+shrinking it the other way round, and the mean of the two gives each its half. The shares of the terms on which a
+time depends add up to about it (exactly where the model is smooth: every cost grown at once grows every time in
+proportion). The ``why`` of a row names the group that weighs most in the default's time as launched and what the
+chosen algorithm, in the tuned order, spends on it (and, when another group weighs most there, that one):
 
     default 812 µs: 71 % link slow→fast; chosen 300 µs: link slow→fast 40 %, most send overhead of fast 45 %
 
@@ -78,24 +81,30 @@ def term_groups(doc: dict[str, Any]) -> Iterator[tuple[str, Callable[[dict[str, 
         yield f"reduction cost γ of {t}", lambda d, f, t=t: _scale(d["extensions"]["reduce"]["types"][t], f)
 
 
-def _grown(profile: Profile) -> list[tuple[str, Profile]]:
-    """``profile`` once per term group, that group's costs grown by :data:`STEP`."""
+def _grown(profile: Profile) -> list[tuple[str, Profile, Profile]]:
+    """``profile`` twice per term group: that group's costs grown by :data:`STEP`, and shrunk by it."""
     doc = profile.to_dict()
     out = []
     for name, grow in term_groups(doc):
-        d = copy.deepcopy(doc)
-        grow(d, 1.0 + STEP)
-        out.append((name, Profile.from_dict(d, where="profile (a term grown)")))
+        up, down = copy.deepcopy(doc), copy.deepcopy(doc)
+        grow(up, 1.0 + STEP)
+        grow(down, 1.0 - STEP)
+        where = "profile (a term grown)"
+        out.append((name, Profile.from_dict(up, where=where), Profile.from_dict(down, where=where)))
     return out
 
 
 def shares(
-    predict: Callable[[Profile], np.ndarray], profile: Profile, grown: Sequence[tuple[str, Profile]]
+    predict: Callable[[Profile], np.ndarray], profile: Profile, grown: Sequence[tuple[str, Profile, Profile]]
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The times ``predict(profile)`` (µs per size) and, per term group, the µs of them it accounts for (its
-    elasticity times the time: the growth under :data:`STEP`, scaled to 100 %)."""
+    elasticity times the time: the difference between the group grown and shrunk by :data:`STEP`, scaled to
+    100 %)."""
     base = np.asarray(predict(profile), dtype=float)
-    return base, {name: (np.asarray(predict(p), dtype=float) - base) / STEP for name, p in grown}
+    out = {}
+    for name, up, down in grown:
+        out[name] = (np.asarray(predict(up), dtype=float) - np.asarray(predict(down), dtype=float)) / (2 * STEP)
+    return base, out
 
 
 def _us(t: float) -> str:
