@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import one_error_line, run_hnow
+from tests.helpers import one_error_line, paper_shm_profile, run_hnow
 
 PROFILE = str(Path(__file__).parent.parent / "data" / "golden" / "cluster_profile.json")
 NO_LAUNCHER = ("--launcher", "no-such-mpiexec")
@@ -56,3 +56,32 @@ def test_an_existing_output_folder_is_refused_without_force(tmp_path):
         check=True,
     )  # fmt: skip
     assert (out / "keep.txt").read_text() == "mine\n" and (out / "calibrated" / "mpich" / "env.sh").is_file()
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("--np", "4", "--shapes", "4x3"), "--shapes 4x3: several ranks per host need a calibration"),
+        (("--np", "4", "--shapes", "4x1,2x2"), "these ranks run all on this machine"),
+        (("--np", "4", "--shapes", "4by1"), "--shapes '4by1'"),
+    ],
+)
+def test_a_shape_the_calibration_cannot_serve_is_refused_before_it_runs(args, needle):
+    proc = run_hnow("tune", *args, *NO_LAUNCHER)  # a launch would fail on the launcher: none is reached
+    assert proc.returncode == 2, proc.stderr
+    assert one_error_line(proc.stderr) and needle in proc.stderr, proc.stderr
+
+
+def test_more_ranks_per_host_than_cores_is_one_warning_line(tmp_path):
+    doc = paper_shm_profile().to_dict()
+    doc["nodes"] = [{"rank": r, "host": h, "type": t, "cores": 2} for r, (h, t) in enumerate(
+        [("f1", "fast"), ("f1", "fast"), ("s1", "slow"), ("s1", "slow")])]  # fmt: skip
+    prof = tmp_path / "p.json"
+    prof.write_text(json.dumps(doc))
+    for shapes, warned in (("2x2", False), ("2x3,4x1", True)):
+        proc = run_hnow("tune", "--profile", str(prof), "--shapes", shapes, "--mpi", "mpich", "--sizes", "1K", "--json")
+        assert proc.returncode == 0, proc.stderr
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("warning:")]
+        assert len(lines) == int(warned) and json.loads(proc.stdout)["warnings"] == lines
+        if warned:
+            assert "2x3 (f1: 3 ranks on 2 cores" in lines[0] and "allowed" in lines[0] and "4x1" not in lines[0]

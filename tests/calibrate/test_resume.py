@@ -1,0 +1,63 @@
+"""A calibration killed partway continues from its last finished step (issue #35): a real calibration (the paper
+testbed on 2 ranks, or 2 local ranks through ``hnow tune``) is killed by a rank that dies at a later step
+(``HNOW_FAULT``), and the rerun of the same command reuses the steps saved before (one progress line naming them),
+measures only the rest and gives a valid profile; other options start over, saying why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from hnowmodel.params import Profile
+from hnowmodel.stepfiles import read_steps
+
+pytestmark = pytest.mark.mpi
+
+QUICK_PAPER = ("calibrate", "--np", "2", "--testbed", "paper", "--quick", "--sizes", "0,2K,8K")
+
+
+def _hnow(*args: str, fault: str = "", timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("HNOW_FAULT", None)
+    if fault:
+        env["HNOW_FAULT"] = fault
+    return subprocess.run(
+        [sys.executable, "-m", "hnowmodel.cli", *args],
+        capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def test_a_killed_calibration_continues_from_its_last_finished_step(tmp_path):
+    out = tmp_path / "p.json"
+    steps = tmp_path / "p.json.steps"
+    killed = _hnow(*QUICK_PAPER, "-o", str(out), fault="0:pingpong 0->1 8192 B:exit")  # rank 0 dies at the 3rd size
+    assert killed.returncode != 0 and not out.exists()
+    assert sorted(read_steps(steps)) == ["size-0", "size-2048"]  # what finished before, whole
+    assert not [p for p in steps.iterdir() if not p.name.startswith("step-")]  # no half-written file
+
+    again = _hnow(*QUICK_PAPER, "-o", str(out))
+    assert again.returncode == 0, again.stderr
+    reuse = [ln for ln in again.stderr.splitlines() if "reusing" in ln]
+    assert len(reuse) == 1 and "reusing 2 finished step(s)" in reuse[0] and "size-0, size-2048" in reuse[0]
+    measured = [ln for ln in again.stderr.splitlines() if "ping-pong" in ln and "size " in ln]
+    assert len(measured) == 1 and "size 8192 B (3/3)" in measured[0], again.stderr  # only the rest is measured
+    prof = Profile.load(out)  # a valid profile, fitted from the steps of both runs
+    assert prof.layout == ("fast", "fast") and prof.types["fast"].Sc_us > 0 and prof.network.Xm_us_per_byte > 0
+    assert not steps.exists()  # the profile holds them now
+
+
+def test_other_options_start_over_saying_why(tmp_path):
+    out = tmp_path / "p.json"
+    _hnow(*QUICK_PAPER, "-o", str(out), fault="0:pingpong 0->1 2048 B:exit")
+    assert sorted(read_steps(tmp_path / "p.json.steps")) == ["size-0"]
+    other = [*QUICK_PAPER[:-1], "0,2K"]
+    proc = _hnow(*other, "-o", str(out), fault="0:pingpong 0->1 2048 B:exit")
+    said = [ln for ln in proc.stderr.splitlines() if "starting over" in ln]
+    assert len(said) == 1 and "options.sizes: '0,2048,8192' -> '0,2048'" in said[0], proc.stderr
+    assert sorted(read_steps(tmp_path / "p.json.steps")) == ["size-0"]  # measured again, with the new options
+    doc = json.loads((tmp_path / "p.json.steps" / "step-size-0.json").read_text())
+    assert doc["depends_on"]["options"]["sizes"] == "0,2048"
