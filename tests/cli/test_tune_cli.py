@@ -4,6 +4,7 @@ MPI run (a launcher that does not exist is never reached)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,24 @@ def test_more_ranks_per_host_than_cores_is_one_warning_line(tmp_path):
         assert len(lines) == int(warned) and json.loads(proc.stdout)["warnings"] == lines
         if warned:
             assert "2x3 (f1: 3 ranks on 2 cores" in lines[0] and "allowed" in lines[0] and "4x1" not in lines[0]
+
+
+@pytest.mark.mpi
+def test_a_killed_tune_continues_from_its_last_finished_step(tmp_path):
+    """2 local ranks: the calibration first is killed at its reduction cost (after its shared-memory rounds); the
+    same command again continues there, without --force, and tunes from a valid profile."""
+    out = tmp_path / "t"
+    cmd = ("tune", "--np", "2", "--mpi", "mpich", "--calibrate-sizes", "0,1K", "--sizes", "1K", "--op", "bcast")
+    killed = run_hnow(*cmd, "-o", str(out), env={"HNOW_FAULT": "0:reduction cost round 1:exit"}, timeout=240)
+    assert killed.returncode != 0 and not (out / "tune.json").exists()
+    assert "shared-memory" in {p.name[5:-5] for p in (out / "calibration").iterdir()}
+    again = run_hnow(*cmd, "-o", str(out), timeout=240)
+    assert again.returncode == 0, again.stderr
+    (line,) = [ln for ln in again.stderr.splitlines() if "reusing" in ln]
+    assert "shared-memory" in line and "measuring the rest" in line
+    assert "round 1/" not in again.stderr  # the shared-memory rounds were not run again
+    doc = json.loads((out / "tune.json").read_text())
+    assert doc["profile"] == "calibrated now on 2 ranks" and doc["rows"][0]["why"]
+    assert {n["cores"] for n in json.loads((out / "profile.json").read_text())["nodes"]} == {os.cpu_count()}
+    done = run_hnow(*cmd, "-o", str(out), *NO_LAUNCHER)  # a finished tune's folder is not continued
+    assert done.returncode == 2 and "not empty" in done.stderr
