@@ -12,13 +12,14 @@ dependencies are reused, in one progress line that names them.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 from collections.abc import Callable, Sequence
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hnowmodel import __version__
 from hnowmodel.stepfiles import decode, differences, read_steps, remove_steps, save_step
 
 __all__ = ["OPTION_KEYS", "Checkpoint", "depends_on"]
@@ -40,17 +41,31 @@ OPTION_KEYS = (
 )
 
 
+def _versions(mpi_library: str) -> dict[str, str]:
+    """hnow's version, a digest of the measuring code (this package's sources and C kernels: a change there changes
+    what a step measures, whatever the version says), Python's and the MPI library's."""
+    try:
+        hnow = metadata.version("hnowmodel")
+    except metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        hnow = "unknown"
+    digest = hashlib.sha256()
+    here = Path(__file__).parent
+    for f in sorted([*here.rglob("*.py"), *here.rglob("*.c")]):
+        digest.update(f.relative_to(here).as_posix().encode() + b"\0" + f.read_bytes())
+    return {"hnow": hnow, "calibrate": digest.hexdigest()[:16], "python": platform.python_version(), "mpi": mpi_library}
+
+
 def depends_on(args: argparse.Namespace, hosts: Sequence[str], testbed: Any, mpi_library: str) -> dict[str, Any]:
     """What a calibration's measurements depend on: the host of each rank (so the job's size too), the flags of
     :data:`OPTION_KEYS` (with the testbed's description: its file may change under the same name), and the
-    versions of hnow, Python and the MPI library."""
+    versions (:func:`_versions`)."""
     opts = {k: getattr(args, k, None) for k in OPTION_KEYS}
     if testbed is not None:
         opts["testbed"] = {"name": args.testbed, "description": testbed.to_dict()}
     key = {
         "hosts": list(hosts),
         "options": opts,
-        "version": {"hnow": __version__, "python": platform.python_version(), "mpi": mpi_library},
+        "version": _versions(mpi_library),
     }
     return json.loads(json.dumps(key))  # as a step file gives it back (lists for tuples), to compare with one
 
