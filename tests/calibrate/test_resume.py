@@ -12,6 +12,9 @@ import sys
 
 import pytest
 
+from calibrate import ckernels
+from hnowmodel.jobs import mpi_lock
+from hnowmodel.jobs.wire import unpack
 from hnowmodel.params import Profile
 from hnowmodel.stepfiles import read_steps
 
@@ -61,3 +64,43 @@ def test_other_options_start_over_saying_why(tmp_path):
     assert sorted(read_steps(tmp_path / "p.json.steps")) == ["size-0"]  # measured again, with the new options
     doc = json.loads((tmp_path / "p.json.steps" / "step-size-0.json").read_text())
     assert doc["depends_on"]["options"]["sizes"] == "0,2048"
+
+
+#: Each rank named as a host of its own (``SLURMD_NODENAME``: the name a rank gives its node), so that 2 local ranks
+#: take the calibration's network path (host pairs, NICs, CPUs, the network rounds) without a virtual cluster.
+AS_HOSTS = """
+import os, runpy, sys
+rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+os.environ["SLURMD_NODENAME"] = "h" + rank
+sys.argv = ["calibrate", "calibrate", "--quick", "--layout", "auto", "--steps", sys.argv[1]]
+runpy.run_module("calibrate", run_name="__main__")
+"""
+
+
+def _network_run(tmp_path, steps, fault: str = "") -> tuple[subprocess.CompletedProcess, dict | None]:
+    env = {k: v for k, v in os.environ.items() if k != "HNOW_FAULT"} | ({"HNOW_FAULT": fault} if fault else {})
+    script = tmp_path / "as_hosts.py"
+    script.write_text(AS_HOSTS)
+    with mpi_lock():
+        proc = subprocess.run(
+            [ckernels._mpiexec(), "-n", "2", sys.executable, str(script), str(steps)],
+            capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL, env=env,
+        )  # fmt: skip
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("hnow-result:")), None)
+    return proc, None if line is None else unpack(line.split(":", 1)[1].strip())["result"]
+
+
+def test_the_network_path_continues_and_its_saved_steps_give_the_same_profile(tmp_path):
+    steps = tmp_path / "steps"
+    killed, _ = _network_run(tmp_path, steps, fault="0:reduction cost round 1:exit")
+    assert killed.returncode != 0
+    assert sorted(read_steps(steps)) == ["cpus", "host-pairs", "host-shared-memory", "network", "nics"]
+    proc, first = _network_run(tmp_path, steps)
+    assert proc.returncode == 0 and first is not None, proc.stderr
+    assert "reusing 5 finished step(s)" in proc.stderr and "reduction cost round 1" in proc.stderr
+    assert first["schema"].startswith("hnowmodel.profile/") and first["extensions"]["reduce"]
+    proc, again = _network_run(tmp_path, steps)  # every step saved: nothing measured, the same profile
+    assert proc.returncode == 0 and "reusing 6 finished step(s)" in proc.stderr and "round 1/" not in proc.stderr
+    measured = {k: v for k, v in first.items() if k != "provenance"}
+    assert {k: v for k, v in again.items() if k != "provenance"} == measured
+    assert {k for k in first["provenance"] if first["provenance"][k] != again["provenance"].get(k)} <= {"wall_s"}
