@@ -25,6 +25,7 @@ from ..export.choose import LibraryFormat
 from ..io import check_output
 from ..jobs import CalibrateSettings, Launch, calibrate, progress_printer
 from ..jobs.checks import Progress, check_count, gather, job_layout, load_profile, placement_hosts
+from ..jobs.hostfile import read_hostfile
 from ..jobs.mpienv import MPI_LIBRARIES, check_mpi
 from ..options import check_ops
 from ..params import Profile
@@ -199,19 +200,18 @@ def _check_before_calibrating(items: list[str], launch: Launch) -> None:
     them as separate nodes), and a hostfile's host it does not run on (where the placement is known)."""
     hosts = placement_hosts(launch)
     local = hosts is None and launch.cluster is None and not launch.hostfile and launch.kind != "srun"
-    shared = hosts is not None and len(set(hosts)) < len(hosts) and len(set(hosts)) > 1
+    one_host = local or (hosts is not None and len(set(hosts)) == 1)
+    one_per_host = hosts is not None and len(set(hosts)) == len(hosts)
     for item in items:
         if item.startswith("@") and hosts is not None:
-            from ..jobs.hostfile import read_hostfile
-
             gone = [e.host for e in read_hostfile(item[1:]) if e.host not in hosts]
             if gone:
                 raise InputError(f"--shapes {item}: host {gone[0]!r} is not one the calibration runs on")
-        if (ranks_per_host(item) or 1) > 1 and (local or (hosts is not None and not shared)):
+        if (ranks_per_host(item) or 1) > 1 and (one_host or one_per_host):
             raise InputError(
                 f"--shapes {item}: several ranks per host need a calibration with several ranks on each of several "
                 "hosts (its shared-memory costs); these ranks run "
-                + ("all on this machine" if local else "one per host")
+                + ("all on one host" if one_host else "one per host")
             )
 
 

@@ -160,39 +160,43 @@ def _layouts(prof: Profile, ex: Export) -> tuple[Any, Any]:
     return launched, export_layout(prof, tuned)[0]
 
 
+def _close(part: tuple[float, dict[str, float]] | None, us: float | None) -> bool:
+    """Whether a time taken apart is the row's own (the same prediction), or there is nothing to compare."""
+    return part is None or us is None or abs(part[0] - us) <= 1e-6 * max(abs(us), 1.0)
+
+
 def explain(prof: Profile, library: str, ex: Export, rows: Sequence[Any]) -> dict[tuple[str, int], str]:
     """The ``why`` of each row (``op``, ``size``, ``default``, ``chosen``, ``default_us``, ``chosen_us``: a
     :class:`~.choose.TuneRow`) of one shape (``prof``: the profile on it) for ``library``, whose tuned order is
     ``ex``'s; keyed by (op, size). A time the model cannot take apart again (it gives another number) says so."""
-    launched, tuned = _layouts(prof, ex)
-    grown = _grown(prof)
+    layouts = _layouts(prof, ex)  # the default runs as launched (0), the choice in the tuned order (1)
+    tuned = 0 if ex.order is None else 1
+    runs: dict[tuple[str, str, int], set[int]] = {}  # (op, algorithm, layout) -> sizes (bytes)
+    for r in rows:
+        for name, us, lay in ((r.default, r.default_us, 0), (r.chosen, r.chosen_us, tuned)):
+            if us is not None:
+                runs.setdefault((r.op, name, lay), set()).add(r.size)
+    grown = _grown(prof) if runs else []
     algos = {(op, a.algorithm): a for op in {r.op for r in rows} for a in _ops.native_algorithms(op, library)}
-    parts: dict[tuple[str, int, str], tuple[float, dict[str, float]]] = {}
-    wanted = [(r.op, r.default, launched, "default", r.default_us) for r in rows if r.default_us is not None]
-    wanted += [(r.op, r.chosen, tuned, "chosen", r.chosen_us) for r in rows if r.chosen_us is not None]
-    for op, name, lay, role in dict.fromkeys((w[0], w[1], id(w[2]), w[3]) for w in wanted):
-        nat = algos.get((op, name))
-        sizes = sorted({r.size for r in rows if r.op == op and getattr(r, role) == name})
-        if nat is None or not sizes:
+    parts: dict[tuple[str, str, int, int], tuple[float, dict[str, float]]] = {}
+    for (op, name, lay), size_set in runs.items():
+        nat, sizes, variant = algos.get((op, name)), sorted(size_set), _ops.default_variant(op, prof)
+        if nat is None:
             continue
-        layout = launched if lay == id(launched) else tuned
-        variant = _ops.default_variant(op, prof)
 
-        def predict(p: Profile, op=op, nat=nat, layout=layout, sizes=sizes, variant=variant) -> np.ndarray:
+        def predict(p: Profile, op=op, nat=nat, layout=layouts[lay], sizes=sizes, variant=variant) -> np.ndarray:
             return _ops.native_predict(op, library, p, layout, sizes, variant=variant, algorithm=nat)
 
         try:
             base, by = shares(predict, prof, grown)
-        except HnowError:
+        except HnowError:  # not predicted here: its rows say so
             continue
         for i, m in enumerate(sizes):
-            parts[(op, m, role)] = (float(base[i]), {k: float(v[i]) for k, v in by.items() if v[i] > 1e-9})
+            parts[(op, name, lay, m)] = (float(base[i]), {k: float(v[i]) for k, v in by.items() if v[i] > 1e-9})
     out = {}
     for r in rows:
-        d, c = parts.get((r.op, r.size, "default")), parts.get((r.op, r.size, "chosen"))
-        same = [x is None or w is None or abs(x[0] - w) <= 1e-6 * max(abs(w), 1.0) for x, w in ((d, r.default_us),
-                (c, r.chosen_us))]  # fmt: skip
-        if r.default_us is not None and (d is None or not all(same)):
+        d, c = parts.get((r.op, r.default, 0, r.size)), parts.get((r.op, r.chosen, tuned, r.size))
+        if r.default_us is not None and (d is None or not (_close(d, r.default_us) and _close(c, r.chosen_us))):
             out[(r.op, r.size)] = "not taken apart (the model's terms give another time here)"
             continue
         label = "chosen" if r.chosen != r.default else "tuned order"

@@ -63,7 +63,7 @@ def test_an_existing_output_folder_is_refused_without_force(tmp_path):
     ("args", "needle"),
     [
         (("--np", "4", "--shapes", "4x3"), "--shapes 4x3: several ranks per host need a calibration"),
-        (("--np", "4", "--shapes", "4x1,2x2"), "these ranks run all on this machine"),
+        (("--np", "4", "--shapes", "4x1,2x2"), "these ranks run all on one host"),
         (("--np", "4", "--shapes", "4by1"), "--shapes '4by1'"),
     ],
 )

@@ -1,6 +1,6 @@
 """Each row of ``hnow tune`` says why (issue #35): the model terms that decide the choice, computed from the model
-(:mod:`hnowmodel.tuning.why`), in the rows, the CSV, the JSON and ``tune.md``; and what is allowed but said: more
-ranks per host than a host has cores."""
+(:mod:`hnowmodel.tuning.why`), in the rows, the CSV, the JSON and ``tune.md``; what is allowed but said: more
+ranks per host than a host has cores; and what is refused before a calibration made first."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hnowmodel.errors import InputError
 from hnowmodel.params import Profile
 from hnowmodel.tuning import tune
 from hnowmodel.tuning.why import STEP, term_groups
@@ -97,3 +98,19 @@ def test_more_ranks_per_host_than_cores_is_allowed_and_said_once():
     assert line.startswith("warning: more ranks per host than the host has cores: 2x3 (f1: 3 ranks on 2 cores")
     assert "4x4" in line and "2x2" not in line
     assert tune(_cores_profile(4), shapes="2x3", mpi="mpich", sizes=[1024], **NO_LAUNCHER).warnings == ()
+
+
+@pytest.mark.parametrize(
+    ("hosts", "np", "shapes", "needle"),
+    [
+        ("a:1\nb:1\n", 2, "2x2", "these ranks run one per host"),
+        ("a:2\n", 2, "1x2", "these ranks run all on one host"),
+        ("a:2\nb:2\n", 4, "@OTHER", "host 'c' is not one the calibration runs on"),
+    ],
+)
+def test_a_shape_the_calibration_first_cannot_serve_is_refused_before_it(tmp_path, hosts, np, shapes, needle):
+    (tmp_path / "hosts").write_text(hosts)
+    (tmp_path / "other").write_text("a:2\nc:2\n")
+    shapes = shapes.replace("OTHER", str(tmp_path / "other"))
+    with pytest.raises(InputError, match=needle):  # before any rank starts: the launcher does not exist
+        tune(None, np=np, hostfile=str(tmp_path / "hosts"), shapes=shapes, mpi="mpich", sizes=[1024], **NO_LAUNCHER)
