@@ -36,7 +36,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="real MPI: idle gap between isolated messages, µs "
         "(default 10; the same as the collectives' common-start lead)",
     )
-    add_output(p, "profile.json", "where to write the profile (default profile.json)")
+    add_output(
+        p,
+        "profile.json",
+        "where to write the profile (default profile.json); each finished step goes to OUTPUT.steps/ until then, "
+        "and the same command again continues from them",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
