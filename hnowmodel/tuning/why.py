@@ -98,12 +98,22 @@ def shares(
     predict: Callable[[Profile], np.ndarray], profile: Profile, grown: Sequence[tuple[str, Profile, Profile]]
 ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """The times ``predict(profile)`` (µs per size) and, per term group, the µs of them it accounts for (its
-    elasticity times the time: the difference between the group grown and shrunk by :data:`STEP`, scaled to
-    100 %)."""
+    elasticity times the time: the mean of the growth with the group grown by :data:`STEP` and the loss with it
+    shrunk, each scaled to 100 %). A side that moves the time by more than all of it, scaled so, crosses a jump of
+    the model (another protocol, another order of the flows): it counts as all of the time, no more.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> p = paper_profile()  # a time of 3 network latencies: all of it is the network's
+    >>> base, by = shares(lambda q: np.array([3.0 * q.network.Xc_us]), p, _grown(p))
+    >>> base.tolist(), round(float(by["network"][0]), 9), float(by["send overhead of fast"][0])
+    ([48.0], 48.0, 0.0)
+    """
     base = np.asarray(predict(profile), dtype=float)
     out = {}
     for name, up, down in grown:
-        out[name] = (np.asarray(predict(up), dtype=float) - np.asarray(predict(down), dtype=float)) / (2 * STEP)
+        rise = np.clip((np.asarray(predict(up), dtype=float) - base) / STEP, -np.abs(base), np.abs(base))
+        fall = np.clip((base - np.asarray(predict(down), dtype=float)) / STEP, -np.abs(base), np.abs(base))
+        out[name] = (rise + fall) / 2
     return base, out
 
 

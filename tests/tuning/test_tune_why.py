@@ -114,3 +114,18 @@ def test_a_shape_the_calibration_first_cannot_serve_is_refused_before_it(tmp_pat
     shapes = shapes.replace("OTHER", str(tmp_path / "other"))
     with pytest.raises(InputError, match=needle):  # before any rank starts: the launcher does not exist
         tune(None, np=np, hostfile=str(tmp_path / "hosts"), shapes=shapes, mpi="mpich", sizes=[1024], **NO_LAUNCHER)
+
+
+def test_ranks_sharing_a_slow_nic_are_named_by_it():
+    """Three ranks per host behind NICs of 3 bytes/µs: the hosts' NICs decide, and the why says which."""
+    from dataclasses import replace
+
+    from hnowmodel.params import Nic
+    from tests.helpers import network_profile
+
+    doc = replace(paper_shm_profile(network_profile()), nic={t: Nic(3.0, 3.0) for t in ("fast", "mid", "slow")})
+    doc = doc.to_dict()
+    doc["nodes"] = [{"rank": r, "host": h, "type": t} for r, (h, t) in enumerate(
+        [("a", "fast"), ("a", "fast"), ("b", "mid"), ("b", "mid"), ("c", "slow"), ("c", "slow")])]  # fmt: skip
+    res = tune(Profile.from_dict(doc), shapes="3x3", mpi="openmpi", sizes=BIG)
+    assert res.rows and all(re.search(r"\d+ % NIC of (fast|mid|slow) hosts", r.why) for r in res.rows), res.rows
