@@ -120,6 +120,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--native-ops", default="", help="also time these native collectives in every round")
     p.add_argument("--native-sizes", default="8,4K,64K,1M", help="sizes of the interleaved native collectives")
     p.add_argument("--steps", default=None, help="folder of the finished steps: saved there, reused by a rerun")
+    p.add_argument("--steps-context", default=None, help="what the launch adds to the steps' dependencies (packed)")
 
 
 def parse_network_spec(text: str) -> tuple[float, float]:

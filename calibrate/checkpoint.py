@@ -57,8 +57,11 @@ def _versions(mpi_library: str) -> dict[str, str]:
 
 def depends_on(args: argparse.Namespace, hosts: Sequence[str], testbed: Any, mpi_library: str) -> dict[str, Any]:
     """What a calibration's measurements depend on: the host of each rank (so the job's size too), the flags of
-    :data:`OPTION_KEYS` (with the testbed's description: its file may change under the same name), and the
-    versions (:func:`_versions`)."""
+    :data:`OPTION_KEYS` (with the testbed's description: its file may change under the same name), the versions
+    (:func:`_versions`) and what the launcher side adds (``--steps-context``: the virtual cluster's spec, the
+    hostfile, the launcher's arguments; :func:`hnowmodel.jobs.calibrate_job.launch_context`)."""
+    from hnowmodel.jobs.wire import unpack
+
     opts = {k: getattr(args, k, None) for k in OPTION_KEYS}
     if testbed is not None:
         opts["testbed"] = {"name": args.testbed, "description": testbed.to_dict()}
@@ -66,6 +69,7 @@ def depends_on(args: argparse.Namespace, hosts: Sequence[str], testbed: Any, mpi
         "hosts": list(hosts),
         "options": opts,
         "version": _versions(mpi_library),
+        "launch": unpack(args.steps_context) if getattr(args, "steps_context", None) else None,
     }
     return json.loads(json.dumps(key))  # as a step file gives it back (lists for tuples), to compare with one
 

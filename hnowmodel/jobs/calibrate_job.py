@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import cluster as _cluster
 from ..errors import InputError, LayoutError
 from ..io import check_output
 from ..layout import parse_layout
@@ -21,10 +22,11 @@ from ..sizes import size_tuple
 from ..stepfiles import check_steps_folder, remove_steps
 from ..testbed import Testbed
 from .checks import Progress, check_count, check_testbed, gather, run_job
+from .hostfile import read_hostfile
 from .launcher import Launch
 from .specs import CalibrateJob
 
-__all__ = ["CalibrateSettings", "calibrate", "calibrate_with_natives", "steps_folder"]
+__all__ = ["CalibrateSettings", "calibrate", "calibrate_with_natives", "steps_folder", "launch_context"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,7 @@ def calibrate_with_natives(
         native_ops=tuple(native_ops),
         native_sizes=tuple(native_sizes),
         steps=None if steps_folder(s) is None else str(steps_folder(s)),
+        steps_context=None if steps_folder(s) is None else launch_context(launch),
     )
     doc = run_job(launch, job, progress)
     interleaved = doc.pop("interleaved_native", None)
@@ -145,6 +148,19 @@ def calibrate_with_natives(
         if s.steps is None:  # the default folder of steps served this profile only: the profile holds them now
             _remove_folder(steps_folder(s))
     return prof, interleaved
+
+
+def launch_context(launch: Launch) -> dict[str, Any]:
+    """What a calibration's finished steps depend on beyond what its ranks see: the MPI library asked for, the
+    launcher's arguments, the virtual cluster's spec (its links' rates: the same host names on other links measure
+    otherwise) and the hostfile's hosts and slots.
+
+    >>> launch_context(Launch(np=2))
+    {'mpi': None, 'launcher_args': [], 'cluster': None, 'hostfile': None}
+    """
+    cluster = None if launch.cluster is None else _cluster.to_dict(_cluster.load_spec(launch.cluster))
+    hosts = None if not launch.hostfile else [[e.host, e.slots] for e in read_hostfile(launch.hostfile)]
+    return {"mpi": launch.mpi, "launcher_args": list(launch.launcher_args), "cluster": cluster, "hostfile": hosts}
 
 
 def _remove_folder(folder: Path | None) -> None:

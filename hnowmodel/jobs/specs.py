@@ -27,7 +27,8 @@ class CalibrateJob:
     network's configuration instead of measuring it. On plain MPI: ``kernels`` (``auto``: C when a compiler is
     found), ``rounds`` and ``gap_us`` of the interleaved measurement, and ``native_ops`` timed at ``native_sizes``
     in the same rounds. ``steps``: the folder where the ranks save each finished step and from which a rerun
-    takes them (:mod:`hnowmodel.stepfiles`; None: nothing saved)."""
+    takes them (:mod:`hnowmodel.stepfiles`; None: nothing saved), and ``steps_context`` what the launch adds to
+    what the steps depend on (the virtual cluster's spec, the hostfile, the launcher's arguments, the MPI library)."""
 
     testbed: str | None = None
     layout: str | None = None
@@ -42,6 +43,7 @@ class CalibrateJob:
     native_ops: tuple[str, ...] = ()
     native_sizes: tuple[int, ...] = ()
     steps: str | None = None
+    steps_context: Mapping[str, Any] | None = None
 
     task = "calibrate"
 

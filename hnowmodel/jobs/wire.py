@@ -121,6 +121,8 @@ def task_argv(job: Any, quiet: bool = False) -> tuple[str, list[str]]:
             out += ["--native-ops", ",".join(job.native_ops), "--native-sizes", _sizes(job.native_sizes)]
         if job.quick:
             out.append("--quick")
+        if job.steps is not None and job.steps_context is not None:
+            out += ["--steps-context", pack(dict(job.steps_context))]
     elif isinstance(job, MeasureJob):
         trees = [{"spec": n, **({"tree": t.to_dict()} if t is not None else {})} for n, t in job.trees.items()]
         out += ["--op", ",".join(job.ops), "--sizes", _sizes(job.sizes), "--root", str(job.root)]

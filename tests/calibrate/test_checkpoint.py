@@ -87,3 +87,24 @@ def test_another_rank_gets_a_shared_step_and_none_of_rank_0s(tmp_path):
 def test_without_a_folder_every_step_runs_and_nothing_is_written(tmp_path):
     cp = Checkpoint(_Rt(), None, {})
     assert cp.step("size-0", lambda: 5) == 5 and cp.done == set() and not any(tmp_path.iterdir())
+
+
+def test_another_virtual_cluster_under_the_same_host_names_starts_over(tmp_path):
+    """The ranks see only host names: the launch adds the cluster's spec (its rates) to what the steps depend on."""
+    import json
+
+    from hnowmodel.jobs import Launch
+    from hnowmodel.jobs.calibrate_job import launch_context
+    from hnowmodel.jobs.wire import pack
+
+    keys = []
+    for mbit in (50, 20):
+        spec = tmp_path / f"c{mbit}.json"
+        hosts = [{"name": n, "egress_mbit": mbit, "ingress_mbit": mbit, "slots": 1} for n in ("a", "b")]
+        spec.write_text(json.dumps({"schema": "hnowmodel.cluster/1", "name": "c", "hosts": hosts}))
+        context = pack(launch_context(Launch(np=2, cluster=str(spec))))
+        keys.append(depends_on(_args(steps_context=context), ["a", "b"], None, "MPICH 4"))
+    _run(tmp_path / "steps", keys[0], [])
+    ran: list[str] = []
+    _, lines = _run(tmp_path / "steps", keys[1], ran)
+    assert len(ran) == 3 and "starting over" in lines[0] and "launch.cluster" in lines[0]
