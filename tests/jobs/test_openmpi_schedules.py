@@ -57,7 +57,7 @@ assert (blocks.reshape(n, k) == 100 * np.arange(n)[:, None] + r).all(), "alltoal
 
 def _modelled(op: str, n: int) -> list[str]:
     """The native specs of ``op`` (its default first) whose model runs on ``n`` ranks at M bytes."""
-    nats = (OP_ALGORITHMS[op].native, *OP_ALGORITHMS[op].pinned_only)
+    nats = (OP_ALGORITHMS[op].native, *OP_ALGORITHMS[op].alternatives)
     return [ops.NATIVE if a.algorithm == "default" else f"native:{a.algorithm}" for a in nats if a.tree_at(n, M)]
 
 

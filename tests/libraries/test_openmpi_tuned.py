@@ -28,7 +28,7 @@ def test_the_fixed_rules_follow_open_mpis_source():
 
 
 def test_each_algorithm_is_modelled_by_its_schedule_where_it_is_the_same():
-    nat = {op: {a.algorithm: a for a in OP_ALGORITHMS[op].pinned_only} for op in OP_ALGORITHMS}
+    nat = {op: {a.algorithm: a for a in OP_ALGORITHMS[op].alternatives} for op in OP_ALGORITHMS}
     assert nat["allreduce"]["ring"].tree_at(4, 64) == "ring"
     assert nat["allreduce"]["ring"].tree_at(4, 16) == "recursive_doubling"  # fewer elements than ranks
     assert nat["allreduce"]["segmented_ring"].tree_at(4, 4096) == "ring"  # segment size 0: one segment
@@ -63,7 +63,8 @@ def test_pinned_by_tuned_mca_parameters_and_the_default_is_the_fixed_rules(op):
     default = ops.get(op).native["Open MPI"]
     assert default.algorithm == "default" and var in default.unset and default.env == {"OMPI_MCA_coll": "^han"}
     assert default.tree_at(2, 1024) == default_model(op, 2, 1024)
-    for number, a in enumerate(OP_ALGORITHMS[op].pinned_only, start=1):
+    for number, a in enumerate(OP_ALGORITHMS[op].alternatives, start=1):
         assert a.env[var] == str(number) and a.env["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+        assert a.leaf == (number, 0, 0)  # what a rules file says to run it, as the fixed rules run it
         assert ops.native_for(f"native:{a.algorithm}", op, "Open MPI") is a
     assert MCA_NAMES["reduce_scatter"] == "reduce_scatter_block"  # MPI_Reduce_scatter_block: tuned's own component

@@ -27,7 +27,7 @@ from ..native import LayoutRule, NativeAlgorithm, OpAlgorithms
 from .fixed import canonical, default_algorithm
 from .tuned import OP_ALGORITHMS as _SCHEDULE_OPS
 
-__all__ = ["ALGORITHMS", "OMPI_CHAIN_FANOUTS", "OMPI_KNOMIAL_RADICES", "OMPI_KNOMIAL_RADIX", "han_runs"]
+__all__ = ["ALGORITHMS", "HAN_OPS", "OMPI_CHAIN_FANOUTS", "OMPI_KNOMIAL_RADICES", "OMPI_KNOMIAL_RADIX", "han_runs"]
 
 # Open MPI 5.0.x coll/tuned MCA parameters (checked with the wheel's ``ompi_info --param coll tuned --level 9``):
 # forced algorithms are read only with dynamic rules on; coll/han (priority 35, above tuned's 30) is excluded so
@@ -167,6 +167,12 @@ _HAN_PINS = (
     "OMPI_MCA_coll_tuned_use_dynamic_rules",
     "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize",
 )
+
+
+#: The operations coll/han implements (v5.0.10 ``coll_han_module.c``: bcast, scatter, gather, reduce, allreduce,
+#: allgather; barrier, allgatherv, gatherv, scatterv besides): where han runs, it runs these, and leaves alltoall and
+#: reduce_scatter_block to the next component, coll/tuned.
+HAN_OPS = frozenset({"bcast", "scatter", "gather", "reduce", "allreduce", "allgather"})
 
 
 def han_runs(layout: Any) -> bool:
