@@ -4,11 +4,12 @@ fixture. The helpers test modules share are in :mod:`tests.helpers`."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.helpers import machine_share, run_hnow
+from tests.helpers import MACHINE_LOCK_ENV, machine_share, run_hnow
 
 settings.register_profile(
     "ci",
@@ -36,6 +37,13 @@ def _mpi_launcher_missing() -> str:
     except MPIRunError as e:
         return f"no MPI launcher: {e}"
     return ""
+
+
+def pytest_configure(config):
+    """On a pytest-xdist worker: the run's machine lock is a file in the run's temporary folder (the workers' own
+    folders are inside it: ``--basetemp`` as xdist passes it), for :func:`tests.helpers.machine_share`."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and config.option.basetemp:
+        os.environ[MACHINE_LOCK_ENV] = str(Path(config.option.basetemp).parent / "machine.lock")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups off the items
