@@ -9,61 +9,90 @@ The model and the library: no MPI import anywhere in this package. What runs und
 230.0
 """
 
+import importlib as _importlib
 import sys as _sys
 
-# former module names kept for users' code: hm.benchmarks (the benchmark registry, now hnowmodel.bench_registry) and
-# hnowmodel.schedule (a tree's run options, now hnowmodel.runopts: the name no longer looks like the package
-# hnowmodel.schedules); registered in sys.modules so ``from hnowmodel.schedule import Schedule`` keeps working
-from . import bench_registry as benchmarks
-from . import (
-    cluster,
-    errors,
-    export,
-    jobs,
-    layout,
-    libraries,
-    ops,
-    options,
-    outside,
-    params,
-    predict,
-    reference,
-    runopts,
-    search,
-    sizes,
-    testbed,
-    trees,
-    treespec,
-    tuning,
-)
-from . import runopts as schedule
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
-from .jobs import (
-    Comparison,
-    ComparisonRow,
-    Launch,
-    MeasuredRow,
-    Measurement,
-    bench,
-    calibrate,
-    compare,
-    imb_compare,
-    info,
-    measure,
-    setup_intelmpi,
-    setup_openmpi,
-)
-from .layout import parse_layout
 
-# the MPI libraries' file formats under their old facade names (hm.mpich: MPICH's selection JSON; hm.ompi_rules:
-# Open MPI's rules file), now in the libraries' packages
-from .libraries.mpich import selection as mpich
-from .libraries.openmpi import rules as ompi_rules
-from .params import Link, NodeType, Profile, paper_profile
-from .sizes import parse_sizes
-from .tuning import tune
+#: What ``hm.NAME`` is, imported on first use (PEP 562) so a rank process or a CLI command loads only what it
+#: needs: NAME -> (module, attribute or None for the module itself). Former names kept for users' code:
+#: ``hm.benchmarks`` (the benchmark registry, now :mod:`hnowmodel.bench_registry`), ``hm.schedule`` (a tree's run
+#: options, now :mod:`hnowmodel.runopts`: the name no longer looks like the package :mod:`hnowmodel.schedules`),
+#: ``hm.mpich`` and ``hm.ompi_rules`` (the MPI libraries' file formats, now in the libraries' packages).
+_LAZY = {
+    **{
+        m: (f".{m}", None)
+        for m in (
+            "cluster",
+            "errors",
+            "export",
+            "jobs",
+            "layout",
+            "libraries",
+            "ops",
+            "options",
+            "outside",
+            "params",
+            "predict",
+            "reference",
+            "runopts",
+            "search",
+            "sizes",
+            "testbed",
+            "trees",
+            "treespec",
+            "tuning",
+        )
+    },  # fmt: skip
+    "benchmarks": (".bench_registry", None),
+    "schedule": (".runopts", None),
+    "mpich": (".libraries.mpich.selection", None),
+    "ompi_rules": (".libraries.openmpi.rules", None),
+    **{
+        n: (".jobs", n)
+        for n in (
+            "Comparison",
+            "ComparisonRow",
+            "Launch",
+            "MeasuredRow",
+            "Measurement",
+            "bench",
+            "calibrate",
+            "compare",
+            "imb_compare",
+            "info",
+            "measure",
+            "setup_intelmpi",
+            "setup_openmpi",
+        )
+    },  # fmt: skip
+    "parse_layout": (".layout", "parse_layout"),
+    **{n: (".params", n) for n in ("Link", "NodeType", "Profile", "paper_profile")},
+    "parse_sizes": (".sizes", "parse_sizes"),
+    "tune": (".tuning", "tune"),
+}
 
-_sys.modules[__name__ + ".schedule"] = schedule
+
+def __getattr__(name: str):
+    """``hm.NAME``: imported from :data:`_LAZY` on first use and kept."""
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = _importlib.import_module(where[0], __name__)
+    if where[1] is not None:
+        value = getattr(value, where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+# ``from hnowmodel.schedule import Schedule`` keeps working (the former module name of hnowmodel.runopts)
+from . import runopts as _runopts  # noqa: E402
+
+_sys.modules[__name__ + ".schedule"] = _runopts
 
 __version__ = "0.1.0"
 

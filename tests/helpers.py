@@ -12,6 +12,8 @@ tests still run by default (``-m "not timing"`` leaves them out on a machine bus
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
@@ -19,6 +21,8 @@ import sys
 from pathlib import Path
 
 __all__ = [
+    "MACHINE_LOCK_ENV",
+    "machine_share",
     "one_error_line",
     "run_hnow",
     "run_mpi_module",
@@ -41,6 +45,33 @@ __all__ = [
 
 
 # --- hnow and MPI tasks as subprocesses ------------------------------------------------------------------------------
+
+
+#: Under pytest-xdist, the path of this run's machine lock (set by ``tests/conftest.py`` on each worker: a file in
+#: the run's temporary folder, which pytest removes with it).
+MACHINE_LOCK_ENV = "HNOW_TESTS_MACHINE_LOCK"
+
+
+@contextlib.contextmanager
+def machine_share(exclusive: bool):
+    """Under pytest-xdist (the README's ``-n 2``), hold this run's machine lock: ``exclusive`` for what times
+    something against a tolerance (tests marked ``timing``, fixtures measuring a reference), shared for the rest,
+    so a timed measurement never shares the two cores with another test. A gate lock taken first lets a waiting
+    exclusive holder in before new shared ones. A no-op in a serial run (no :data:`MACHINE_LOCK_ENV`)."""
+    path = os.environ.get(MACHINE_LOCK_ENV)
+    if not path:
+        yield
+        return
+    with open(path + ".gate", "a") as gate, open(path, "a") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if not exclusive:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(gate, fcntl.LOCK_UN)
 
 
 def one_error_line(stderr: str) -> bool:

@@ -16,7 +16,8 @@ rank, host, type), it finds the rank order under which ``op`` over the native tr
 :mod:`hnowmodel.libraries.mpich.export`). For each operation and size, every algorithm MPICH can be told to run that
 hnow models (:func:`hnowmodel.ops.native_choices`: bcast binomial, ``MPIR_Bcast_intra_tree`` kary / knomial_1 /
 knomial_2 with k = 2..8; scatter and gather binomial only; the operations whose algorithms are message schedules
-by their ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names, for MPICH only) is predicted under the profile's default variant,
+by their ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names; Open MPI's rules file writes those too, by tuned's algorithm
+numbers) is predicted under the profile's default variant,
 and the fastest is chosen; adjacent sizes with the same choice become one range (``avg_msg_size<=N``, or
 ``total_msg_size<=p·N`` where MPICH selects by it, a range ending at its largest size).
 ``mpich-coll.json`` is MPICH's own default table (read from the installed ``libmpi``:
@@ -28,7 +29,9 @@ has the settings that make MPICH use it.
 **Open MPI's algorithm per operation and message size** (:func:`choose_ompi`, format ``ompi-rules``:
 :mod:`hnowmodel.libraries.openmpi.export`). The same choice among what Open MPI's coll/tuned can be told to run by a
 rules file (bcast basic_linear, pipeline, chain with 1..8 chains, binary_tree, binomial, knomial with the default radix
-4; scatter and gather basic_linear and binomial; no segmentation), against what Open MPI's fixed rules run there
+4; scatter and gather basic_linear and binomial; reduce, allreduce, allgather, reduce_scatter and alltoall: tuned's
+modelled algorithms, :mod:`hnowmodel.libraries.openmpi.tuned`; no segmentation), against what Open MPI's fixed rules
+run there
 (:mod:`hnowmodel.libraries.openmpi.rules`). ``ompi-rules.conf`` (Open MPI 5.0.x's text format, checked as Open MPI reads
 it, which otherwise drops a bad file without a word) changes communicators of exactly that many ranks and hands every
 other case - sizes above the largest one asked for, other communicator sizes, sizes where the default is kept - back to

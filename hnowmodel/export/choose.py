@@ -208,8 +208,9 @@ def _distinct(
     alias: dict[str, str] = {}
     runs_schedule = _ops.get(op).schedule_algorithm
     for nat in choices:
+        by_name = nat.varies or runs_schedule(nat.model_tree)  # no one tree: its rules (or schedule) tell it apart
         key = (
-            nat.model_tree if runs_schedule(nat.model_tree) else make_tree(nat.model_tree, n, layout=layout),
+            nat.model_tree if by_name else make_tree(nat.model_tree, n, layout=layout),
             nat.schedule,
             nat.by_size,
             nat.per_layout,
@@ -230,8 +231,8 @@ def _predicted(op: str, library: str, profile: Profile, layout: Any, sizes: list
     try:
         return _ops.native_predict(*args, sizes, variant=variant, algorithm=nat)
     except InputError:
-        if _ops.get(op).schedule_algorithm(nat.model_tree) is None:
-            raise
+        if _ops.get(op).movement is not None and _ops.get(op).schedule_algorithm(nat.model_tree) is None:
+            raise  # a tree algorithm runs at every size: the error is the request's
     out = np.full(len(sizes), np.nan)
     for i, m in enumerate(sizes):
         try:

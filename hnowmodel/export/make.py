@@ -50,7 +50,7 @@ def _formats(formats: Sequence[str], layout: Sequence[str] | None) -> list[str]:
 def _check_ops(order_op: str | None, ops: Sequence[str], libs: Sequence[LibraryFormat]) -> None:
     """Refuse, in one line, an operation a format asked for does not write: a rank order is chosen for a tree
     operation (``order_op``), a library's selection writes the message schedule operations (allreduce, ...) only
-    when its backend says so (:attr:`LibraryFormat.schedules`: MPICH's)."""
+    when its backend says so (:attr:`LibraryFormat.schedules`: MPICH's and Open MPI's)."""
     if order_op is not None and _ops.get(order_op).movement is None:
         raise InputError(f"export of {order_op}: not yet supported for a rank order (it is chosen over trees)")
     for o in ops:

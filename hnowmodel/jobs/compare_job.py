@@ -43,7 +43,7 @@ from .checks import (
     resolve_timing,
     stated_types,
 )
-from .compare_rows import calibration_run, compare_rows, interleaved_rows
+from .compared import calibration_run, compare_rows, interleaved_rows
 from .launcher import Launch
 from .measure_job import MeasureSettings, measure_trees
 from .results import Comparison, Measurement, rows_as_dicts

@@ -131,6 +131,7 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(tmp_path, cleanu
     _assert_nothing_left(f"{name}m")
 
 
+@pytest.mark.timing  # the CPU split compares memcpy times across hosts: alone on the machine
 @needs_netns
 def test_auto_layout_groups_three_speeds_in_mixed_order_then_by_cpu(tmp_path, cleanup):
     """Hosts grouped by NIC speed, then the slow group split by CPU: h3 has a quarter of a core (its cgroup's quota,

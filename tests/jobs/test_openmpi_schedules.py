@@ -7,7 +7,9 @@ two): 4 ranks tell recursive doubling, the rings, Bruck's and Rabenseifner's apa
 exchange; the order of the alltoalls' messages no count per pair shows). Several operations share one launch (each
 pinned independently), so the messages compared are their sum; 4 launches. On 2 ranks ``hnow compare`` puts the
 default (the fixed rules: two_proc for allgather and alltoall among them) and a pinned algorithm beside their
-models, size by size."""
+models, size by size; and a rules file ``hnow export --format ompi-rules`` wrote for allreduce, with the settings of
+its ``ompi-env.txt``, makes Open MPI run the algorithm chosen (recursive doubling where the fixed rules run the
+ring), the other operations their fixed rules' choice."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from hnowmodel import ops
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
 from hnowmodel.libraries.openmpi.tuned import OP_ALGORITHMS, default_model
-from tests.helpers import check_compared_row, run_hnow
+from tests.helpers import check_compared_row, env_of_file, run_hnow
 
 MISSING = openmpi_missing()
 M = 4096  # bytes: 512 doubles, whole halves, more elements than ranks (no algorithm falls back)
@@ -57,7 +59,7 @@ assert (blocks.reshape(n, k) == 100 * np.arange(n)[:, None] + r).all(), "alltoal
 
 def _modelled(op: str, n: int) -> list[str]:
     """The native specs of ``op`` (its default first) whose model runs on ``n`` ranks at M bytes."""
-    nats = (OP_ALGORITHMS[op].native, *OP_ALGORITHMS[op].pinned_only)
+    nats = (OP_ALGORITHMS[op].native, *OP_ALGORITHMS[op].alternatives)
     return [ops.NATIVE if a.algorithm == "default" else f"native:{a.algorithm}" for a in nats if a.tree_at(n, M)]
 
 
@@ -168,3 +170,27 @@ def test_a_pinned_algorithm_is_predicted_where_it_runs_and_noted_where_open_mpi_
     want = hm.predict("allreduce", prof, ["fast", "fast"], "reduce_scatter_allgather", [1024])[0]
     assert rows[1024]["predicted_us"] == pytest.approx(want, rel=1e-9)
     assert rows[1024]["model_tree"] == "reduce_scatter_allgather"
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(bool(MISSING), reason=f"no Open MPI environment here: {MISSING}")
+def test_an_exported_rules_file_makes_open_mpi_run_the_chosen_allreduce(tmp_path):
+    """On 2 ranks at 4 KiB Open MPI's fixed rules run the ring allreduce (two halves each way); recursive doubling
+    (one whole vector each way) is predicted faster, so the exported file selects it. With the file and its settings
+    the wire shows recursive doubling's messages for the allreduce and the fixed rules' for the other operations."""
+    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
+    path, out = tmp_path / "p.json", tmp_path / "ex"
+    prof.save(path)
+    proc = run_hnow(
+        "export", "--profile", str(path), "--layout", "FF", "--format", "ompi-rules", "--ops", "allreduce",
+        "--sizes", str(M), "-o", str(out), "--json", timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["ompi"]["rows"]
+    assert (row["default"], row["chosen"]) == ("ring", "recursive_doubling")
+    others = sum((_model(op, ops.NATIVE) for op in SCHEDULE_OPS if op != "allreduce"), Counter())
+    want = _model("allreduce", "native:recursive_doubling") + others
+    assert want != _model("allreduce", ops.NATIVE) + others  # the ring's messages are not these
+    env = {k: v for k, v in env_of_file(out, "ompi-env.txt").items() if k.startswith("OMPI_")}
+    assert env["OMPI_MCA_coll_tuned_dynamic_rules_filename"] == str((out / "ompi-rules.conf").resolve())
+    assert _wire(env, 2) == want

@@ -148,8 +148,8 @@ def test_bad_input():
         choose_ompi(hm.paper_profile(), FFSF, sizes=[0])
     with pytest.raises(InputError, match="unknown operation 'barrier'"):
         choose_ompi(hm.paper_profile(), FFSF, ops=["barrier"], sizes=[8])
-    # Open MPI's allreduce is modelled (libraries/openmpi/tuned.py), but no backend writes it yet
-    with pytest.raises(InputError, match="^export of allreduce: not yet supported$"):
+    # Open MPI's allreduce is exported (tests/libraries/test_openmpi_export_schedules.py); its prediction needs γ
+    with pytest.raises(InputError, match="allreduce combines buffers: its prediction needs the reduction cost"):
         choose_ompi(hm.paper_profile(), FFSF, ops=["allreduce"], sizes=[8])
 
 

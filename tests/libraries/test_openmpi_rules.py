@@ -264,8 +264,9 @@ def test_open_mpis_own_example_reads():
     (comm,) = rules.collectives[3]
     assert rules.version == 2 and comm.comm_size == 64 and len(comm.rules) == 14
     assert comm.rules[1] == R.Rule(512000, 4, 0, 0, 64) and comm.rules[-1].max_requests == 0
-    with pytest.raises(InputError, match="collective 3 \\(alltoall\\) is not one hnow checks"):
-        R.check(rules)
+    R.check(rules)  # alltoall's linear_sync (4): an algorithm it has
+    assert R.runs(rules, "alltoall", 64, 8000) == (4, 0, 0)  # 8000 B blocks x 64 ranks = 512000 B
+    assert R.runs(rules, "alltoall", 64, 7999) == R.runs(None, "alltoall", 64, 7999) == (1, 0, 0)
 
 
 def test_max_requests_only_on_the_same_line_in_version_2():
@@ -305,7 +306,8 @@ def test_what_open_mpi_would_drop_is_refused_with_its_line(text, says):
         ("1\n7\n2\n8\n1\n0 6 0 0\n4\n1\n0 6 0 0\n", "communicator size 4 after 8"),
         ("1\n9\n1\n4\n2\n0 1 0 0\n0 2 0 0\n", "message size 0 after 0"),
         ("1\n7\n0\n", "bcast has no communicator sizes"),
-        ("1\n2\n1\n4\n1\n0 1 0 0\n", "collective 2 (allreduce) is not one hnow checks"),
+        ("1\n6\n1\n4\n1\n0 1 0 0\n", "collective 6 (barrier) is not one hnow checks"),
+        ("1\n2\n1\n4\n1\n0 7 0 0\n", "algorithm 7 does not exist (0..6; the allreduce would fail)"),
     ],
 )
 def test_what_open_mpi_would_read_wrongly_is_refused(text, says):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.libraries.openmpi.tuned import MCA_NAMES, OP_ALGORITHMS, default_model, fixed_algorithm
 
@@ -28,7 +29,7 @@ def test_the_fixed_rules_follow_open_mpis_source():
 
 
 def test_each_algorithm_is_modelled_by_its_schedule_where_it_is_the_same():
-    nat = {op: {a.algorithm: a for a in OP_ALGORITHMS[op].pinned_only} for op in OP_ALGORITHMS}
+    nat = {op: {a.algorithm: a for a in OP_ALGORITHMS[op].alternatives} for op in OP_ALGORITHMS}
     assert nat["allreduce"]["ring"].tree_at(4, 64) == "ring"
     assert nat["allreduce"]["ring"].tree_at(4, 16) == "recursive_doubling"  # fewer elements than ranks
     assert nat["allreduce"]["segmented_ring"].tree_at(4, 4096) == "ring"  # segment size 0: one segment
@@ -63,7 +64,39 @@ def test_pinned_by_tuned_mca_parameters_and_the_default_is_the_fixed_rules(op):
     default = ops.get(op).native["Open MPI"]
     assert default.algorithm == "default" and var in default.unset and default.env == {"OMPI_MCA_coll": "^han"}
     assert default.tree_at(2, 1024) == default_model(op, 2, 1024)
-    for number, a in enumerate(OP_ALGORITHMS[op].pinned_only, start=1):
+    for number, a in enumerate(OP_ALGORITHMS[op].alternatives, start=1):
         assert a.env[var] == str(number) and a.env["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
+        assert a.leaf == (number, 0, 0)  # what a rules file says to run it, as the fixed rules run it
         assert ops.native_for(f"native:{a.algorithm}", op, "Open MPI") is a
     assert MCA_NAMES["reduce_scatter"] == "reduce_scatter_block"  # MPI_Reduce_scatter_block: tuned's own component
+
+
+def test_han_simple_allreduce_is_a_reduce_on_each_host_an_allreduce_of_leaders_and_a_bcast_on_each_host():
+    """``native:han:simple`` (coll/han's simple allreduce) on 2 hosts x 2 ranks, the hosts' ranks interleaved (host
+    0: ranks 0, 2; host 1: ranks 1, 3): each level runs tuned's fixed rules for its ranks (at 1 KiB: linear reduce on
+    2, recursive doubling on 2 leaders, basic linear bcast on 2), placed on the job's ranks, one phase after another."""
+    from hnowmodel.layout import Layout
+    from tests.helpers import paper_shm_profile
+
+    nat = ops.native_for("native:han:simple", "allreduce", "Open MPI")
+    assert nat.env["OMPI_MCA_coll_han_use_allreduce_algorithm"] == "simple" and nat.leaf is None
+    assert "OMPI_MCA_coll_tuned_allreduce_algorithm" in nat.unset  # the levels run the fixed rules
+    lay = Layout(["fast", "slow", "fast", "slow"], [0, 1, 0, 1])
+    alg, _ = nat.on(lay, 1024)
+    assert alg.name == "han:linear/recursive_doubling/ompi-linear"
+    msgs = alg.schedule(4, 1024.0).messages()
+    cols = (msgs[k].tolist() for k in ("step", "src", "dst", "reduce_bytes"))
+    got = list(zip(*cols, strict=True))
+    assert got == [(0, 2, 0, 1024.0), (0, 3, 1, 1024.0), (1, 0, 1, 1024.0), (1, 1, 0, 1024.0), (2, 0, 2, 0.0),
+                   (2, 1, 3, 0.0)]  # fmt: skip
+    assert all(s.waits for s in alg.schedule(4, 1024.0).steps)  # each phase waits for the one before
+    prof = hm.Profile.from_dict(
+        {**paper_shm_profile().to_dict(), "extensions": {"reduce": {"types": {
+            t: {"Gc_us": 0.5, "Gm_us_per_byte": 3e-4} for t in ("fast", "slow")}}}}
+    )  # fmt: skip
+    got_us = ops.native_predict("allreduce", "Open MPI", prof, lay, [1024], algorithm=nat)[0]
+    assert got_us == ops.get("allreduce").predict(prof, lay, alg, [1024])[0] > 0
+    # han does not run on one rank per host, nor on hosts with different numbers of ranks: nothing modelled there
+    assert nat.on(["fast"] * 4, 1024) is None and nat.on(Layout(["fast"] * 3, [0, 0, 1]), 1024) is None
+    # a level whose fixed-rules algorithm hnow does not model: none (reduce on 2 ranks below 32 B runs 7, 4, 3)
+    assert nat.on(lay, 8) is None

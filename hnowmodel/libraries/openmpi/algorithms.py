@@ -15,19 +15,27 @@ rules file does not configure). :data:`ALGORITHMS` is what the operation registr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from ...layout import hosts_of
+from ...movement import ONE_DOWN
 from ...runopts import DEFAULT, Schedule
+from ...schedules import catalog as _catalog
+from ...schedules.fromtree import tree_schedule
+from ...schedules.generator import Algorithm
+from ...schedules.hierarchy import on_groups, phases
+from ...schedules.steps import MessageSchedule
+from ...trees import make_tree
 from ..native import LayoutRule, NativeAlgorithm, OpAlgorithms
+from . import tuned as _tuned
 from .fixed import canonical, default_algorithm
 from .tuned import OP_ALGORITHMS as _SCHEDULE_OPS
 
-__all__ = ["ALGORITHMS", "OMPI_CHAIN_FANOUTS", "OMPI_KNOMIAL_RADICES", "OMPI_KNOMIAL_RADIX", "han_runs"]
+__all__ = ["ALGORITHMS", "HAN_OPS", "OMPI_CHAIN_FANOUTS", "OMPI_KNOMIAL_RADICES", "OMPI_KNOMIAL_RADIX", "han_runs"]
 
 # Open MPI 5.0.x coll/tuned MCA parameters (checked with the wheel's ``ompi_info --param coll tuned --level 9``):
 # forced algorithms are read only with dynamic rules on; coll/han (priority 35, above tuned's 30) is excluded so
@@ -169,6 +177,12 @@ _HAN_PINS = (
 )
 
 
+#: The operations coll/han implements (v5.0.10 ``coll_han_module.c``: bcast, scatter, gather, reduce, allreduce,
+#: allgather; barrier, allgatherv, gatherv, scatterv besides): where han runs, it runs these, and leaves alltoall and
+#: reduce_scatter_block to the next component, coll/tuned.
+HAN_OPS = frozenset({"bcast", "scatter", "gather", "reduce", "allreduce", "allgather"})
+
+
 def han_runs(layout: Any) -> bool:
     """Whether Open MPI 5.0.x's coll/han (priority 35, above tuned's 30) runs the job's collectives on ``layout``:
     several hosts, several ranks on each, the same number on every one (``coll_han_bcast.c`` and its siblings hand
@@ -220,6 +234,80 @@ def _ompi_han_default(op: str) -> NativeAlgorithm:
     )
 
 
+# coll/han's allreduce (v5.0.10 coll_han_allreduce.c). Its "simple" algorithm (coll_han_use_allreduce_algorithm=simple:
+# mca_coll_han_allreduce_intra_simple): a reduce on each host's ranks to the host's first rank (the low communicator,
+# ranks by their rank in the job), an allreduce among those leaders (the up communicator, hosts by their leader's
+# rank), then a bcast on each host from its leader. Each level runs coll/tuned (han's module for both levels by
+# default) with no forced algorithm: its fixed rules for that level's ranks (reduce and bcast on a host's k ranks,
+# allreduce on the h leaders), which hnow models where they run a modelled algorithm (:mod:`.tuned`, the bcast trees
+# above). Han's default allreduce ("intra") pipelines 64 KiB segments through tasks whose up level is libnbc's
+# ireduce then ibcast: not modelled.
+@dataclass(frozen=True)
+class _HanAllreduce:
+    """The schedule builder of han's simple allreduce on ``hosts`` (each host's ranks, in rank order; hosts by their
+    first rank): ``(n, m)`` -> the three phases, each level's algorithm named as its model."""
+
+    hosts: tuple[tuple[int, ...], ...]
+    low_reduce: str
+    up_allreduce: str
+    low_bcast: str
+    bcast_schedule: Schedule = DEFAULT
+
+    def __call__(self, n: int, m: float) -> MessageSchedule:
+        g = np.asarray(self.hosts, dtype=np.int64)
+        k, leaders = g.shape[1], g[:, :1].T
+        red = _catalog.REDUCE[self.low_reduce].schedule(k, m, 0)
+        up = _catalog.ALLREDUCE[self.up_allreduce].schedule(len(g), m)
+        down = tree_schedule(make_tree(self.low_bcast, k), ONE_DOWN, m, self.bcast_schedule)
+        return phases("han_allreduce", on_groups(red, g, n), on_groups(up, leaders, n), on_groups(down, g, n))
+
+
+def _han_allreduce(layout: Any, size: int) -> tuple[Algorithm, Schedule] | None:
+    """The message schedule han's simple allreduce runs on ``layout`` at ``size`` bytes (an
+    :class:`~hnowmodel.schedules.generator.Algorithm` named ``han:REDUCE/ALLREDUCE/BCAST`` after its levels' models);
+    None where han does not run (:func:`han_runs`) or a level runs an algorithm hnow does not model.
+
+    >>> from hnowmodel.layout import Layout
+    >>> _han_allreduce(Layout(["f"] * 4, [0, 0, 1, 1]), 1024)[0].name
+    'han:linear/recursive_doubling/ompi-linear'
+    """
+    if not han_runs(layout):
+        return None
+    hosts = hosts_of(layout)
+    groups = sorted((tuple(int(r) for r in np.flatnonzero(hosts == h)) for h in set(hosts.tolist())), key=min)
+    k, h = len(groups[0]), len(groups)
+    red, up = _tuned.default_model("reduce", k, size, False), _tuned.default_model("allreduce", h, size, True)
+    rule = canonical("bcast", default_algorithm("bcast", k, size))
+    bcast = next((c for c in ALGORITHMS["bcast"].choices if c.leaf == rule), None)
+    if red is None or up is None or bcast is None:
+        return None
+    build = _HanAllreduce(tuple(groups), red, up, bcast.model_tree, bcast.schedule)
+    name = f"han:{red}/{up}/{bcast.model_tree}"
+    return Algorithm(
+        name, "coll/han's simple allreduce: reduce on each host, allreduce of leaders, bcast", build
+    ), DEFAULT
+
+
+_HAN_SIMPLE_ALLREDUCE = NativeAlgorithm(
+    "han:simple",
+    {
+        "OMPI_MCA_coll": "^hcoll,ucc",
+        "OMPI_MCA_coll_han_priority": "100",
+        "OMPI_MCA_coll_han_use_allreduce_algorithm": "simple",
+    },
+    "han:reduce/allreduce/bcast",
+    # the levels run tuned's fixed rules: nothing forced, and no rules file
+    unset=(
+        "OMPI_MCA_coll_tuned_allreduce_algorithm",
+        "OMPI_MCA_coll_tuned_reduce_algorithm",
+        "OMPI_MCA_coll_tuned_bcast_algorithm",
+        "OMPI_MCA_coll_tuned_dynamic_rules_filename",
+        "OMPI_MCA_coll_han_allreduce_dynamic_intra_node_module",
+        "OMPI_MCA_coll_han_allreduce_dynamic_inter_node_module",
+    ),
+    per_layout=_han_allreduce,
+)
+
 _BINOMIAL_GATHER = Schedule(root_copy=True, recv_order="smallest_first")
 #: Open MPI's algorithms by operation: tuned's binomial pinned (``native``), tuned's other algorithms a rules file
 #: can select, and coll/han (pinned by environment only); for reduce, allreduce, allgather, reduce_scatter and
@@ -247,7 +335,8 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
             (_ompi_han("gather", 2, "binomial", _BINOMIAL_GATHER), _ompi_han_default("gather")),
         ),
         # the operations whose algorithms are message schedules: tuned's fixed rules as native, every tuned
-        # algorithm pinned (.tuned)
+        # algorithm pinned or selected by a rules file (.tuned); allreduce also coll/han's simple algorithm
         **_SCHEDULE_OPS,
+        "allreduce": replace(_SCHEDULE_OPS["allreduce"], pinned_only=(_HAN_SIMPLE_ALLREDUCE,)),
     }
 )

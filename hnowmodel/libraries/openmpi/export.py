@@ -6,7 +6,10 @@ make Open MPI use it (``ompi-env.txt``).
 
 The candidates are what coll/tuned can be told to run by a rules file: bcast basic_linear, pipeline, chain with
 1..8 chains, binary_tree, binomial, knomial with the default radix 4; scatter and gather basic_linear and binomial;
-no segmentation.
+for reduce, allreduce, allgather, reduce_scatter (MPI_Reduce_scatter_block) and alltoall every tuned algorithm hnow
+models (:mod:`.tuned`: each is written as ``(number, 0, 0)``, as the fixed rules run it); no segmentation. Each
+operation's rules are looked up with its own message size (:func:`.rules.message_size`: the vector for reduce and
+allreduce, a block times the ranks for allgather, alltoall and reduce_scatter_block).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from ...params import Profile
 from ...sizes import format_size
 from ..native import NativeAlgorithm
 from . import rules as ompi_rules
-from .algorithms import OMPI_KNOMIAL_RADIX, han_runs
+from .algorithms import HAN_OPS, OMPI_KNOMIAL_RADIX, han_runs
+from .tuned import MCA_NAMES
 
 __all__ = [
     "OMPI_RULES_FORMAT",
@@ -68,7 +72,8 @@ def han_op_to_tuned(op: str) -> dict[str, str]:
 #: The rules-file format :func:`choose_ompi` writes: version 1 of Open MPI 5.0.x's text format (read by every 5.0.x;
 #: the version line and max_requests, which only alltoall reads, arrived in 5.0.7).
 OMPI_RULES_FORMAT = "Open MPI 5.0.x coll/tuned rules, version 1"
-#: MCA parameters (as environment variables) that beat the rules file for the operations hnow exports.
+#: MCA parameters (as environment variables) that beat the rules file for the tree operations (unset by every
+#: export, as before); :func:`_overrides` adds those of the other operations exported.
 _OVERRIDES = tuple(f"OMPI_MCA_coll_tuned_{op}_algorithm" for op in ("bcast", "scatter", "gather"))
 _RADIX = "OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix"
 _SCATTER_NOTE = (
@@ -123,6 +128,13 @@ class OmpiSelection:
         return table_rows(self.rows, {op for op, e in self.entries.items() if e})
 
 
+def _overrides(sel: OmpiSelection) -> tuple[str, ...]:
+    """The MCA parameters to unset for ``sel``: the tree operations', then each other exported operation's forced
+    algorithm (``coll_tuned_<name>_algorithm``, e.g. ``reduce_scatter_block``)."""
+    more = (f"OMPI_MCA_coll_tuned_{MCA_NAMES[op]}_algorithm" for op in sel.variants if op in MCA_NAMES)
+    return tuple(dict.fromkeys((*_OVERRIDES, *more)))
+
+
 def _layout_summary(layout: Sequence[str]) -> str:
     counts = {t: layout.count(t) for t in dict.fromkeys(layout)}
     kinds = ", ".join(f"{c} {t}" for t, c in counts.items())
@@ -135,13 +147,19 @@ def _header(n: int, layout: Sequence[str], entries: Mapping[str, Any]) -> list[s
         f"Chosen for communicators of exactly {n} ranks, root 0: {_layout_summary(layout)}.",
         "Read with OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_dynamic_rules_filename=<this file>",
         "(ompi-env.txt has every setting). Algorithm 0 hands a range to Open MPI's fixed rules (its default).",
-        "Message sizes: bytes for bcast; block bytes x ranks for scatter and gather (send count x type, every rank).",
+        "Message sizes: bytes for bcast, the vector for reduce and allreduce; block bytes x ranks for scatter, gather,",
+        "allgather, alltoall and reduce_scatter_block (the call's count x type on every rank; ranges below: per rank).",
         *(
-            f"{op} {format_size(lo)}-{format_size(hi)}{'' if op == 'bcast' else ' per rank'}: {alg}"
+            f"{op} {format_size(lo)}-{format_size(hi)}{_per_rank(op)}: {alg}"
             for op, ent in entries.items()
             for lo, hi, alg in ent
         ),
     ]
+
+
+def _per_rank(op: str) -> str:
+    """What a range of ``op`` is in the header: the message or vector, or a rank's block (`` per rank``)."""
+    return "" if ompi_rules.message_size(op, 2, 1) == 1 else " per rank"
 
 
 def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpChoice], per_op: Mapping) -> None:
@@ -175,24 +193,32 @@ class OmpiBackend:
     (:func:`.rules.default_algorithm`); a leaf is a rule ``(algorithm, faninout, segsize)``, and
     :data:`.rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
     default on ``layout``'s ranks (:func:`han_runs`) with its own settings (``native:han:default``, modelled where
-    hnow knows its levels' algorithms): a candidate and the default, leaf :data:`HAN_LEAF`; an operation leaves han
-    for tuned only where tuned is predicted faster at every size asked for (:meth:`constrain`: han hands an
-    operation to another component whole, :func:`han_op_to_tuned`)."""
+    hnow knows its levels' algorithms) for the operations han implements (:data:`.algorithms.HAN_OPS`): a candidate
+    and the default, leaf :data:`HAN_LEAF`; an operation leaves han for tuned only where tuned is predicted faster
+    at every size asked for (:meth:`constrain`: han hands an operation to another component whole,
+    :func:`han_op_to_tuned`). The others (alltoall, reduce_scatter_block) tuned runs on the whole communicator, with
+    the file, wherever han is on."""
 
     library: str = "Open MPI"
     han_default: bool = False
     layout: Any = None
+    #: its file selects the message-schedule operations' algorithms too (allreduce, ...)
+    schedules: bool = True
+
+    def _han_runs(self, op: str) -> bool:
+        """Whether coll/han, not tuned, runs ``op`` by default here."""
+        return self.han_default and op in HAN_OPS
 
     def _han(self, op: str) -> NativeAlgorithm | None:
         return _ops.native_for("native:han:default", op, "Open MPI")
 
     def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.leaf]
-        han = self._han(op) if self.han_default else None
+        han = self._han(op) if self._han_runs(op) else None
         return tuned + [han] if han is not None else tuned
 
     def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
-        if self.han_default:
+        if self._han_runs(op):
             han = self._han(op)
             if han is not None and han.on(self.layout, size) is not None:
                 return Default(han, HAN_LEAF, han.algorithm, "coll/han (its own settings)")
@@ -200,7 +226,10 @@ class OmpiBackend:
         number = ompi_rules.default_algorithm(op, n, size)
         by_rule = {tuple(c.leaf): c for c in choices if c.leaf is not None}
         name = ompi_rules.algorithm_name(op, number)
-        return Default(by_rule.get(ompi_rules.canonical(op, number)), ompi_rules.FIXED, name, f"{name} ({number})")
+        nat = by_rule.get(ompi_rules.canonical(op, number))
+        if nat is not None and nat.varies and nat.on(("?",) * n if self.layout is None else self.layout, size) is None:
+            nat = None  # it runs another algorithm at this size (tuned's ring allreduce on fewer elements than ranks)
+        return Default(nat, ompi_rules.FIXED, name, f"{name} ({number})")
 
     def leaf(self, nat: NativeAlgorithm) -> Any:
         return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.leaf)
@@ -208,7 +237,7 @@ class OmpiBackend:
     def constrain(self, op: str, picks: Sequence[Pick]) -> Sequence[Pick]:
         """Where coll/han is the default it runs an operation at every size or hands it whole to tuned: keep han
         at every size unless tuned (with the file) is chosen at every one."""
-        if not self.han_default or all(p.leaf != HAN_LEAF for p in picks):
+        if not self._han_runs(op) or all(p.leaf != HAN_LEAF for p in picks):
             return picks
         return [replace(p, chosen=p.default, leaf=HAN_LEAF, chosen_us=p.default_us) for p in picks]
 
@@ -227,7 +256,7 @@ class OmpiBackend:
         _read_back(text, rules, n, chosen, per_op)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
-        left = tuple(oc.op for oc in chosen if self.han_default and all(p.leaf != HAN_LEAF for p in oc.picks))
+        left = tuple(oc.op for oc in chosen if self._han_runs(oc.op) and all(p.leaf != HAN_LEAF for p in oc.picks))
         return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default, left)
 
 
@@ -289,10 +318,17 @@ def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
 
 
 def _run_line(sel: OmpiSelection, rules_path: str, rankfile: str | None) -> str:
-    unset = " ".join(f"-u {v}" for v in _OVERRIDES)
+    unset = " ".join(f"-u {v}" for v in _overrides(sel))
     sets = " ".join(f"{k}={v}" for k, v in _settings(sel, rules_path).items())
     where = f" --map-by rankfile:file={rankfile}" if rankfile else ""
     return f"env {unset} {sets} mpirun -n {len(sel.layout)}{where} ./app"
+
+
+def _tuned_anyway(sel: OmpiSelection) -> list[str]:
+    """The comment line on the exported operations coll/han does not implement (tuned runs them, with the file)."""
+    ops = [op for op, e in sel.entries.items() if e and op not in HAN_OPS]
+    said = f"# coll/han does not implement {', '.join(ops)}: tuned runs it, with the file, in any case."
+    return [said] if ops else []
 
 
 def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = None) -> str:
@@ -310,8 +346,9 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
             [
                 "# file's rules do not apply. Here coll/han is Open MPI's default (the same number of ranks on every",
                 "# host): it stays on, and hands to tuned (and so to the file) only "
-                + (", ".join(sel.han_left) if sel.han_left else "nothing: the file changes nothing")
+                + (", ".join(sel.han_left) if sel.han_left else "none of the operations it runs")
                 + ".",
+                *_tuned_anyway(sel),
             ]
             if sel.han_default
             else [
@@ -329,7 +366,7 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         "# ran, add --mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 2 to mpirun: every rank prints",
         "# the bytes it sent to each other rank.",
         *(f"export {k}={v}" for k, v in _settings(sel, rules_path).items()),
-        f"unset {' '.join(_OVERRIDES)}",
+        f"unset {' '.join(_overrides(sel))}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -349,5 +386,14 @@ def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[i
 #: Open MPI's format for :func:`hnowmodel.export.export`: ``ompi-rules.conf`` and ``ompi-env.txt``, its rank order a
 #: ``rankfile``.
 FORMAT = LibraryFormat(
-    "ompi-rules", "ompi-env", "rankfile", "ompi", _choose, ompi_files, "Open MPI", "ompi-rules.conf", "ompi-env.txt"
+    "ompi-rules",
+    "ompi-env",
+    "rankfile",
+    "ompi",
+    _choose,
+    ompi_files,
+    "Open MPI",
+    "ompi-rules.conf",
+    "ompi-env.txt",
+    schedules=True,
 )

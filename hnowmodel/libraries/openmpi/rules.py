@@ -6,7 +6,8 @@ when coll/tuned opens (``ompi_coll_tuned_read_rules_config_file``, ``coll_tuned_
 stream of whole numbers (``#`` starts a comment that runs to the end of the line)::
 
     NCOL                                   number of collectives that follow
-      COLID                                bcast 7, gather 9, scatter 15 (coll_base_functions.h, COLLTYPE)
+      COLID                                allgather 0, allreduce 2, alltoall 3, bcast 7, gather 9, reduce 11,
+                                           reduce_scatter_block 13, scatter 15 (coll_base_functions.h, COLLTYPE)
       NCOMSIZES                            number of communicator sizes that follow
         COMSIZE NMSGSIZES                  a communicator size and its number of message-size rules
           MSGSIZE ALG FANINOUT SEGSIZE     one rule (the first at MSGSIZE 0); with "rule-file-version-2" as the
@@ -15,8 +16,10 @@ stream of whole numbers (``#`` starts a comment that runs to the end of the line
 
 A communicator of size n uses the last communicator-size entry whose size is <= n (the first entry when every one
 is larger); a message uses the last rule whose MSGSIZE is <= its size (``coll_tuned_dynamic_rules.c``). The message
-size is the bytes of the message for bcast and **block bytes x communicator size** for scatter and gather
-(``coll_tuned_decision_dynamic.c``, computed from the *send* count and type on every rank). Algorithm 0 means
+size (``coll_tuned_decision_dynamic.c``, :func:`message_size`) is the bytes of the message or vector for bcast,
+reduce and allreduce (count x type size), and **block bytes x communicator size** for scatter, gather, allgather,
+alltoall (each computed from the *send* count and type on every rank) and reduce_scatter_block (the result block,
+rcount x type size, times the ranks). Algorithm 0 means
 "Open MPI's fixed rules" (:func:`default_algorithm`): the dynamic decision falls back to them, so a file can say
 "the default" for a range. A file Open MPI cannot read is **ignored without a word** (its messages about it are
 compiled into debug builds only), and an algorithm number out of range makes that collective fail with
@@ -45,7 +48,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ...errors import InputError
-from .fixed import canonical, default_algorithm
+from . import fixed as _fixed
+from . import tuned as _tuned
 
 __all__ = [
     "COLLECTIVE_IDS",
@@ -69,7 +73,18 @@ __all__ = [
 ]
 
 #: The collective IDs of the rules file (``COLLTYPE`` in ``ompi/mca/coll/base/coll_base_functions.h``).
-COLLECTIVE_IDS: Mapping[str, int] = MappingProxyType({"bcast": 7, "gather": 9, "scatter": 15})
+COLLECTIVE_IDS: Mapping[str, int] = MappingProxyType(
+    {
+        "allgather": 0,
+        "allreduce": 2,
+        "alltoall": 3,
+        "bcast": 7,
+        "gather": 9,
+        "reduce": 11,
+        "reduce_scatter": 13,  # MPI_Reduce_scatter_block: tuned's reduce_scatter_block
+        "scatter": 15,
+    }
+)
 #: ``COLLCOUNT``: a file may name at most this many collectives, with IDs below it.
 COLLECTIVE_COUNT = 22
 _COLL_NAMES = (
@@ -77,8 +92,8 @@ _COLL_NAMES = (
     "reduce_scatter reduce_scatter_block scan scatter scatterv neighbor_allgather neighbor_allgatherv "
     "neighbor_alltoall neighbor_alltoallv neighbor_alltoallw"
 ).split()
-#: Each operation's algorithms by number (``coll_tuned_{bcast,scatter,gather}_decision.c``: 0 is "ignore", which
-#: in a rules file means Open MPI's fixed rules); a number past the end makes the collective fail.
+#: Each operation's algorithms by number (``coll_tuned_<op>_decision.c``: 0 is "ignore", which in a rules file means
+#: Open MPI's fixed rules); a number past the end makes the collective fail.
 ALGORITHMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "bcast": (
@@ -95,6 +110,7 @@ ALGORITHMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
         ),
         "scatter": ("fixed rules", "basic_linear", "binomial", "linear_nb"),
         "gather": ("fixed rules", "basic_linear", "binomial", "linear_sync"),
+        **_tuned.ALGORITHM_NAMES,
     }
 )
 #: The leaf ``(algorithm, faninout, segsize)`` that hands a range back to Open MPI's fixed rules.
@@ -107,14 +123,47 @@ def _op(op: str) -> str:
     return op
 
 
-def message_size(op: str, comm_size: int, size_bytes: int) -> int:
-    """The message size a rules file is looked up with: ``size_bytes`` for bcast, ``size_bytes x comm_size`` (the
-    block times the ranks) for scatter and gather.
+#: The operations whose rules-file message size is the call's own count x type size (the message, the vector); every
+#: other one's is a block's times the communicator size.
+_WHOLE = frozenset({"bcast", "reduce", "allreduce"})
 
-    >>> message_size("bcast", 4, 1024), message_size("gather", 4, 1024)
-    (1024, 4096)
+
+def message_size(op: str, comm_size: int, size_bytes: int) -> int:
+    """The message size a rules file is looked up with for ``size_bytes`` (the operation's ``m``: bcast's message,
+    reduce's and allreduce's vector, the block of the others): ``size_bytes`` for bcast, reduce and allreduce,
+    ``size_bytes x comm_size`` (the block times the ranks) for scatter, gather, allgather, alltoall and
+    reduce_scatter_block.
+
+    >>> message_size("bcast", 4, 1024), message_size("gather", 4, 1024), message_size("allreduce", 4, 1024)
+    (1024, 4096, 1024)
+    >>> message_size("alltoall", 4, 1024), message_size("reduce_scatter", 4, 1024)
+    (4096, 4096)
     """
-    return int(size_bytes) * (1 if _op(op) == "bcast" else int(comm_size))
+    return int(size_bytes) * (1 if _op(op) in _WHOLE else int(comm_size))
+
+
+def default_algorithm(op: str, comm_size: int, size_bytes: int) -> int:
+    """The algorithm number Open MPI 5.0.x's fixed rules run for ``op`` on ``comm_size`` ranks with ``size_bytes``
+    (the operation's ``m``): :func:`.fixed.default_algorithm` for bcast, scatter and gather,
+    :func:`.tuned.fixed_algorithm` for the others (MPI_SUM on doubles).
+
+    >>> default_algorithm("bcast", 4, 262144), default_algorithm("allreduce", 2, 1024)
+    (1, 3)
+    """
+    if _op(op) in _fixed.OPS:
+        return _fixed.default_algorithm(op, comm_size, size_bytes)
+    return _tuned.fixed_algorithm(op, comm_size, size_bytes)
+
+
+def canonical(op: str, algorithm: int, faninout: int = 0, segsize: int = 0) -> tuple[int, int, int]:
+    """``(algorithm, faninout, segsize)`` as what runs (:func:`.fixed.canonical`, :func:`.tuned.canonical`).
+
+    >>> canonical("bcast", 2, 0), canonical("allgather", 4, 3, 1024)
+    ((2, 1, 0), (4, 0, 0))
+    """
+    if _op(op) in _fixed.OPS:
+        return _fixed.canonical(op, algorithm, faninout, segsize)
+    return _tuned.canonical(op, algorithm, faninout, segsize)
 
 
 def algorithm_name(op: str, algorithm: int, faninout: int = 0) -> str:
@@ -234,7 +283,7 @@ def format_rules(rules: Rules, header: Sequence[str] = ()) -> str:
                     nums += f" {r.max_requests}"
                 what = algorithm_name(op, r.algorithm, r.faninout) if op else f"algorithm {r.algorithm}"
                 n = cr.comm_size
-                split = op not in (None, "bcast") and n and r.msg_bytes and not r.msg_bytes % n
+                split = op is not None and op not in _WHOLE and n and r.msg_bytes and not r.msg_bytes % n
                 unit = f" B ({r.msg_bytes // n} B x {n})" if split else " B"
                 lines.append(f"{nums:<24}# from {r.msg_bytes}{unit}: {what}")
     return "\n".join(lines) + "\n"
@@ -350,9 +399,9 @@ def parse(text: str) -> Rules:
 
 
 def check(rules: Rules) -> None:
-    """Refuse what Open MPI would read but not use as written: a collective hnow does not know (bcast, scatter,
-    gather), no communicator sizes or no rules, sizes not strictly increasing (the look-up stops at the first
-    larger one), an algorithm number the operation does not have (the collective would fail)."""
+    """Refuse what Open MPI would read but not use as written: a collective hnow does not know (one not in
+    :data:`COLLECTIVE_IDS`), no communicator sizes or no rules, sizes not strictly increasing (the look-up stops at
+    the first larger one), an algorithm number the operation does not have (the collective would fail)."""
     for colid, entries in rules.collectives.items():
         op = _op_of(colid)
         if op is None:

@@ -15,8 +15,8 @@ one block; reduce_scatter_block: the result block), the registry's ``m``.
 ('recursive_doubling', 'ring', 'linear')
 >>> fixed_algorithm("alltoall", 2, 65536), default_model("alltoall", 2, 65536)
 (4, 'linear')
->>> [a.algorithm for a in OP_ALGORITHMS["allgather"].pinned_only]
-['linear', 'bruck', 'recursive_doubling', 'ring', 'neighbor', 'two_proc', 'sparbit']
+>>> [(a.algorithm, a.leaf) for a in OP_ALGORITHMS["allgather"].alternatives][:3]
+[('linear', (1, 0, 0)), ('bruck', (2, 0, 0)), ('recursive_doubling', (3, 0, 0))]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from types import MappingProxyType
 from ...schedules.catalog import ELEM_BYTES
 from ..native import NativeAlgorithm, OpAlgorithms, SizeRule
 
-__all__ = ["OP_ALGORITHMS", "MCA_NAMES", "fixed_algorithm", "default_model", "model_of"]
+__all__ = ["OP_ALGORITHMS", "MCA_NAMES", "ALGORITHM_NAMES", "fixed_algorithm", "default_model", "model_of", "canonical"]
 
 # The reductions' element is MPI_DOUBLE (ELEM_BYTES; MPI_SUM, commutative: the fixed rules' commutative branch).
 #: The name of each operation in tuned's MCA parameters (``coll_tuned_<name>_algorithm``).
@@ -229,6 +229,30 @@ _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
 )
 
 
+#: Each operation's algorithm names by number (``coll_tuned_<op>_decision.c``'s; 0 is "ignore", which in a rules file
+#: means the fixed rules): what a rules file may name (a number past the end makes the collective fail).
+ALGORITHM_NAMES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {op: ("fixed rules", *(ids[k][0] for k in sorted(ids))) for op, ids in _IDS.items()}
+)
+# What each algorithm reads of a rule besides its number (coll_tuned_<op>_decision.c, *_intra_do_this, v5.0.10):
+# the segment size (allreduce's segmented ring; reduce's chain, pipeline, binary, binomial, in-order binary) and the
+# fanout (reduce's chain); every other one reads neither.
+_READS_SEGSIZE = MappingProxyType({"allreduce": frozenset({5}), "reduce": frozenset({2, 3, 4, 5, 6})})
+_READS_FANINOUT = MappingProxyType({"reduce": frozenset({2})})
+
+
+def canonical(op: str, algorithm: int, faninout: int = 0, segsize: int = 0) -> tuple[int, int, int]:
+    """``(algorithm, faninout, segsize)`` of a rule for ``op`` as what runs: the fanout and the segment size only
+    where the algorithm reads them.
+
+    >>> canonical("allreduce", 4, 2, 8192), canonical("allreduce", 5, 2, 8192), canonical("reduce", 2, 3, 0)
+    ((4, 0, 0), (5, 0, 8192), (2, 3, 0))
+    """
+    fan = int(faninout) if algorithm in _READS_FANINOUT.get(op, ()) else 0
+    seg = int(segsize) if algorithm in _READS_SEGSIZE.get(op, ()) else 0
+    return (int(algorithm), fan, seg)
+
+
 def model_of(op: str, algorithm: int) -> SizeRule:
     """The model of tuned's ``op`` algorithm ``algorithm``: ``(ranks, m, one rank per host)`` -> the schedule
     algorithm's name, None where hnow does not model what runs.
@@ -252,10 +276,12 @@ _COMMON = {"OMPI_MCA_coll": "^han"}
 
 
 def _pinned(op: str, number: int) -> NativeAlgorithm:
+    """tuned's ``op`` algorithm ``number``, forced by its MCA parameters, or by the rules-file leaf
+    ``(number, 0, 0)`` (the fixed rules run it so too: no fanout, no segments)."""
     name, model = _IDS[op][number]
     mca = f"OMPI_MCA_coll_tuned_{MCA_NAMES[op]}_algorithm"
     env = {mca: str(number), f"{mca}_segmentsize": "0", "OMPI_MCA_coll_tuned_use_dynamic_rules": "1", **_COMMON}
-    return NativeAlgorithm(name, env, "by size", by_size=model)
+    return NativeAlgorithm(name, env, "by size", leaf=(number, 0, 0), by_size=model)
 
 
 def _default(op: str) -> NativeAlgorithm:
@@ -267,8 +293,9 @@ def _default(op: str) -> NativeAlgorithm:
 
 
 #: Open MPI's algorithms for these operations: the default (the fixed rules) and every tuned algorithm, pinned by
-#: its MCA parameters (pinned only: ``hnow export`` does not write these operations yet); an algorithm hnow does not
-#: model is pinnable all the same (``hnow compare`` measures it and notes that nothing predicts it).
+#: its MCA parameters or selected by a rules file (``hnow export --format ompi-rules`` chooses among the modelled
+#: ones); an algorithm hnow does not model is pinnable all the same (``hnow compare`` measures it and notes that
+#: nothing predicts it; the export never chooses it).
 OP_ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
-    {op: OpAlgorithms(_default(op), pinned_only=tuple(_pinned(op, k) for k in ids)) for op, ids in _IDS.items()}
+    {op: OpAlgorithms(_default(op), tuple(_pinned(op, k) for k in ids)) for op, ids in _IDS.items()}
 )

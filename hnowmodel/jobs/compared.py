@@ -66,7 +66,7 @@ class _Predictions:
     def _predict(self, op: str, tree: Tree | str, sizes: list[int], variant: str, schedule: Schedule) -> Any:
         """``op`` over ``tree`` (or by the schedule algorithm it names: the common-start term added as a tree's
         schedule adds it; a reduction whose profile has no γ: None, :func:`compare_rows` notes it)."""
-        if not isinstance(tree, str):
+        if _ops.get(op).schedule_algorithm(tree) is None:  # a tree (a schedule algorithm is a name or an Algorithm)
             return _ops.predict(op, self.prof, self.lay, tree, sizes, variant=variant, schedule=schedule)
         try:
             t = _ops.predict(op, self.prof, self.lay, tree, sizes, variant=variant, root=self.root)
@@ -120,9 +120,11 @@ def compare_rows(
             elif predicted is None and _ops.get(r.op).reduction and not _has_reduce_cost(prof):
                 note = f"{r.op} combines buffers: the profile has no reduction cost (γ) to predict it with"
             elif predicted is None:
-                note = f"the model's {run[0]} does not run {r.op} on {len(lay)} ranks at {r.size} B (MPICH falls back)"
+                what = getattr(run[0], "name", run[0])
+                note = f"the model's {what} does not run {r.op} on {len(lay)} ranks at {r.size} B (MPICH falls back)"
             else:
-                model_tree = run[0] + (" + root copy" if run[1].root_copy else "")
+                # a layout's own schedule (coll/han's allreduce) is an Algorithm: its name
+                model_tree = getattr(run[0], "name", run[0]) + (" + root copy" if run[1].root_copy else "")
                 model_tree += " + common start" if predicted_by.common_start(r) else ""
         out.append(_row(r, predicted, by_variant, variants[r.op], model_tree, tset.chosen_for(r.tree, r.size), note))
     return out
