@@ -12,13 +12,14 @@ import pytest
 from hnowmodel import flow as F
 from hnowmodel import trees as T
 from hnowmodel.flow.tandem import TandemNetwork
+from hnowmodel.layout import Layout
 from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN
 from hnowmodel.params import Profile
 from hnowmodel.schedules import pairwise_alltoall
 from hnowmodel.schedules.flows import evaluate, simulate
 from hnowmodel.schedules.fromtree import from_tree
 from tests.golden_corpus import DATA
-from tests.helpers import flow_profile, network_profile
+from tests.helpers import flow_profile, network_profile, paper_shm_profile
 
 
 def _net(egress, ingress, burst=0.0):
@@ -77,12 +78,14 @@ def test_a_tree_as_steps_on_the_tandem_gives_the_flow_engines_round_robin(tree_n
     """One rank per host: the tandem is flow-rr's model of a tree (an egress served round-robin, each receiver's
     ingress draining what reaches it, in order), so a tree compiled to steps gives the same times as flow.simulate
     under ``rr`` - exactly on three speeds whose pairs run at the slower NIC (no queued bytes: the tandem is the fluid
-    share); on the calibrated cluster within 2e-4, where flow-rr also shapes each message at its own pair's fitted
-    rate, a little below its receiver's NIC (the tandem's ingress runs at the fastest pair's)."""
-    exact = network_profile()
+    share), and on hosts of several ranks (shared memory inside, one NIC per host); on the calibrated cluster within
+    2e-4, where flow-rr also shapes each message at its own pair's fitted rate, a little below its receiver's NIC
+    (the tandem's ingress runs at the fastest pair's)."""
     mixed = ["fast", "slow", "mid", "mid", "fast", "slow", "slow"]
+    hosts = Layout(["fast"] * 3 + ["slow"] * 2 + ["fast"] * 3, [0, 0, 0, 1, 1, 2, 2, 2])
     cluster = _no_queued(Profile.load(str(DATA / "cluster_profile.json")))
-    for prof, lay, rtol in ((exact, mixed, 1e-9), (cluster, cluster.host_layout, 2e-4)):
+    cases = ((network_profile(), mixed, 1e-9), (paper_shm_profile(), hosts, 1e-9), (cluster, cluster.host_layout, 2e-4))
+    for prof, lay, rtol in cases:
         tree = T.make_tree(tree_name, len(lay))
         for m in (10.0, 5e3, 65536.0, 1e6):
             ms = from_tree(tree, move.edge_bytes(tree, m))
