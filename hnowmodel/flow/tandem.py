@@ -36,6 +36,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..errors import ProfileError
+
 __all__ = ["TandemNetwork"]
 
 _INF = math.inf
@@ -179,6 +181,10 @@ class TandemNetwork:
     def _join(self, m: _Message) -> None:
         """Message ``m`` joins its egress now: what the egress's bucket holds passes at once, the rest is held."""
         e, ing, now = self.eg[m.e], self.ing[m.g], self.now
+        if not (math.isfinite(e.c) or math.isfinite(ing.c)):  # as the max-min network refuses it
+            raise ProfileError(
+                "a flow has no finite capacity on its path (every Xm is 0): set the links' Xm_us_per_byte"
+            )
         if not e.heap:  # idle since t_tok: its bucket refilled
             e.tokens = min(self.burst, e.tokens + (now - e.t_tok) * e.c) if math.isfinite(e.c) else self.burst
             e.t_tok = now

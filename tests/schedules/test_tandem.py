@@ -11,6 +11,7 @@ import pytest
 
 from hnowmodel import flow as F
 from hnowmodel import trees as T
+from hnowmodel.errors import ProfileError
 from hnowmodel.flow.tandem import TandemNetwork
 from hnowmodel.layout import Layout
 from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN
@@ -64,6 +65,11 @@ def test_a_zero_byte_message_waits_behind_the_bytes_that_reached_the_ingress_bef
     (on another connection: the egress passes it at once) is through once they are, at 10."""
     got = _run(_net([10, 10], [10, 1]), [(0, 0, 1, 100), (1, 0, 1, 0)])
     assert got[1] == (1.0, pytest.approx(10.0)) and got[0] == (10.0, pytest.approx(100.0))
+
+
+def test_a_path_without_a_finite_capacity_is_refused_as_the_max_min_network_refuses_it():
+    with pytest.raises(ProfileError, match="no finite capacity"):
+        _run(_net([np.inf, 10], [10, np.inf]), [(0, 0, 1, 100)])
 
 
 def _no_queued(prof: Profile) -> Profile:
