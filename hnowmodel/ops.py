@@ -401,6 +401,13 @@ def _registry(*ops: Operation) -> Mapping[str, Operation]:
     return MappingProxyType({o.name: replace(o, **_libraries.natives(o.name)) for o in ops})
 
 
+#: The five message-schedule operations' variant on a network profile: the flow engine on the tandem of queues (each
+#: host's egress round-robin, its ingress a FIFO: hnowmodel/flow/tandem.py), which passes a receiver's messages in
+#: the order they reach it; max-min sharing (``flow``) slows the message a rank waits for by the ones ranks ahead
+#: sent for later steps: +28 % on MPICH's pairwise alltoall, +14 % on its recursive-halving reduce-scatter at 64 KiB
+#: on the 6-host cluster, within 2 % on the tandem (docs/accuracy.md).
+_SCHEDULES_ON_A_NETWORK = "flow-rr"
+
 OPERATIONS: Mapping[str, Operation] = _registry(
     Operation(
         name="bcast",
@@ -441,6 +448,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         name="reduce",
         summary="every rank's m-byte vector (doubles) summed into the root's",
         default_variant="paper",
+        network_variant=_SCHEDULES_ON_A_NETWORK,
         kernel="reduce",
         kernel_code=5,
         reduction=True,
@@ -452,6 +460,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         name="allreduce",
         summary="every rank's m-byte vector (doubles) summed, the sum on every rank",
         default_variant="paper",
+        network_variant=_SCHEDULES_ON_A_NETWORK,
         kernel="allreduce",
         kernel_code=6,
         reduction=True,
@@ -463,6 +472,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         name="allgather",
         summary="every rank's m-byte block to every rank",
         default_variant="paper",
+        network_variant=_SCHEDULES_ON_A_NETWORK,
         kernel="allgather",
         kernel_code=7,
         algorithms=_catalog.ALLGATHER,
@@ -473,6 +483,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         name="reduce_scatter",
         summary="every rank's p blocks of m bytes (doubles) summed, block i on rank i (MPI_Reduce_scatter_block)",
         default_variant="paper",
+        network_variant=_SCHEDULES_ON_A_NETWORK,
         kernel="reduce_scatter",
         kernel_code=8,
         reduction=True,
@@ -487,6 +498,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         name="alltoall",
         summary="every rank's m-byte block for each rank to that rank",
         default_variant="paper",
+        network_variant=_SCHEDULES_ON_A_NETWORK,
         kernel="alltoall",
         kernel_code=9,
         algorithms=_catalog.ALLTOALL,

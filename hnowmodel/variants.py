@@ -299,7 +299,7 @@ VARIANTS: Mapping[str, Variant] = MappingProxyType(
                 "flow-weighted", "weighted", tuple(_FLOW), "flow-level network, max-min weighted by lone rates", True
             ),
             _flow_entry("flow-fifo", "fifo", _DOWN, "a sender's egress as a FIFO queue"),
-            _flow_entry("flow-rr", "rr", _DOWN, "a sender's egress served round-robin"),
+            _flow_entry("flow-rr", "rr", _DOWN, "a sender's egress served round-robin", True),
         )
     }
 )

@@ -25,6 +25,7 @@ from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .flowrun import ScheduleRun
 from .fromtree import from_tree, tree_schedule
 from .generator import Algorithm, Generator
+from .reduce import rabenseifner_reduce
 from .steps import MessageSchedule, Step, concat
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "ring_allreduce",
     "binomial_reduce",
     "linear_reduce",
+    "rabenseifner_reduce",
     "binomial_bcast",
     "reduce_bcast_allreduce",
     "pairwise_alltoall",

@@ -36,6 +36,7 @@ from .algorithms import (
 )
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .generator import Algorithm
+from .reduce import rabenseifner_reduce
 
 __all__ = ["REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
 
@@ -52,6 +53,8 @@ REDUCE = _named(
     Algorithm("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, rooted=True),
     Algorithm("linear", "the root receives every vector in turn, from rank p-1 down (Open MPI)", linear_reduce,
               rooted=True),
+    Algorithm("reduce_scatter_gather", "Rabenseifner's: a reduce-scatter by recursive halving, a binomial gather",
+              partial(rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
 )  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(

@@ -61,13 +61,17 @@ import numpy as np
 from ..errors import InputError
 from ..flow.costs import MessageCosts
 from ..flow.network import FlowRecord, Network, send
+from ..flow.tandem import TandemNetwork
 from ..layout import hosts_of
 from ..params import Profile
 from .flowrounds import simulate_rounds
 from .flowrun import ReduceRate, ScheduleRun, link_sharing, prepare
 from .steps import MessageSchedule
 
-__all__ = ["simulate", "evaluate", "EVENTS_UP_TO"]
+__all__ = ["simulate", "evaluate", "EVENTS_UP_TO", "TANDEM"]
+
+#: The link sharing that evaluates a schedule on the tandem of queues (:mod:`hnowmodel.flow.tandem`).
+TANDEM = "rr"
 
 #: :func:`evaluate` simulates event by event up to this many messages (counted with repeats), per step beyond: the
 #: event-driven evaluator runs some 35 000-39 000 messages a second on tens of ranks and 4 000-20 000 on 2048 ranks
@@ -187,16 +191,34 @@ class _Ranks:
     def _start(self, s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
         sim, cost = self.sim, self.cost
 
-        def on_done(t_end: float, f: Any) -> None:
-            t_del = t_end + cost.latency(s, d, b)
-            sim.records.append(FlowRecord(s, d, b, float(f.start), float(t_end), float(t_del), rdv))
-            self.arrived[(d, k)] = t_del
+        def release(t_end: float) -> None:
             pair = self.pairs[(s, d)]
             if pair:
                 k2, b2, t2, rdv2 = pair.popleft()
                 self._start(s, d, k2, b2, max(t2, t_end), rdv2)
             else:
                 del self.pairs[(s, d)]
+
+        def deliver(t_end: float, f: Any) -> None:
+            t_del = t_end + cost.latency(s, d, b)
+            sim.records.append(FlowRecord(s, d, b, float(f.start), float(t_end), float(t_del), rdv))
+            self.arrived[(d, k)] = t_del
+
+        if isinstance(sim, TandemNetwork):
+            # the pair's next message follows this one into the sender's egress (one connection, one byte stream)
+            def through(t_end: float, f: Any) -> None:
+                deliver(t_end, f)
+                self._complete(d)
+
+            if cost.same_host(s, d):
+                sim.transfer(t, s, d, b, cost.shm_transfer(s, b), lambda t_end, f: (release(t_end), through(t_end, f)))
+            else:
+                sim.message(t, s, d, b, release, through)
+            return
+
+        def on_done(t_end: float, f: Any) -> None:
+            deliver(t_end, f)
+            release(t_end)
             self._complete(d)
 
         send(sim, cost, t, s, d, b, rdv, on_done)
@@ -229,7 +251,10 @@ def simulate(
 ) -> ScheduleRun:
     """Evaluate ``schedule`` on ``layout`` event by event through the flow engine's network (see the module's
     rules); ``reduce_us_per_byte``: γ, one rate or one per node type (µs per byte reduced); ``sharing``: how
-    concurrent flows share a link (``maxmin``, ``weighted``: :data:`hnowmodel.flow.SHARINGS`' fluid ones).
+    concurrent flows share a link (``maxmin``, ``weighted``: :data:`hnowmodel.flow.SHARINGS`' fluid ones), or
+    :data:`TANDEM` (``rr``): the messages pass the tandem of queues of :mod:`hnowmodel.flow.tandem` (each host's
+    egress round-robin, its ingress a FIFO) instead of the fluid network; a pair's next message then joins the
+    sender's egress once the previous one has left it (one connection, one byte stream).
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> from hnowmodel.schedules.steps import MessageSchedule, Step
@@ -239,9 +264,12 @@ def simulate(
     >>> run.done_us.tolist(), run.posted_us.tolist()
     ([0.0, 22.0, 23.0], [2.0, 0.0, 0.0])
     """
-    how = link_sharing(sharing)
     cost, egress, ingress, gamma = prepare(profile, layout, schedule, reduce_us_per_byte)
-    sim = Network(egress, ingress, cost.burst, how.weighted, hosts_of(layout))
+    sim: Network | TandemNetwork
+    if sharing == TANDEM:
+        sim = TandemNetwork(egress, ingress, cost.burst, hosts_of(layout))
+    else:
+        sim = Network(egress, ingress, cost.burst, link_sharing(sharing).weighted, hosts_of(layout))
     ranks = _Ranks(sim, cost, schedule, gamma)
     sim.at(0.0, ranks.start)
     sim.run()
@@ -273,7 +301,8 @@ def evaluate(
     few % on one network, and on hosts of different speeds, where a fast rank's next step shares a link still
     carrying a slower rank's flow, it is up to 40-55 % faster at 100 kB (:mod:`~hnowmodel.schedules.flowrounds`).
     Which links are shared is known only by simulating, so the rule is by cost: exact whenever that is affordable.
-    Pass ``method="events"`` to pay for exactness on a large schedule.
+    Pass ``method="events"`` to pay for exactness on a large schedule. The vectorised evaluator has no tandem of
+    queues (``sharing="rr"``): ``"rounds"`` approximates it by max-min sharing.
 
     >>> from hnowmodel.params import Link, NodeType, Profile
     >>> from hnowmodel.schedules.steps import MessageSchedule, Step
@@ -287,5 +316,8 @@ def evaluate(
         raise InputError(f"unknown evaluation method {method!r} (choose from: auto, events, rounds)")
     if method == "auto":
         method = "events" if schedule.n_messages <= EVENTS_UP_TO else "rounds"
-    fn = simulate if method == "events" else simulate_rounds
-    return fn(profile, layout, schedule, reduce_us_per_byte=reduce_us_per_byte, sharing=sharing)
+    if method == "events":
+        return simulate(profile, layout, schedule, reduce_us_per_byte=reduce_us_per_byte, sharing=sharing)
+    # the vectorised evaluator has no tandem of queues: beyond what events afford, its max-min approximation
+    rounds_sharing = "maxmin" if sharing == TANDEM else sharing
+    return simulate_rounds(profile, layout, schedule, reduce_us_per_byte=reduce_us_per_byte, sharing=rounds_sharing)

@@ -454,7 +454,8 @@ def test_a_network_profile_defaults_to_the_flow_variants_everywhere():
     net, plain = _network_profile(), paper_profile()
     assert ops.is_network_profile(net) and not ops.is_network_profile(plain)
     want = {"bcast": "flow-rr", "scatter": "flow-rr", "gather": "flow"}  # what measured best on the cluster
-    want |= {op: "flow" for op in ops.names() if op not in ops.tree_names()}  # schedules: the flow engine's
+    # schedules: the flow engine on the tandem of queues (the cluster's FIFO ingress: docs/model.md)
+    want |= {op: "flow-rr" for op in ops.names() if op not in ops.tree_names()}
     for op in ops.names():
         assert ops.default_variant(op, net) == ops.get(op).network_variant == want[op]
         assert variants.get(want[op]).flow_level

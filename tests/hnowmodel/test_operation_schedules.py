@@ -37,12 +37,12 @@ def registered(monkeypatch):
 
 
 def test_every_variant_with_an_engine_over_schedules_serves_it_and_the_others_say_which_do():
-    assert ALLGATHER.variants_names() == ("paper", "flow", "flow-weighted")
+    assert ALLGATHER.variants_names() == ("paper", "flow", "flow-weighted", "flow-rr")
     assert variants.serving(ALLGATHER) == ALLGATHER.variants_names()
-    with pytest.raises(InputError, match=r"unknown allgather model variant 'flow-rr' \(choose from: paper, flow, f"):
-        ALLGATHER.predict(paper_profile(), LAYOUT, "ring", [0], variant="flow-rr")
-    with pytest.raises(InputError, match="predicts trees only, not the algorithm 'ring'.*paper, flow, flow-weighted"):
-        variants.get("flow-rr").predict_algorithm(paper_profile(), LAYOUT, ALLGATHER.algorithms["ring"], [0])
+    with pytest.raises(InputError, match=r"unknown allgather model variant 'flow-fifo' \(choose from: paper, flow, "):
+        ALLGATHER.predict(paper_profile(), LAYOUT, "ring", [0], variant="flow-fifo")
+    with pytest.raises(InputError, match="predicts trees only, not the algorithm 'ring'.*flow-weighted, flow-rr"):
+        variants.get("flow-fifo").predict_algorithm(paper_profile(), LAYOUT, ALLGATHER.algorithms["ring"], [0])
 
 
 def test_its_predictions_are_the_engines_over_the_generated_schedule():

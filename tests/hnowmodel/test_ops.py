@@ -44,7 +44,7 @@ def test_every_schedule_entry_is_complete(name):
     it (a reduction given its γ), a C kernel code, and MPICH's default and pinned algorithms modelled by them."""
     o = ops.get(name)
     assert o.movement is None and o.algorithms and o.kernel == name and o.kernel_code >= 5
-    assert o.variants_names() == ("paper", "flow", "flow-weighted")
+    assert o.variants_names() == ("paper", "flow", "flow-weighted", "flow-rr")
     gamma = 0.001 if o.reduction else None
     for alg in o.algorithms:
         for variant in o.variants_names():

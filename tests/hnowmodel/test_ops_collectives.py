@@ -32,12 +32,15 @@ def test_allreduce_ring_on_the_paper_profile_is_the_closed_form_over_its_schedul
 
 
 def test_allreduce_ring_on_a_network_profile_is_the_flow_engine_over_its_schedule():
+    """On a network profile the five operations' default is flow-rr: the flow engine on the tandem of queues."""
     prof = hm.Profile.load(DATA / "cluster_profile.json")
     lay = prof.host_layout
-    assert ops.default_variant("allreduce", prof) == "flow"
+    assert ops.default_variant("allreduce", prof) == "flow-rr"
     got = hm.predict("allreduce", prof, None, "ring", [16384, 65536], reduce_us_per_byte=GAMMA)
     want = [
-        flows.evaluate(prof, lay, ring_allreduce(len(lay), m, elem_bytes=8), reduce_us_per_byte=GAMMA).completion_us
+        flows.evaluate(
+            prof, lay, ring_allreduce(len(lay), m, elem_bytes=8), reduce_us_per_byte=GAMMA, sharing="rr"
+        ).completion_us
         for m in (16384, 65536)
     ]
     np.testing.assert_allclose(got, want, rtol=1e-12)
@@ -88,7 +91,9 @@ def test_mpich_default_follows_its_selection_json():
     assert [RULES["alltoall"](n, m, True) for n, m in ((2, 65536), (2, 16384), (9, 256), (9, 1024))] == [
         "pairwise", "scattered", "brucks", "scattered"
     ]  # fmt: skip
-    assert RULES["reduce"](2, 2048, True) == "binomial" and RULES["reduce"](2, 4096, True) is None
+    assert [RULES["reduce"](n, m, True) for n, m in ((2, 2048), (2, 4096), (6, 16384), (6, 2056))] == [
+        "binomial", "reduce_scatter_gather", "reduce_scatter_gather", "reduce_scatter_gather"
+    ]  # fmt: skip
     assert (
         RULES["reduce_scatter"](2, 16384, True) == "recursive_halving"
         and RULES["reduce_scatter"](2, 262144, True) is None
@@ -108,8 +113,14 @@ def test_the_native_prediction_is_the_algorithm_mpich_selects_at_each_size():
     want = [hm.predict("allreduce", prof, "FSFS", a, [m], reduce_us_per_byte=GAMMA)[0]
             for a, m in (("recursive_doubling", 8), ("reduce_scatter_allgather", 16384))]  # fmt: skip
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    nan = hm.predict("reduce", prof, "FS", "native", [65536], library="mpich", reduce_us_per_byte=GAMMA)
-    assert np.isnan(nan[0])  # MPICH's reduce_scatter_gather: not modelled
+    # above 2 KiB MPICH's default reduce is Rabenseifner's (reduce_scatter_gather)
+    got = hm.predict("reduce", prof, "FS", "native", [2048, 65536], library="mpich", reduce_us_per_byte=GAMMA)
+    want = [hm.predict("reduce", prof, "FS", a, [m], reduce_us_per_byte=GAMMA)[0]
+            for a, m in (("binomial", 2048), ("reduce_scatter_gather", 65536))]  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # MPICH's pairwise reduce_scatter_block (p·m from 512 KiB): not modelled
+    nan = hm.predict("reduce_scatter", prof, "FS", "native", [262144], library="mpich", reduce_us_per_byte=GAMMA)
+    assert np.isnan(nan[0])
 
 
 def test_tree_things_refuse_them_in_one_line():

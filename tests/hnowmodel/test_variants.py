@@ -30,7 +30,7 @@ def test_every_entry_serves_its_operations_and_says_where_the_exact_search_appli
         "flow": (("bcast", "scatter", "gather", *schedules), set(), True),
         "flow-weighted": (("bcast", "scatter", "gather", *schedules), set(), True),
         "flow-fifo": (("bcast", "scatter"), set(), True),
-        "flow-rr": (("bcast", "scatter"), set(), True),
+        "flow-rr": (("bcast", "scatter", *schedules), set(), True),  # schedules on the tandem of queues
     }
     assert variants.names() == tuple(want)
     for name, (served, exact, flow_level) in want.items():
@@ -44,7 +44,8 @@ def test_every_entry_serves_its_operations_and_says_where_the_exact_search_appli
 def test_an_operation_lists_the_variants_that_serve_it_in_registry_order():
     for o in ops.OPERATIONS.values():
         # a tree operation is served through its movement; one whose algorithms are schedules by the engines
-        by_movement = variants.serving(o.movement) if o.movement is not None else ("paper", "flow", "flow-weighted")
+        engines = ("paper", "flow", "flow-weighted", "flow-rr")
+        by_movement = variants.serving(o.movement) if o.movement is not None else engines
         assert tuple(o.variants) == variants.serving(o) == by_movement
         assert o.default_variant in o.variants and o.network_variant in o.variants
 

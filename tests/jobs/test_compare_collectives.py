@@ -46,7 +46,7 @@ def test_compare_native_on_two_ranks_puts_each_row_beside_its_model(tmp_path):
         assert r["tree"] == "native", r  # a wrong sum or byte on any rank aborts the job
         check_compared_row(r)
         alg = RULES[op](2, m, True)
-        if alg is None:  # MPICH's reduce_scatter_gather reduce: measured, not modelled
+        if alg is None:  # an algorithm MPICH runs there that hnow does not model: measured, not predicted
             assert r["predicted_us"] is None and "does not model" in r["note"], r
             continue
         assert r["model_tree"] == alg, r

@@ -234,6 +234,45 @@ def test_linear_reduce(n, root):
 
 
 @pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("root", [0, 1, "last"])
+@pytest.mark.parametrize("extra", [0, 3])
+def test_rabenseifner_reduce(n, root, extra):
+    """MPICH's reduce_scatter_gather: the root ends with every block reduced over every rank, each contribution
+    once (odd roots below 2·rem take new rank 0's place: block 0 handed over first)."""
+    root = n - 1 if root == "last" else min(root, n - 1)
+    pof2 = 1 << (n.bit_length() - 1)
+    m = 4 * pof2 + extra  # 4 elements a block, the first `extra` blocks one more
+    red, tr = _traced(S.rabenseifner_reduce, n, m, root)
+    out = execute(red, tr, _own_vector(n, tr.block_bytes.size))
+    assert all(out[root][b] == _every(n) for b in range(pof2))
+    rem, lg = n - pof2, pof2.bit_length() - 1
+    handover = 1 if root < 2 * rem and root % 2 else 0
+    assert red.n_steps == 2 * lg + (1 if rem else 0) + handover
+    if n > 1:  # every rank but the root copies its vector into its work buffer first
+        assert red.steps[0].copy_bytes.tolist() == [0.0 if r == root else m for r in range(n)]
+    if extra == 0:  # the fold reduces whole vectors; each of the pof2 reduces every block but its own once
+        reduced = sum(float(st.reduce_bytes.sum()) for st in red.steps)
+        assert reduced == rem * m + (pof2 - 1) * m
+
+
+def test_rabenseifner_reduce_on_six_ranks_by_hand():
+    """6 ranks, 64 doubles (512 B: 128 B blocks over the 4 new ranks 0, 2, 4, 5): 1 -> 0 and 3 -> 2 hand their
+    vector over; halving from distance 1 (0 <-> 2, 4 <-> 5: 256 B each way, reduced; then 0 <-> 4, 2 <-> 5: 128 B);
+    the gather: 4 -> 0 and 5 -> 2 (128 B), then 2 -> 0 (256 B)."""
+    s = S.rabenseifner_reduce(6, 512, elem_bytes=8)
+    got = [(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(), st.reduce_bytes.tolist()) for st in s.steps]
+    assert got == [
+        ([1, 3], [0, 2], [512.0, 512.0], [512.0, 512.0]),
+        ([0, 2, 4, 5], [2, 0, 5, 4], [256.0] * 4, [256.0] * 4),
+        ([0, 2, 4, 5], [4, 5, 0, 2], [128.0] * 4, [128.0] * 4),
+        ([4, 5], [0, 2], [128.0, 128.0], [0.0, 0.0]),
+        ([2], [0], [256.0], [0.0]),
+    ]
+    with pytest.raises(InputError, match="at least 4 elements"):
+        S.rabenseifner_reduce(6, 24, elem_bytes=8)
+
+
+@pytest.mark.parametrize("n", NS)
 def test_reduce_bcast_allreduce(n):
     s = _check_allreduce(S.reduce_bcast_allreduce, n, 8.0)
     lg = math.ceil(math.log2(n)) if n > 1 else 0

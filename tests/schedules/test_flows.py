@@ -5,6 +5,7 @@ evaluator equal to the event-driven one where no link is shared (no MPI)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pytest
@@ -162,7 +163,8 @@ def test_a_pairwise_exchange_between_two_hosts_shares_their_nics():
     lay = Layout(["f"] * 4, hosts=[0, 0, 1, 1])
     both = MessageSchedule(4, (Step.of([0, 1, 2, 3], [2, 3, 0, 1], M),), "pairwise")
     want = 3 + M / 25 + 20 + 4
-    for fn in (simulate, simulate_rounds):
+    # the tandem of queues too: A's egress serves both in turn, B's ingress passes them as they come (interleaved)
+    for fn in (simulate, simulate_rounds, functools.partial(simulate, sharing="rr")):
         run = fn(prof, lay, both)
         assert run.done_us.tolist() == pytest.approx([want] * 4, rel=1e-12)
         assert run.posted_us.tolist() == [3.0] * 4
@@ -181,7 +183,7 @@ def test_a_ring_of_four_equal_nodes(repeat):
     ring = MessageSchedule(4, steps, "ring")
     prof = _equal_nodes()
     want = 3 * (3 + M / 100 + 20 + 4)
-    for fn in (simulate, simulate_rounds):
+    for fn in (simulate, simulate_rounds, functools.partial(simulate, sharing="rr")):
         assert fn(prof, ["f"] * 4, ring).done_us.tolist() == pytest.approx([want] * 4, rel=1e-12)
     assert closed.evaluate(prof, ["f"] * 4, ring) == pytest.approx(want, rel=1e-12)
 

@@ -114,10 +114,12 @@ _MPICH_BCAST_TREES = (
 # the values of MPICH 5.0.2's libmpi) with the device's own collectives off, as above, and modelled by the
 # operation's schedule algorithm of that name (model_tree names it). Not modelled, so not pinned: allreduce tree,
 # recursive_multiplying, k_reduce_scatter_allgather, recexch; allgather k_brucks, recexch_*; alltoall k_brucks,
-# pairwise_sendrecv_replace; reduce_scatter_block pairwise, noncommutative, recursive_doubling; reduce smp,
-# reduce_scatter_gather.
+# pairwise_sendrecv_replace; reduce_scatter_block pairwise, noncommutative, recursive_doubling; reduce smp.
 _SCHEDULE_CVARS = {
-    "reduce": ("MPIR_CVAR_REDUCE_INTRA_ALGORITHM", {"binomial": "binomial"}),
+    "reduce": (
+        "MPIR_CVAR_REDUCE_INTRA_ALGORITHM",
+        {"binomial": "binomial", "reduce_scatter_gather": "reduce_scatter_gather"},
+    ),  # fmt: skip
     "allreduce": (
         "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM",
         {

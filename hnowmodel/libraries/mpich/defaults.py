@@ -15,8 +15,8 @@ tested as ``size <= N`` by ``MPIR_Csel_search`` (src/mpi/coll/src/csel.c).
 ('recursive_doubling', 'reduce_scatter_allgather')
 >>> RULES["allgather"](4, 1024, True), RULES["allgather"](6, 16384, True)
 ('recursive_doubling', 'ring')
->>> RULES["alltoall"](2, 1024, True), RULES["alltoall"](16, 128, True), RULES["reduce"](2, 65536, True) is None
-('scattered', 'brucks', True)
+>>> RULES["alltoall"](2, 1024, True), RULES["alltoall"](16, 128, True), RULES["reduce"](2, 65536, True)
+('scattered', 'brucks', 'reduce_scatter_gather')
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _allreduce(n: int, m: int, one_per_host: bool) -> str | None:
 
 
 def _reduce(n: int, m: int, one_per_host: bool) -> str | None:
-    # avg_msg_size<=2048 or count<pow2: binomial; else reduce_scatter_gather (not modelled)
-    return "binomial" if m <= 2048 or m // ELEM_BYTES < _pof2(n) else None
+    # avg_msg_size<=2048 or count<pow2: binomial; else reduce_scatter_gather
+    return "binomial" if m <= 2048 or m // ELEM_BYTES < _pof2(n) else "reduce_scatter_gather"
 
 
 def _allgather(n: int, m: int, one_per_host: bool) -> str | None:

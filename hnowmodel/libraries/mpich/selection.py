@@ -97,6 +97,7 @@ _COMMUTATIVE = ("is_commutative=yes", "is_commutative=no", True)
 _NOT_IN_PLACE = ("is_sendbuf_inplace=no", "is_sendbuf_inplace=yes", True)
 _RESTRICTIONS = {
     "algorithm=MPIR_Allreduce_intra_reduce_scatter_allgather": (_BUILT_IN, ("count<pow2", "count=any", False)),
+    "algorithm=MPIR_Reduce_intra_reduce_scatter_gather": (_BUILT_IN, ("count<pow2", "count=any", False)),
     "algorithm=MPIR_Allreduce_intra_ring": (_COMMUTATIVE,),
     "algorithm=MPIR_Reduce_scatter_block_intra_recursive_halving": (_COMMUTATIVE,),
     **{f"algorithm=MPIR_Alltoall_intra_{a}": (_NOT_IN_PLACE,) for a in ("brucks", "pairwise", "scattered")},
