@@ -24,13 +24,19 @@ __all__ = ["TUNING_DEFAULT", "AdjustRule", "adjust_variable", "parse_adjust", "a
 TUNING_DEFAULT = 0
 
 
-def adjust_variable(op: str) -> str:
-    """The variable that pins ``op``'s algorithm.
+#: hnow's operations whose MPI call reads a variable not named after the operation: ``reduce_scatter`` is
+#: ``MPI_Reduce_scatter_block``, which reads ``I_MPI_ADJUST_REDUCE_SCATTER_BLOCK`` (``I_MPI_ADJUST_REDUCE_SCATTER``
+#: is ``MPI_Reduce_scatter``'s; checked on the wire: docs/intel-mpi.md).
+_CALL_NAMES = {"reduce_scatter": "reduce_scatter_block"}
 
-    >>> adjust_variable("scatter")
-    'I_MPI_ADJUST_SCATTER'
+
+def adjust_variable(op: str) -> str:
+    """The variable that pins ``op``'s algorithm (read in ``MPI_Init``).
+
+    >>> adjust_variable("scatter"), adjust_variable("reduce_scatter")
+    ('I_MPI_ADJUST_SCATTER', 'I_MPI_ADJUST_REDUCE_SCATTER_BLOCK')
     """
-    return f"I_MPI_ADJUST_{op.upper()}"
+    return f"I_MPI_ADJUST_{_CALL_NAMES.get(op, op).upper()}"
 
 
 @dataclass(frozen=True)

@@ -105,12 +105,16 @@ class ImpiBackend:
     library: str = "Intel MPI"
     #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
     one_per_host: bool = True
+    #: its strings select the message-schedule operations' algorithms too (I_MPI_ADJUST_ALLREDUCE, ...)
+    schedules: bool = True
 
     def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         """What a string can pin (a ``leaf``: an ``I_MPI_ADJUST`` number), and the default (the tuning file's choice,
         kept by no rule)."""
         dflt = _ops.get(op).native.get(self.library)
-        return [c for c in _ops.native_choices(op, self.library) if c.leaf or c is dflt]
+        # the default of the message-schedule operations is modelled nowhere (.schedules): no candidate
+        modelled = dflt is not None and _ops.get(op).movement is not None
+        return [c for c in _ops.native_choices(op, self.library) if c.leaf or (c is dflt and modelled)]
 
     def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         """The tuning file's choice: modelled where the default's
@@ -195,7 +199,17 @@ def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[i
 
 
 #: Intel MPI's format for :func:`hnowmodel.export.export`: the settings are the selection (``impi-env.txt``, twice);
-#: its hydra reads ``host:N`` from ``-machinefile`` (a ``hostfile``).
+#: its hydra reads ``host:N`` from ``-machinefile`` (a ``hostfile``); it writes every operation Intel MPI's algorithms
+#: are modelled for (the tree operations and the message schedule ones: ``I_MPI_ADJUST_ALLREDUCE``, ...).
 FORMAT = LibraryFormat(
-    "impi-env", "impi-env", "hostfile", "impi", _choose, impi_files, "Intel MPI", "impi-env.txt", "impi-env.txt"
+    "impi-env",
+    "impi-env",
+    "hostfile",
+    "impi",
+    _choose,
+    impi_files,
+    "Intel MPI",
+    "impi-env.txt",
+    "impi-env.txt",
+    schedules=True,
 )
