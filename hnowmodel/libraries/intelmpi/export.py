@@ -112,9 +112,7 @@ class ImpiBackend:
         """What a string can pin (a ``leaf``: an ``I_MPI_ADJUST`` number), and the default (the tuning file's choice,
         kept by no rule)."""
         dflt = _ops.get(op).native.get(self.library)
-        # the default of the message-schedule operations is modelled nowhere (.schedules): no candidate
-        modelled = dflt is not None and _ops.get(op).movement is not None
-        return [c for c in _ops.native_choices(op, self.library) if c.leaf or (c is dflt and modelled)]
+        return [c for c in _ops.native_choices(op, self.library) if c.leaf or c is dflt]
 
     def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         """The tuning file's choice: modelled where the default's
