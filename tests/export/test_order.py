@@ -123,13 +123,13 @@ def test_mpich_json_in_the_exported_rank_order(tmp_path):
             ["--format", "mpich-json", "--sizes", "4K", "--ops", "bcast,allreduce"],
             "allreduce combines buffers: its prediction needs the reduction cost",
         ),
-        (  # Open MPI and Intel MPI have no models of the message schedule operations yet
+        (  # Open MPI's rules file does not write the message schedule operations yet
             ["--format", "mpich-json,ompi-rules", "--sizes", "4K", "--ops", "bcast,allgather"],
             "export of allgather: not yet supported for --format ompi-rules",
         ),
-        (
-            ["--format", "impi-env", "--sizes", "4K", "--ops", "alltoall"],
-            "export of alltoall: not yet supported for --format impi-env",
+        (  # Intel MPI's strings do; its allreduce needs γ too
+            ["--format", "impi-env", "--sizes", "4K", "--ops", "alltoall,allreduce"],
+            "allreduce combines buffers: its prediction needs the reduction cost",
         ),
         (["--format", "mpich-json,rankfile", "--sizes", "4K"], "give -o FOLDER"),
     ],

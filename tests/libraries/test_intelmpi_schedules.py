@@ -54,7 +54,7 @@ def test_every_operation_has_intel_mpi_algorithms_pinned_by_their_numbers():
         assert dflt.algorithm == "default" and dflt.env == {} and dflt.unset == (adjust_variable(op),)
     # Isend/Irecv is pinned (native:isend_irecv measures it) but not modelled: each rank also sends itself its block
     (isend,) = OP_ALGORITHMS["alltoall"].pinned_only
-    assert isend.env == {"I_MPI_ADJUST_ALLTOALL": "2"} and isend.tree_at(4, 4096) is None
+    assert isend.env == {"I_MPI_ADJUST_ALLTOALL": "2"} and isend.leaf is None and isend.tree_at(4, 4096) is None
     assert ops.native_spec_env("native:ring", ["allreduce"])["I_MPI_ADJUST_ALLREDUCE"] == "8"
 
 

@@ -112,11 +112,13 @@ def model_of(op: str, number: int) -> SizeRule:
 
 
 def _pinned(op: str, number: int) -> NativeAlgorithm:
-    """``I_MPI_ADJUST_<OP>=<number>`` (every size, every communicator); its leaf is the number. A rule says where
-    it runs as which schedule (``by_size``) when that is not everywhere its own."""
+    """``I_MPI_ADJUST_<OP>=<number>`` (every size, every communicator); its leaf is the number (None for one hnow
+    does not model). A rule says where it runs as which schedule (``by_size``) when that is not everywhere its
+    own."""
     name, model, where = _IDS[op][number]
     rule = None if where is None else model_of(op, number)
-    return NativeAlgorithm(name, {adjust_variable(op): str(number)}, model, by_size=rule, leaf=number)
+    leaf = None if where is _not_modelled else number  # no candidate of the export: nothing predicts it
+    return NativeAlgorithm(name, {adjust_variable(op): str(number)}, model, by_size=rule, leaf=leaf)
 
 
 # Intel MPI's default, read off the wire (docs/intel-mpi.md): 2 and 4 ranks, each on a host of its own (hydra's
