@@ -82,7 +82,7 @@ def test_the_default_is_modelled_where_the_wire_showed_it():
         "recursive_doubling", "recursive_doubling", None, "reduce_scatter_allgather", None,
         "reduce_scatter_allgather",
     ]  # fmt: skip
-    assert d["reduce"].tree_at(4, 4096) == "binomial" and d["reduce"].tree_at(4, 16384) is None  # segmented
+    assert d["reduce"].tree_at(4, 1024) == "binomial" and d["reduce"].tree_at(4, 4096) is None  # Rabenseifner's
     assert d["allgather"].tree_at(4, 262144) == "recursive_doubling"
     assert (
         d["reduce_scatter"].tree_at(4, 65536) == "recursive_halving" and d["reduce_scatter"].tree_at(4, 262144) is None

@@ -129,13 +129,14 @@ def _pinned(op: str, number: int) -> NativeAlgorithm:
 # with the same messages, so its switch to the next lies somewhere in the gap (not modelled there). On 2 ranks
 # several schedules send the same messages (one exchange): the row names the one 4 ranks run at those sizes
 # (allgather's recursive doubling; reduce_scatter_allgather for the two halves each way, which the ring sends too).
-# Not modelled where the messages match no schedule hnow has: reduce from 16 KiB (the vector in 8 KiB or 32 KiB
-# segments, a pipelined tree), allreduce at 64 KiB (segmented), reduce_scatter at 256 KiB on 4 ranks (every rank to
+# Not modelled where the messages match no schedule hnow has: reduce at 4 KiB on 4 ranks (Rabenseifner's: a
+# reduce-scatter, then a gather to the root) and from 16 KiB (the vector in 8 KiB or 32 KiB segments, a pipelined
+# tree), allreduce at 64 KiB (segmented), reduce_scatter at 256 KiB on 4 ranks (every rank to
 # every rank: pairwise), alltoall on 4 ranks (Isend/Irecv with each rank's own block sent to itself as a message);
 # alltoall on 2 ranks is one exchange, modelled as the Isend/Irecv family's schedule (scattered).
 _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProxyType(
     {
-        "reduce": ((2, 8, 4096, "binomial"), (4, 8, 4096, "binomial")),
+        "reduce": ((2, 8, 4096, "binomial"), (4, 8, 1024, "binomial")),
         "allreduce": tuple(
             row
             for n in (2, 4)
