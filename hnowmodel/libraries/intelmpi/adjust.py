@@ -1,9 +1,10 @@
 """Intel MPI's tuning strings: the ``I_MPI_ADJUST_<OP>`` values that pin an algorithm per message-size and
-process-count range, written and read as Intel MPI reads them (Intel MPI's developer reference, "I_MPI_ADJUST
-Family"): rules separated by ``;``, each ``<algorithm>[:<conditions>]``, a condition ``<m1>-<m2>`` (message sizes,
+process-count range, written and read as Intel MPI's developer reference ("I_MPI_ADJUST Family") says they are
+read: rules separated by ``;``, each ``<algorithm>[:<conditions>]``, a condition ``<m1>-<m2>`` (message sizes,
 bytes, both included) optionally followed by ``@<p1>-<p2>`` (process counts, both included); the first rule whose
 conditions hold is used, and where none does the library chooses as it would without the variable (its tuning
-file). An algorithm's number is its ``leaf`` (:mod:`.algorithms`); :mod:`.export` writes the strings.
+file). Intel MPI 2021.16 was seen running the last rule's algorithm where none holds (docs/intel-mpi.md, "Export"):
+not modelled here. An algorithm's number is its ``leaf`` (:mod:`.algorithms`); :mod:`.export` writes the strings.
 
 >>> rules = parse_adjust("1:0-65536@6-6;8:65537-262144@6-6")
 >>> [adjust_runs(rules, n, m) for n, m in ((6, 4096), (6, 100000), (5, 4096), (6, 1 << 20))]
