@@ -81,10 +81,10 @@ IMB_REDUCTION_DATATYPE = "double"
 
 def imb_default_ops(tree: str, library: str) -> tuple[str, ...]:
     """The operations ``hnow bench imb`` compares by default: those IMB-MPI1 has a benchmark of and whose algorithm
-    ``tree`` names under ``library`` (hnow pins no Intel MPI algorithm of the reductions, for one).
+    ``tree`` names under ``library`` (Intel MPI's binomial, for one, is pinned for bcast, scatter, gather and reduce).
 
-    >>> imb_default_ops("native:binomial", "MPICH"), imb_default_ops("native", "Intel MPI")
-    (('bcast', 'scatter', 'gather', 'reduce'), ('bcast', 'scatter', 'gather'))
+    >>> imb_default_ops("native:binomial", "MPICH"), imb_default_ops("native:binomial", "Intel MPI")
+    (('bcast', 'scatter', 'gather', 'reduce'), ('bcast', 'scatter', 'gather', 'reduce'))
     >>> imb_default_ops("native", "MPICH")[3:]
     ('reduce', 'allreduce', 'allgather', 'reduce_scatter', 'alltoall')
     """

@@ -51,9 +51,9 @@ def test_imb_sums_hnows_doubles_and_runs_the_registrys_benchmarks():
     assert args[:5] == ["Allreduce", "Reduce", "Allgather", "Reduce_scatter_block", "Alltoall"]
     assert args[args.index("-red_data_type") + 1] == "double"
     assert "-red_data_type" not in imb_arguments(["allgather", "alltoall"], 2, "f.txt", 5, False)
-    # by default the operations the tree spec names an algorithm of under the library: hnow pins no Intel MPI
-    # algorithm of the message-schedule operations
-    assert imb_default_ops("native", "Intel MPI") == ("bcast", "scatter", "gather")
+    # by default the operations the tree spec names an algorithm of under the library
+    assert imb_default_ops("native", "Intel MPI") == tuple(ops.names())
+    assert imb_default_ops("native:ring", "Intel MPI") == ("allreduce", "allgather")
     assert imb_default_ops("native", "MPICH") == tuple(ops.names())
 
 

@@ -112,11 +112,9 @@ def test_hnow_export_impi_env_prints_the_settings(hnow):
     assert p.returncode == 2 and "mpich-json, ompi-rules and impi-env" in p.stderr
 
 
-def test_intel_algorithms_are_registered_for_every_tree_operation():
-    # the operations whose algorithms are message schedules have MPICH's and Open MPI's only so far
-    # (docs/operations.md)
-    assert all("Intel MPI" in ops.native_libraries(op) for op in ops.tree_names())
-    assert all(ops.native_libraries(op) == ("MPICH", "Open MPI") for op in ops.names() if op not in ops.tree_names())
+def test_intel_algorithms_are_registered_for_every_operation():
+    # the tree operations here, the message schedule ones in tests/libraries/test_intelmpi_schedules.py
+    assert all(ops.native_libraries(op) == ("MPICH", "Open MPI", "Intel MPI") for op in ops.names())
 
 
 def test_the_rank_order_beside_impi_env_is_chosen_for_intel_mpis_default_as_it_runs():

@@ -14,7 +14,7 @@ its default (nothing pinned: its tuning file decides) is modelled where the wire
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
@@ -22,28 +22,10 @@ from ...layout import one_per_host as _one_per_host
 from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
 from .adjust import adjust_variable
+from .rows import TuningRows
+from .schedules import OP_ALGORITHMS as _SCHEDULE_OPS
 
 __all__ = ["ALGORITHMS", "TuningRows"]
-
-
-@dataclass(frozen=True)
-class TuningRows:
-    """What Intel MPI's default runs, where it is known (read off the wire, one rank per host): ``rows`` of
-    ``(ranks, from_bytes, upto_bytes, model_tree)``, both ends included. Called as a
-    :data:`~hnowmodel.libraries.native.SizeRule`: ``(ranks, bytes per rank, one rank per host)`` -> the tree, None
-    where no row holds or ranks share hosts (not modelled there).
-
-    >>> rule = TuningRows(((6, 1024, 2048, "ompi-linear"),))
-    >>> rule(6, 1500, True), rule(6, 4096, True), rule(6, 1500, False)
-    ('ompi-linear', None, None)
-    """
-
-    rows: tuple[tuple[int, int, int, str], ...]
-
-    def __call__(self, n: int, size: int, one_per_host: bool = True) -> str | None:
-        if not one_per_host:
-            return None
-        return next((t for r, lo, hi, t in self.rows if r == n and lo <= size <= hi), None)
 
 
 # Intel MPI 2021.16 (I_MPI_ADJUST_<OP>, read in MPI_Init; numbers from Intel's developer reference): bcast 1 binomial,
@@ -119,7 +101,8 @@ def _impi_default_bcast() -> NativeAlgorithm:
 
 
 _BINOMIAL_GATHER = Schedule(root_copy=True, recv_order="smallest_first", relay_waits=True)
-#: Intel MPI's algorithms by operation: its default (``native``) and its binomial (MPICH's), forced.
+#: Intel MPI's algorithms by operation: for bcast, scatter and gather its default (``native``) and its binomial
+#: (MPICH's), forced; for the operations whose algorithms are message schedules, :mod:`.schedules`.
 ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
     {
         "bcast": OpAlgorithms(_impi_default_bcast(), (_impi("bcast", 1, "binomial", "binomial"),)),
@@ -131,5 +114,6 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
             _impi_default("gather", _IMPI_DEFAULT_LINEAR, Schedule(root_copy=True)),
             (_impi("gather", 1, "binomial", "binomial", _BINOMIAL_GATHER),),
         ),
+        **_SCHEDULE_OPS,
     }
 )

@@ -1,16 +1,20 @@
-"""Intel MPI's export backend (format ``impi-env``): ``I_MPI_ADJUST_BCAST/SCATTER/GATHER`` strings that run the
-chosen algorithm per message-size range on communicators of exactly the exported number of ranks, and leave every
-other case - sizes above the largest one asked for, other communicator sizes, sizes where the default is kept - to
-Intel MPI's own choice (its tuning file).
+"""Intel MPI's export backend (format ``impi-env``): ``I_MPI_ADJUST_<OP>`` strings (bcast, scatter, gather, and
+the message schedule operations: reduce, allreduce, allgather, reduce_scatter as ``I_MPI_ADJUST_REDUCE_SCATTER_BLOCK``,
+alltoall) that run the chosen algorithm per message-size range on communicators of exactly the exported number of
+ranks, and leave every other case - sizes above the largest one asked for, other communicator sizes, sizes where the
+default is kept - to Intel MPI's own choice (its tuning file), as Intel's reference says the strings are read.
+Intel MPI 2021.16 was seen reading them otherwise: where no rule holds it ran the last rule's algorithm
+(docs/intel-mpi.md, "Export"); the read-back here follows the reference.
 
-The strings' syntax, and reading them back as Intel MPI does, are :mod:`.adjust`'s. The message size is the bytes
-per rank (bcast: the message; scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_count ×
-type``), as hnow's sizes are.
+The strings' syntax, and reading them back, are :mod:`.adjust`'s. The message size is the bytes per rank, hnow's
+``m`` (bcast: the message; scatter: a rank's block, ``send_count × type`` at the root; gather: ``recv_count × type``;
+reduce, allreduce: the vector; allgather, alltoall: one block; reduce_scatter: the result block; checked on the
+wire for allgather only: a rule ``4096-4096`` held at ``m`` = 4096 on 4 ranks).
 
 The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with a ``leaf``, their
-``I_MPI_ADJUST`` number: :mod:`.algorithms`): binomial (1) for all three today. The default is Intel MPI's tuning
-file's choice, modelled where it is known which tree runs (its ``by_size``, :class:`.algorithms.TuningRows`: 6 ranks,
-one per host, 16-256 KiB); elsewhere it is kept (not modelled, with a note) (docs/intel-mpi.md).
+``I_MPI_ADJUST`` number: :mod:`.algorithms`, :mod:`.schedules`). The default is Intel MPI's tuning file's choice,
+modelled where it is known what runs (its ``by_size``, :class:`.rows.TuningRows`: bcast, scatter, gather on 6 ranks,
+the others on 2 and 4, one rank per host); elsewhere it is kept (not modelled, with a note) (docs/intel-mpi.md).
 """
 
 from __future__ import annotations
@@ -105,6 +109,8 @@ class ImpiBackend:
     library: str = "Intel MPI"
     #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
     one_per_host: bool = True
+    #: its strings select the message-schedule operations' algorithms too (I_MPI_ADJUST_ALLREDUCE, ...)
+    schedules: bool = True
 
     def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         """What a string can pin (a ``leaf``: an ``I_MPI_ADJUST`` number), and the default (the tuning file's choice,
@@ -165,7 +171,8 @@ def impi_env_text(sel: ImpiSelection) -> str:
     lines = [
         f"# Intel MPI algorithms written by hnow export for exactly {len(sel.layout)} ranks, root 0.",
         "# Each I_MPI_ADJUST_<OP> rule is ALG:FROM-TO@NP-NP (bytes per rank, both included); where no rule holds,",
-        "# Intel MPI chooses as it does without the variable (its tuning file).",
+        "# Intel MPI's reference says it chooses as without the variable (its tuning file); 2021.16 was seen running",
+        "# the last rule's algorithm there instead (docs/intel-mpi.md, 'Export').",
         *(
             f"# {op} {format_size(lo)}-{format_size(hi)}{'' if op == 'bcast' else ' per rank'}: {alg}"
             for op, ent in sel.entries.items()
@@ -195,7 +202,17 @@ def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[i
 
 
 #: Intel MPI's format for :func:`hnowmodel.export.export`: the settings are the selection (``impi-env.txt``, twice);
-#: its hydra reads ``host:N`` from ``-machinefile`` (a ``hostfile``).
+#: its hydra reads ``host:N`` from ``-machinefile`` (a ``hostfile``); it writes every operation Intel MPI's algorithms
+#: are modelled for (the tree operations and the message schedule ones: ``I_MPI_ADJUST_ALLREDUCE``, ...).
 FORMAT = LibraryFormat(
-    "impi-env", "impi-env", "hostfile", "impi", _choose, impi_files, "Intel MPI", "impi-env.txt", "impi-env.txt"
+    "impi-env",
+    "impi-env",
+    "hostfile",
+    "impi",
+    _choose,
+    impi_files,
+    "Intel MPI",
+    "impi-env.txt",
+    "impi-env.txt",
+    schedules=True,
 )

@@ -1,0 +1,131 @@
+"""Intel MPI's algorithms for reduce, allreduce, allgather, reduce_scatter and alltoall (``I_MPI_ADJUST_<OP>``
+numbers, the schedules that model them, its default where the wire showed it) and their export as
+``I_MPI_ADJUST_<OP>`` strings (``hnow export --format impi-env``). No MPI here: tests/jobs/test_intelmpi_schedules.py
+runs them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hnowmodel as hm
+from hnowmodel import ops
+from hnowmodel.export import export
+from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.libraries.intelmpi.adjust import adjust_runs, adjust_variable, parse_adjust
+from hnowmodel.libraries.intelmpi.schedules import OP_ALGORITHMS
+from hnowmodel.params import Profile
+
+SCHEDULE_OPS = tuple(OP_ALGORITHMS)
+LAYOUT = ["fast", "slow", "fast", "slow"]  # 4 ranks: the default's rows were read with one rank per host
+
+
+def _gamma_profile() -> Profile:
+    """The paper's profile with a reduction cost γ per node type (µs per byte), which the reductions need."""
+    doc = hm.paper_profile().to_dict()
+    doc["extensions"] = {
+        "reduce": {
+            "types": {"fast": {"Gc_us": 0.0, "Gm_us_per_byte": 2e-4}, "slow": {"Gc_us": 1.0, "Gm_us_per_byte": 5e-4}}
+        }
+    }
+    return Profile.from_dict(doc)
+
+
+def test_every_operation_has_intel_mpi_algorithms_pinned_by_their_numbers():
+    """The registry lists Intel MPI for all eight operations; each algorithm is its I_MPI_ADJUST number, the leaf
+    the export writes; MPI_Reduce_scatter_block reads its own variable."""
+    assert set(SCHEDULE_OPS) == set(ops.names()) - set(ops.tree_names())
+    assert all("Intel MPI" in ops.native_libraries(op) for op in ops.names())
+    assert adjust_variable("reduce_scatter") == "I_MPI_ADJUST_REDUCE_SCATTER_BLOCK"
+    want = {
+        "reduce": {"binomial": 2},
+        "allreduce": {"recursive_doubling": 1, "rabenseifner": 2, "ring": 8},
+        "allgather": {"recursive_doubling": 1, "brucks": 2, "ring": 3},
+        "reduce_scatter": {"recursive_halving": 1},
+        "alltoall": {"brucks": 1, "pairwise": 3},
+    }
+    for op, names in want.items():
+        alts = OP_ALGORITHMS[op].alternatives
+        assert {a.algorithm: a.leaf for a in alts} == names, op
+        for a in alts:
+            assert a.env == {adjust_variable(op): str(a.leaf)}
+            assert ops.get(op).schedule_algorithm(a.model_tree) is not None  # a schedule of the catalog
+        dflt = ops.get(op).native["Intel MPI"]
+        assert dflt.algorithm == "default" and dflt.env == {} and dflt.unset == (adjust_variable(op),)
+    # Isend/Irecv is pinned (native:isend_irecv measures it) but not modelled: each rank also sends itself its block
+    (isend,) = OP_ALGORITHMS["alltoall"].pinned_only
+    assert isend.env == {"I_MPI_ADJUST_ALLTOALL": "2"} and isend.leaf is None and isend.tree_at(4, 4096) is None
+    assert ops.native_spec_env("native:ring", ["allreduce"])["I_MPI_ADJUST_ALLREDUCE"] == "8"
+
+
+def test_where_an_algorithm_runs_as_its_schedule():
+    """Rabenseifner's: recursive doubling's one exchange on 2 ranks (the wire), MPICH's reduce_scatter_allgather from
+    as many elements as the largest power of two <= n, not known below; recursive doubling allgather: powers of two."""
+    rab = ops.native_for("native:rabenseifner", "allreduce", "Intel MPI")
+    assert [rab.tree_at(n, m) for n, m in ((2, 8), (4, 24), (4, 32), (6, 32))] == [
+        "recursive_doubling", None, "reduce_scatter_allgather", "reduce_scatter_allgather",
+    ]  # fmt: skip
+    rd = ops.native_for("native:recursive_doubling", "allgather", "Intel MPI")
+    assert rd.tree_at(4, 8) == "recursive_doubling" and rd.tree_at(6, 8) is None
+    ring = ops.native_for("native:ring", "allreduce", "Intel MPI")
+    assert not ring.varies and ring.model_tree == "ring"
+    prof = _gamma_profile()
+    got = ops.native_predict("allreduce", "Intel MPI", prof, LAYOUT, [1024, 65536], algorithm=ring)
+    assert got.tolist() == hm.predict("allreduce", prof, LAYOUT, "ring", [1024, 65536]).tolist()
+
+
+def test_the_default_is_modelled_where_the_wire_showed_it():
+    """One rank per host, 2 and 4 ranks: the schedules read off the wire at the sizes seen; nothing between rows,
+    on other communicator sizes or with ranks sharing a host."""
+    d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
+    assert [d["allreduce"].tree_at(4, m) for m in (8, 4096, 8192, 16384, 65536, 262144)] == [
+        "recursive_doubling", "recursive_doubling", None, "reduce_scatter_allgather", None,
+        "reduce_scatter_allgather",
+    ]  # fmt: skip
+    assert d["reduce"].tree_at(4, 1024) == "binomial" and d["reduce"].tree_at(4, 4096) is None  # Rabenseifner's
+    assert d["allgather"].tree_at(4, 262144) == "recursive_doubling"
+    assert (
+        d["reduce_scatter"].tree_at(4, 65536) == "recursive_halving" and d["reduce_scatter"].tree_at(4, 262144) is None
+    )
+    assert d["alltoall"].tree_at(2, 4096) == "scattered" and d["alltoall"].tree_at(4, 4096) is None
+    assert all(d[op].tree_at(6, 4096) is None and d[op].tree_at(4, 4096, one_per_host=False) is None for op in d)
+    t = ops.native_predict("allreduce", "Intel MPI", _gamma_profile(), LAYOUT, [4096, 8192, 16384])
+    assert np.isfinite(t[0]) and np.isnan(t[1]) and np.isfinite(t[2])
+
+
+def test_the_export_writes_the_strings_intel_mpi_reads_for_the_five_operations():
+    """Where the default is modelled the fastest modelled algorithm is chosen against it and written as rules for
+    exactly 4 ranks under the operation's variable (MPI_Reduce_scatter_block's: ..._REDUCE_SCATTER_BLOCK); read back,
+    every size runs what was chosen; where the default is not modelled it is kept, with a note."""
+    prof = _gamma_profile()
+    sizes = [1024, 8192, 16384]
+    req = AlgorithmRequest(ops=SCHEDULE_OPS, sizes=sizes, layout=LAYOUT)
+    ex = export(prof, ["impi-env"], algorithms=req)
+    sel = ex.impi
+    text = ex.files["impi-env"]
+    assert text.startswith("# Intel MPI algorithms written by hnow export for exactly 4 ranks")
+    assert set(sel.strings) <= {adjust_variable(op) for op in SCHEDULE_OPS}
+    assert 'I_MPI_ADJUST_REDUCE_SCATTER"' not in text and "I_MPI_ADJUST_REDUCE_SCATTER=" not in text
+    numbers = {op: {a.algorithm: a.leaf for a in OP_ALGORITHMS[op].alternatives} for op in SCHEDULE_OPS}
+    for var, value in sel.strings.items():
+        assert f'export {var}="{value}"' in text
+        op = next(o for o in SCHEDULE_OPS if adjust_variable(o) == var)
+        rules = parse_adjust(value)
+        assert all(r.plo == r.phi == 4 for r in rules)
+        for r in (x for x in sel.rows if x.op == op):
+            want = numbers[op].get(r.chosen)  # None: the default kept there
+            assert adjust_runs(rules, 4, r.size_bytes) == want, (op, r)
+    # 8 KiB: not modelled for allreduce on 4 ranks (between the rows): the default kept there, with a note
+    assert any(n.startswith("allreduce at 8K:") for n in sel.notes), sel.notes
+    # the choice is the fastest modelled one at each size, against the default where it is modelled
+    for r in sel.rows:
+        if r.default_us is not None:
+            assert r.chosen_us == pytest.approx(min(r.candidates_us.values()), rel=1e-9), r
+
+
+def test_the_export_of_a_reduction_needs_gamma_and_a_rank_order_refuses_these_operations():
+    req = AlgorithmRequest(ops=("allreduce",), sizes=(1024,), layout=LAYOUT)
+    with pytest.raises(hm.InputError, match="reduction cost"):
+        export(hm.paper_profile(), ["impi-env"], algorithms=req)
+    with pytest.raises(hm.InputError, match="not yet supported for a rank order"):
+        export(_gamma_profile(), ["hostfile", "impi-env"], op="alltoall")
