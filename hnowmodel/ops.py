@@ -106,7 +106,7 @@ class Operation:
     >>> allgather = Operation("allgather", "every rank's m bytes to every rank", "paper",
     ...                       algorithms={"ring": Algorithm("ring", "a ring of p - 1 steps", ring_allgather)})
     >>> allgather.variants_names(), allgather.predict(hm.paper_profile(), ["fast"] * 4, "ring", [0]).tolist()
-    (('paper', 'flow', 'flow-weighted'), [510.0])
+    (('paper', 'flow', 'flow-weighted', 'flow-rr'), [510.0])
     """
 
     name: str

@@ -60,14 +60,38 @@ chooser, the backend protocol, :class:`~.choose.LibraryFormat`), :mod:`.make` (:
 
 from __future__ import annotations
 
-from ..libraries.intelmpi.adjust import adjust_runs, parse_adjust
-from ..libraries.intelmpi.export import ImpiSelection, choose_impi, impi_env_text
-from ..libraries.mpich.export import MpichSelection, choose_mpich, mpich_env_text
-from ..libraries.openmpi.export import OMPI_RULES_FORMAT, OmpiSelection, choose_ompi, ompi_env_text
-from .choose import NativeChoice
-from .files import FOLDER, FORMATS, ORDER_FORMATS, Export, write_export
-from .make import LIBRARY_FORMATS, AlgorithmRequest, export
-from .order import export_order
+import importlib as _importlib
+
+#: Where each name of this package is defined, imported on first use (PEP 562). Each library's export backend
+#: imports :mod:`.choose` (and so this package), and :mod:`.files` imports every backend: importing a backend first
+#: must not run into this package importing it back.
+_LAZY = {
+    "NativeChoice": ".choose",
+    **dict.fromkeys(("FOLDER", "FORMATS", "ORDER_FORMATS", "Export", "write_export"), ".files"),
+    **dict.fromkeys(("LIBRARY_FORMATS", "AlgorithmRequest", "export"), ".make"),
+    "export_order": ".order",
+    **dict.fromkeys(("adjust_runs", "parse_adjust"), "..libraries.intelmpi.adjust"),
+    **dict.fromkeys(("ImpiSelection", "choose_impi", "impi_env_text"), "..libraries.intelmpi.export"),
+    **dict.fromkeys(("MpichSelection", "choose_mpich", "mpich_env_text"), "..libraries.mpich.export"),
+    **dict.fromkeys(
+        ("OMPI_RULES_FORMAT", "OmpiSelection", "choose_ompi", "ompi_env_text"), "..libraries.openmpi.export"
+    ),
+}
+
+
+def __getattr__(name: str):
+    """``hnowmodel.export.NAME``: imported from :data:`_LAZY` on first use and kept."""
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(mod, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "Export",

@@ -11,7 +11,7 @@ import pytest
 import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.errors import InputError
-from hnowmodel.export import AlgorithmRequest, export
+from hnowmodel.export import export
 from hnowmodel.libraries.mpich.defaults import RULES
 from hnowmodel.schedules import closed, flows, ring_allreduce
 from tests.golden_corpus import DATA
@@ -128,10 +128,8 @@ def test_tree_things_refuse_them_in_one_line():
         hm.predict("allreduce", hm.paper_profile(), "FS", "binomial", [1024], reduce_us_per_byte=GAMMA)
     with pytest.raises(InputError, match="^export of allreduce: not yet supported for a rank order"):
         export(hm.paper_profile(), ["hostfile"], op="allreduce")
-    # MPICH's selection JSON and Open MPI's rules file write them (tests/libraries/test_mpich_export_schedules.py,
-    # test_openmpi_export_schedules.py); Intel MPI's settings do not yet
-    with pytest.raises(InputError, match="^export of allreduce: not yet supported for --format impi-env$"):
-        export(hm.paper_profile(), ["impi-env"], algorithms=AlgorithmRequest(ops=["allreduce"], layout=["fast"] * 2))
+    # MPICH's selection JSON, Open MPI's rules file and Intel MPI's strings write them
+    # (tests/libraries/test_mpich_export_schedules.py, test_openmpi_export_schedules.py, test_intelmpi_schedules.py)
 
 
 def test_a_profile_that_states_gamma_gives_it_at_each_size():
