@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "MACHINE_LOCK_ENV",
@@ -52,26 +53,51 @@ __all__ = [
 MACHINE_LOCK_ENV = "HNOW_TESTS_MACHINE_LOCK"
 
 
+class _MachineHold:
+    """This process's hold on the run's machine lock: its two open files and the mode (None, "sh" or "ex")."""
+
+    mode: str | None = None
+    gate: Any = None
+    lock: Any = None
+
+    @classmethod
+    def take(cls, path: str, exclusive: bool) -> None:
+        cls.gate, cls.lock = open(path + ".gate", "a"), open(path, "a")  # held across calls: closed by drop()
+        fcntl.flock(cls.gate, fcntl.LOCK_EX)
+        fcntl.flock(cls.lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if not exclusive:
+            fcntl.flock(cls.gate, fcntl.LOCK_UN)
+        cls.mode = "ex" if exclusive else "sh"
+
+    @classmethod
+    def drop(cls) -> None:
+        cls.lock.close()  # closing the files releases their locks
+        cls.gate.close()
+        cls.mode = cls.gate = cls.lock = None
+
+
 @contextlib.contextmanager
 def machine_share(exclusive: bool):
     """Under pytest-xdist (the README's ``-n 2``), hold this run's machine lock: ``exclusive`` for what times
     something against a tolerance (tests marked ``timing``, fixtures measuring a reference), shared for the rest,
     so a timed measurement never shares the two cores with another test. A gate lock taken first lets a waiting
-    exclusive holder in before new shared ones. A no-op in a serial run (no :data:`MACHINE_LOCK_ENV`)."""
+    exclusive holder in before new shared ones. Nested holds are fine: an exclusive one inside a shared one lets
+    the shared one go first (nothing is held while waiting, so two workers never wait for each other), and takes it
+    back after. A no-op in a serial run (no :data:`MACHINE_LOCK_ENV`)."""
     path = os.environ.get(MACHINE_LOCK_ENV)
-    if not path:
+    before = _MachineHold.mode
+    if not path or before == "ex" or (before == "sh" and not exclusive):
         yield
         return
-    with open(path + ".gate", "a") as gate, open(path, "a") as lock:
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        if not exclusive:
-            fcntl.flock(gate, fcntl.LOCK_UN)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            fcntl.flock(gate, fcntl.LOCK_UN)
+    if before == "sh":
+        _MachineHold.drop()
+    _MachineHold.take(path, exclusive)
+    try:
+        yield
+    finally:
+        _MachineHold.drop()
+        if before == "sh":
+            _MachineHold.take(path, exclusive=False)
 
 
 def one_error_line(stderr: str) -> bool:
