@@ -8,7 +8,7 @@ trees for layouts with several ranks per host (:mod:`~hnowmodel.search.twolevel`
 
 from __future__ import annotations
 
-from .algorithms import best_algorithm, host_speed_order
+from .algorithms import best_algorithm, host_speed_order, predict_choice
 from .best import METHODS, best_tree
 from .exact import exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve, improve_under
@@ -22,6 +22,7 @@ __all__ = [
     "BestTree",
     "best_tree",
     "best_algorithm",
+    "predict_choice",
     "host_speed_order",
     "best_host_order",
     "METHODS",

@@ -44,6 +44,7 @@ from .. import ops as _ops
 from ..errors import InputError
 from ..layout import Layout, hosts_of, one_per_host
 from ..params import Profile
+from ..schedules.generator import Algorithm
 from ..schedules.hierarchy import two_level
 from ..schedules.steps import MessageSchedule
 from ..trees import type_speed_order
@@ -57,6 +58,7 @@ __all__ = [
     "HOST_SWAP_MAX_HOSTS",
     "SEARCH_MAX_MESSAGES",
     "host_speed_order",
+    "predict_choice",
 ]
 
 #: Up to this many ranks every distinct rank order is tried (6! = 720 at most; ranks of one type on one host, or
@@ -281,3 +283,39 @@ def best_algorithm(
     dflt = {lib: v for lib, (_, v) in defaults.items()}
     dnames = {lib: a for lib, (a, _) in defaults.items()}
     return BestTree(None, t, name, op, int(size), False, compared, params, perm, dflt, dnames)
+
+
+def predict_choice(
+    profile: Profile,
+    layout: Sequence[str],
+    best: BestTree,
+    sizes: Any,
+    variant: str | None = None,
+    reduce_us_per_byte: Any = None,
+) -> np.ndarray:
+    """Predicted time (µs per size) of what :func:`best_algorithm` chose (``best``) on ``layout``: the algorithm in
+    its rank order, the two-level composition on its hosts' leaders, or the library default, at each of ``sizes``
+    (bytes) under ``variant`` (None: the operation's default for ``profile``).
+
+    >>> import hnowmodel as hm
+    >>> lay = ["slow", "fast", "fast", "slow"]
+    >>> best = best_algorithm(hm.paper_profile(), lay, "allgather", 1024)
+    >>> float(predict_choice(hm.paper_profile(), lay, best, [1024])[0]) == best.time_us
+    True
+    """
+    o = _ops.get(best.op)
+    kw = {"variant": variant, "reduce_us_per_byte": reduce_us_per_byte}
+    if best.method.startswith("native:"):
+        lib, root = best.params["library"], best.params["root"]
+        return _ops.native_predict(best.op, lib, profile, layout, sizes, root=root, **kw)  # type: ignore[return-value]
+    if best.method.startswith("two-level:"):
+        up = o.algorithm(best.params["levels"].split("/")[1])
+        hosts = hosts_of(layout)
+        groups = [
+            [lead, *(r for r in np.flatnonzero(hosts == hosts[lead]) if r != lead)] for lead in best.params["leaders"]
+        ]
+        alg = Algorithm(best.method, "two-level", lambda n, m: two_level(o.two_level, up, groups, m)[1])
+        return o.predict(profile, layout, alg, sizes, **kw)
+    perm = list(best.perm or range(len(layout)))
+    lay = layout.take(perm) if isinstance(layout, Layout) else [layout[r] for r in perm]
+    return o.predict(profile, lay, best.method, sizes, root=0, **kw)

@@ -135,3 +135,15 @@ def test_the_cli_names_the_algorithm_its_parameters_and_the_gain(hnow):
                 "0.0004", "--root", "1").stdout  # fmt: skip
     assert text.startswith("best reduce algorithm for 4 ranks at 65536 B: ") and "root: 1" in text
     assert "default" in text and "% faster" in text
+
+
+@pytest.mark.parametrize("op", [o for o in ops.names() if ops.get(o).movement is None])
+def test_predict_choice_predicts_what_was_chosen(op):
+    """Whatever wins (an algorithm in an order, a two-level composition, a library default), predicting the choice
+    gives the time the search reported."""
+    prof = paper_shm_profile()
+    for layout in (Layout(["fast"] * 4 + ["slow"] * 4, [0, 0, 1, 1, 2, 2, 3, 3]), ["slow", "fast", "slow"]):
+        for size in (0, 4096):
+            best = search.best_algorithm(prof, layout, op, size, reduce_us_per_byte=GAMMA)
+            got = search.predict_choice(prof, layout, best, [size], reduce_us_per_byte=GAMMA)
+            assert float(got[0]) == pytest.approx(best.time_us, rel=1e-12), best.method
