@@ -142,8 +142,21 @@ def test_predict_choice_predicts_what_was_chosen(op):
     """Whatever wins (an algorithm in an order, a two-level composition, a library default), predicting the choice
     gives the time the search reported."""
     prof = paper_shm_profile()
-    for layout in (Layout(["fast"] * 4 + ["slow"] * 4, [0, 0, 1, 1, 2, 2, 3, 3]), ["slow", "fast", "slow"]):
-        for size in (0, 4096):
+    for layout in (
+        Layout(["fast"] * 4 + ["slow"] * 4, [0, 0, 1, 1, 2, 2, 3, 3]),
+        Layout(["fast", "fast", "slow", "slow", "fast", "fast"], [0, 0, 1, 1, 2, 2]),  # two-level allgather wins at 1K
+        ["slow", "fast", "slow"],
+    ):
+        for size in (0, 1024, 4096):
             best = search.best_algorithm(prof, layout, op, size, reduce_us_per_byte=GAMMA)
             got = search.predict_choice(prof, layout, best, [size], reduce_us_per_byte=GAMMA)
             assert float(got[0]) == pytest.approx(best.time_us, rel=1e-12), best.method
+
+
+def test_a_two_level_allgather_wins_on_hosts_at_small_sizes():
+    prof = paper_shm_profile()
+    layout = Layout(["fast", "fast", "slow", "slow", "fast", "fast"], [0, 0, 1, 1, 2, 2])
+    best = search.best_algorithm(prof, layout, "allgather", 1024)
+    assert best.method.startswith("two-level:gather/") and best.params["leaders"][0] == 0
+    assert best.params["leaders"][1] == 4  # the other fast host's leader before the slow host's
+    assert best.time_us < min(t for k, t in best.compared.items() if not k.startswith("two-level:"))
