@@ -120,25 +120,34 @@ class _Scorer:
     def __init__(self, var: Any, profile: Profile, layout: Sequence[str], gamma: Any) -> None:
         self.var, self.profile, self.layout, self.gamma = var, profile, layout, gamma
         self.calls = 0
+        self.memo: dict[tuple, float] = {}
+        self.keep: list[MessageSchedule] = []  # the schedules scored, alive while their id() keys the memo
 
     def on(self, perm: Sequence[int]) -> Sequence[str]:
         lay = self.layout
         return lay.take(perm) if isinstance(lay, Layout) else [lay[int(r)] for r in perm]
 
     def __call__(self, sched: MessageSchedule, perm: Sequence[int] | None = None) -> float:
-        self.calls += 1
-        lay = self.layout if perm is None else self.on(perm)
-        return float(self.var.evaluate(self.profile, lay, sched, per_rank=False, reduce_us_per_byte=self.gamma))
+        key = (id(sched), None if perm is None else tuple(int(x) for x in perm))
+        if key not in self.memo:  # an order met again (a start, the exhaustive search) is not predicted again
+            self.calls += 1
+            self.keep.append(sched)
+            lay = self.layout if perm is None else self.on(perm)
+            self.memo[key] = float(
+                self.var.evaluate(self.profile, lay, sched, per_rank=False, reduce_us_per_byte=self.gamma)
+            )
+        return self.memo[key]
 
 
 def _search_order(score: _Scorer, sched: MessageSchedule, layout: Sequence[str], starts, root: int | None):
     """(µs, perm, the start it came from, the search run) of the best order found for ``sched`` from ``starts``
     ((label, perm) pairs)."""
     n = len(layout)
+    if sum(s.n_messages * s.repeat for s in sched.steps) > SEARCH_MAX_MESSAGES:  # seconds per prediction
+        label, p = starts[0]
+        return score(sched, p), tuple(int(x) for x in p), label, f"none (over {SEARCH_MAX_MESSAGES} messages)"
     got = [(score(sched, p), tuple(int(x) for x in p), label) for label, p in starts]
     c0, perm0, label = min(got, key=lambda g: g[0])
-    if sum(s.n_messages * s.repeat for s in sched.steps) > SEARCH_MAX_MESSAGES:
-        return c0, perm0, label, f"none (over {SEARCH_MAX_MESSAGES} messages)"
     if n <= ORDERS_ALL_MAX:
         best = (c0, perm0)
         for p in _distinct_orders(layout, root):
@@ -172,18 +181,24 @@ def _search_order(score: _Scorer, sched: MessageSchedule, layout: Sequence[str],
 
 
 def _defaults(op: str, profile: Profile, layout: Sequence[str], size: float, root: int, var: str, gamma: Any,
-              libraries: Sequence[str]) -> dict[str, tuple[str, float]]:  # fmt: skip
-    """library -> (its default algorithm's name, µs) in the current order, for those hnow predicts here."""
+              libraries: Sequence[str], current: dict[str, float]) -> dict[str, tuple[str, float]]:  # fmt: skip
+    """library -> (its default algorithm's name, µs) in the current order, for those hnow predicts here; a default
+    that runs one of the unrooted algorithms of ``current`` (name -> µs in the current order, as
+    :func:`hnowmodel.ops.native_predict` predicts it) takes that time instead of a second prediction."""
     out = {}
     for lib in libraries:
+        nat = _ops.get(op).native.get(lib)
+        run = None if nat is None else nat.on(layout, int(size))  # what that default runs here
+        model = "" if run is None else getattr(run[0], "name", run[0])
         try:
-            t = _ops.native_predict(op, lib, profile, layout, [size], root=root, variant=var, reduce_us_per_byte=gamma)
+            t = [current[model]] if isinstance(model, str) and model in current else None
+            if t is None:
+                t = _ops.native_predict(
+                    op, lib, profile, layout, [size], root=root, variant=var, reduce_us_per_byte=gamma
+                )
         except InputError:  # that default refuses this layout or size (e.g. a power of two only)
             continue
         if t is not None and math.isfinite(float(t[0])):
-            nat = _ops.get(op).native[lib]
-            run = nat.on(layout, int(size))  # what that default runs here: its name says which algorithm
-            model = "" if run is None else getattr(run[0], "name", run[0])
             out[lib] = (
                 f"{nat.algorithm} ({model})" if model and model != nat.algorithm else nat.algorithm,
                 float(t[0]),
@@ -195,7 +210,7 @@ def _plain_candidates(o: _ops.Operation, score: _Scorer, profile: Profile, layou
                       root: int | None):  # fmt: skip
     """(µs, name, params, perm, how) of each of ``o``'s algorithms in its best order; refusals as text."""
     n = len(layout)
-    cands, skipped = [], []
+    cands, skipped, current = [], [], {}
     for name, alg in o.algorithms.items():
         try:
             sched = alg.schedule(n, size, 0) if alg.rooted else alg.schedule(n, size)
@@ -208,11 +223,13 @@ def _plain_candidates(o: _ops.Operation, score: _Scorer, profile: Profile, layou
             ("by hosts, fastest first", host_speed_order(profile, layout, size, r)),
         ]
         c, perm, how, searched = _search_order(score, sched, layout, starts, r)
+        if not alg.rooted:
+            current[name] = score(sched, starts[0][1])  # scored already (memo): what the library defaults reuse
         params: dict[str, Any] = {"order": how, "search": searched}
         if alg.rooted:
             params["root"] = perm[0]
         cands.append((c, name, params, perm, how))
-    return cands, skipped
+    return cands, skipped, current
 
 
 def _two_level_candidates(o: _ops.Operation, score: _Scorer, layout: Sequence[str], size: float, first: np.ndarray):
@@ -265,12 +282,14 @@ def best_algorithm(
     if var.evaluate is None or not (var.shared_hosts or one_per_host(layout)):
         o.predict(profile, layout, next(iter(o.algorithms)), [size], variant=var.name, reduce_us_per_byte=gamma)
     score = _Scorer(var, profile, layout, gamma)
-    cands, skipped = _plain_candidates(o, score, profile, layout, size, root)
+    cands, skipped, current = _plain_candidates(o, score, profile, layout, size, root)
     cands += _two_level_candidates(o, score, layout, size, host_speed_order(profile, layout, size, root))
     libs = _ops.native_libraries(op) if libraries is None else tuple(libraries)
-    defaults = _defaults(op, profile, layout, size, 0 if root is None else root, var.name, gamma, libs)
+    r0 = 0 if root is None else root
+    defaults = _defaults(op, profile, layout, size, r0, var.name, gamma, libs, current)
     natives = [
-        (t, f"native:{a}", {"library": lib}, tuple(range(n)), "current order") for lib, (a, t) in defaults.items()
+        (t, f"native:{a}", {"library": lib, "root": r0}, tuple(range(n)), "current order")
+        for lib, (a, t) in defaults.items()
     ]
     if not cands + natives:
         raise InputError(f"no {op} algorithm runs on {n} ranks at {size:g} B: {'; '.join(skipped)}")

@@ -4,6 +4,7 @@ and what the chooser names."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 
@@ -160,3 +161,15 @@ def test_a_two_level_allgather_wins_on_hosts_at_small_sizes():
     assert best.method.startswith("two-level:gather/") and best.params["leaders"][0] == 0
     assert best.params["leaders"][1] == 4  # the other fast host's leader before the slow host's
     assert best.time_us < min(t for k, t in best.compared.items() if not k.startswith("two-level:"))
+
+
+def test_predict_choice_of_a_library_default_is_that_default():
+    prof, layout = paper_shm_profile(), ["slow", "fast", "slow", "fast"]
+    best = search.best_algorithm(prof, layout, "allreduce", 4096, reduce_us_per_byte=GAMMA)
+    for lib, t in best.defaults_us.items():
+        chose = dataclasses.replace(
+            best, method=f"native:{best.default_names[lib]}", params={"library": lib, "root": 0}
+        )
+        got = search.predict_choice(prof, layout, chose, [4096], reduce_us_per_byte=GAMMA)
+        assert float(got[0]) == pytest.approx(t, rel=1e-12)
+    assert best.defaults_us
