@@ -40,6 +40,7 @@ from .libraries.native import NativeAlgorithm
 from .movement import ONE_DOWN, SUBTREE_DOWN, SUBTREE_UP, Movement
 from .runopts import as_schedule, as_sizes
 from .schedules import catalog as _catalog
+from .schedules import hierarchy as _hierarchy
 from .schedules.generator import Algorithm
 from .trees import make_tree
 from .variants import BoundPredictor, Predictor, Variant
@@ -97,6 +98,9 @@ class Operation:
     either kind. ``reduction``:
     its ranks combine buffers (MPI_SUM on doubles, 8-byte elements): a prediction needs the reduction cost γ
     (µs per byte combined), given or from the profile (:meth:`reduce_costs`); hnow never assumes one.
+    ``two_level``: how its algorithms compose on hosts holding several ranks (one of
+    :mod:`hnowmodel.schedules.hierarchy`'s ``*_levels``: the host levels around one of :attr:`algorithms` among the
+    hosts' leaders), which the algorithm search tries (:func:`hnowmodel.search.best_algorithm`); None: none.
 
     An operation is this one entry; the worked example of docs/operations.md, an allgather whose algorithm is a
     ring, runs here:
@@ -124,6 +128,7 @@ class Operation:
     outside_names: tuple[str, ...] = ()
     reduction: bool = False
     outside_total: tuple[str, ...] = ()
+    two_level: Any = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "algorithms", MappingProxyType(dict(self.algorithms)))
@@ -453,6 +458,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel_code=5,
         reduction=True,
         algorithms=_catalog.REDUCE,
+        two_level=_hierarchy.reduce_levels,
         imb="Reduce",  # #bytes: each rank's vector (IMB and OSU alike), m
         outside_names=("reduce",),
     ),
@@ -465,6 +471,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel_code=6,
         reduction=True,
         algorithms=_catalog.ALLREDUCE,
+        two_level=_hierarchy.allreduce_levels,
         imb="Allreduce",  # #bytes: each rank's vector, m
         outside_names=("allreduce",),
     ),
@@ -476,6 +483,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel="allgather",
         kernel_code=7,
         algorithms=_catalog.ALLGATHER,
+        two_level=_hierarchy.allgather_levels,
         imb="Allgather",  # #bytes: each rank's block, m
         outside_names=("allgather",),
     ),
@@ -488,6 +496,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         kernel_code=8,
         reduction=True,
         algorithms=_catalog.REDUCE_SCATTER,
+        two_level=_hierarchy.reduce_scatter_levels,
         # IMB's Reduce_scatter_block: #bytes is each rank's result block (its recvcount), m; IMB's Reduce_scatter
         # and OSU's osu_reduce_scatter (MPI_Reduce_scatter) and osu_reduce_scatter_block split the whole vector
         imb="Reduce_scatter_block",

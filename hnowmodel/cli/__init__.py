@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "measure": "hnowmodel.cli.measure",
     "compare": "hnowmodel.cli.compare",
     "best-tree": "hnowmodel.cli.best_tree",
+    "best": "hnowmodel.cli.best_tree",  # the same command: it chooses trees and algorithms (issue #34)
     "plan": "hnowmodel.cli.plan",
     "bench": "hnowmodel.cli.bench",
     "demo": "hnowmodel.cli.demo",

@@ -1,7 +1,9 @@
 """Message schedules of two-level (hierarchical) algorithms: a schedule of a sub-communicator placed on the ranks
 of the whole communicator, once per group at the same time (every host's ranks, or the hosts' leaders), and the
 phases of such an algorithm run one after another (:func:`phases`): what Open MPI's coll/han runs (a reduce on each
-host, an allreduce among the hosts' leaders, a bcast on each host).
+host, an allreduce among the hosts' leaders, a bcast on each host); and the two-level compositions the search
+chooses among (:func:`two_level`: each operation's levels, :class:`Levels`, named by its registry entry's
+``two_level``).
 
 >>> from hnowmodel.schedules.algorithms import binomial_reduce
 >>> s = on_groups(binomial_reduce(2, 8.0), [[0, 1], [2, 3]], 4)
@@ -12,15 +14,30 @@ host, an allreduce among the hosts' leaders, a bcast on each host).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import InputError
+from ..movement import SUBTREE_DOWN, SUBTREE_UP
+from ..runopts import Schedule
+from ..trees import binomial
+from .algorithms import binomial_bcast, binomial_reduce
+from .fromtree import tree_schedule
+from .generator import Algorithm
 from .steps import MessageSchedule, Step, concat
 
-__all__ = ["on_groups", "phases"]
+__all__ = [
+    "on_groups",
+    "phases",
+    "Levels",
+    "two_level",
+    "reduce_levels",
+    "allreduce_levels",
+    "allgather_levels",
+    "reduce_scatter_levels",
+]
 
 
 def on_groups(part: MessageSchedule, groups: Sequence[Sequence[int]] | np.ndarray, n: int) -> MessageSchedule:
@@ -79,3 +96,66 @@ def phases(name: str, *parts: MessageSchedule) -> MessageSchedule:
     if not fixed:
         return MessageSchedule(parts[0].n if parts else 1, (), name)
     return concat(name, *fixed)
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The three levels of a two-level algorithm on ``h`` hosts of ``k`` ranks each: ``low`` on every host's ranks
+    (its local rank 0 the host's leader), ``up`` among the leaders, ``down`` (None: none) on every host's ranks again;
+    ``low_name`` and ``down_name`` name the host levels' algorithms."""
+
+    low: MessageSchedule
+    up: MessageSchedule
+    down: MessageSchedule | None
+    low_name: str
+    down_name: str = ""
+
+
+def reduce_levels(up: Algorithm, k: int, h: int, m: float) -> Levels:
+    """A reduce (m-byte vectors): a binomial reduce on each host, then ``up`` among the leaders (rooted at the first).
+
+    >>> from hnowmodel.schedules.catalog import REDUCE
+    >>> reduce_levels(REDUCE["binomial"], 2, 2, 8.0).up.n
+    2
+    """
+    return Levels(binomial_reduce(k, m, 0), up.schedule(h, m, 0), None, "binomial")
+
+
+def allreduce_levels(up: Algorithm, k: int, h: int, m: float) -> Levels:
+    """An allreduce (m-byte vectors): a binomial reduce on each host, ``up`` among the leaders, a binomial bcast
+    on each host (coll/han's simple allreduce, with binomial host levels)."""
+    return Levels(binomial_reduce(k, m, 0), up.schedule(h, m), binomial_bcast(k, m, 0), "binomial", "binomial")
+
+
+def allgather_levels(up: Algorithm, k: int, h: int, m: float) -> Levels:
+    """An allgather (m-byte blocks): a binomial gather of each host's k blocks, ``up`` among the leaders on blocks
+    of k·m bytes, a binomial bcast of all k·h blocks on each host."""
+    low = tree_schedule(binomial(k), SUBTREE_UP, m, Schedule(recv_order="tree"))
+    return Levels(low, up.schedule(h, k * m), binomial_bcast(k, k * h * m, 0), "gather", "binomial")
+
+
+def reduce_scatter_levels(up: Algorithm, k: int, h: int, m: float) -> Levels:
+    """A reduce-scatter (m-byte result blocks): a binomial reduce of each host's whole vectors (k·h blocks),
+    ``up`` among the leaders on result blocks of k·m bytes, a binomial scatter of each host's k blocks."""
+    down = tree_schedule(binomial(k), SUBTREE_DOWN, m)
+    return Levels(binomial_reduce(k, k * h * m, 0), up.schedule(h, k * m), down, "binomial", "scatter")
+
+
+def two_level(levels: Any, up: Algorithm, groups: Sequence[Sequence[int]] | np.ndarray, m: float):
+    """``(name, schedule)`` of the two-level algorithm ``levels`` (one of this module's ``*_levels``) with ``up``
+    among the hosts' leaders: ``groups`` holds one row per host (its ranks, the leader first; the first row's leader
+    the root), every host the same number of ranks.
+
+    >>> from hnowmodel.schedules.catalog import ALLREDUCE
+    >>> name, s = two_level(allreduce_levels, ALLREDUCE["ring"], [[0, 1], [2, 3]], 64.0)
+    >>> name, s.n
+    ('two-level:binomial/ring/binomial', 4)
+    """
+    g = np.asarray(groups, dtype=np.int64)
+    h, k = g.shape
+    lv = levels(up, k, h, m)
+    name = f"two-level:{lv.low_name}/{up.name}" + (f"/{lv.down_name}" if lv.down is not None else "")
+    seq = [on_groups(lv.low, g, h * k), on_groups(lv.up, g[:, :1].T, h * k)]
+    if lv.down is not None:
+        seq.append(on_groups(lv.down, g, h * k))
+    return name, phases(name, *seq)

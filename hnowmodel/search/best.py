@@ -11,7 +11,6 @@ variant, and improved by a local search under a flow-level variant (which has no
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import ops as _ops
@@ -21,10 +20,12 @@ from ..layout import hosts_of, one_per_host
 from ..params import Profile
 from ..trees import Tree
 from ..variants import Variant
+from .algorithms import best_algorithm
 from .exact import EXACT_AUTO_WORK, exact_bcast, exact_work
 from .heuristics import ecef, fnf, improve, improve_under
 from .orders import best_sequential
 from .rank_order import rank_order
+from .result import BestTree
 from .twolevel import host_candidates, host_classes
 
 __all__ = [
@@ -37,45 +38,6 @@ __all__ = [
     "LOCAL_SEARCH_STARTS",
     "HOSTS_PLAIN_MAX_RANKS",
 ]
-
-
-@dataclass(frozen=True)
-class BestTree:
-    """A chosen tree, its predicted time (µs), how it was found, and the standard trees' times for comparison. For
-    an operation whose algorithms are message schedules (no tree runs it) ``tree`` is None and ``method`` names the
-    chosen algorithm; ``compared`` holds the others' times."""
-
-    tree: Tree | None
-    time_us: float
-    method: str
-    op: str
-    size: int
-    exact: bool
-    compared: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "op": self.op,
-            "size": self.size,
-            "method": self.method,
-            "exact": self.exact,
-            "time_us": self.time_us,
-            **(
-                {"algorithm": self.method}
-                if self.tree is None
-                else {"parent": self.tree.parent.tolist(), "children": [list(c) for c in self.tree.children]}
-            ),
-            "compared_us": dict(self.compared),
-            "gain_vs_best_compared_pct": self.gain_pct,
-        }
-
-    @property
-    def gain_pct(self) -> float | None:
-        """How much faster (%) than the best of the compared standard trees; None if none was compared."""
-        if not self.compared:
-            return None
-        ref = min(self.compared.values())
-        return 100.0 * (ref - self.time_us) / ref if ref else 0.0
 
 
 def _counts(layout: Sequence[str], root: int) -> list[int]:
@@ -137,7 +99,7 @@ def best_tree(
     op: str = "bcast",
     size: float = 0,
     method: str = "auto",
-    root: int = 0,
+    root: int | None = 0,
     compare: Sequence[str] = ("binomial", "sequential", "hierarchical"),
     variant: str | None = None,
     reduce_us_per_byte: Any = None,
@@ -170,12 +132,16 @@ def best_tree(
     and ``exact`` is False.
 
     An operation whose algorithms are message schedules (:attr:`hnowmodel.ops.Operation.algorithms`: ring,
-    recursive doubling, …) has no tree: each of its algorithms that runs on ``n`` ranks at ``size`` is predicted
-    under the variant (``reduce_us_per_byte``: γ of a reduction, None: the profile's) and the fastest is returned
-    (``method`` its name, ``tree`` None, ``compared`` the others; ``method`` and ``compare`` do not apply).
+    recursive doubling, …) has no tree: :func:`~hnowmodel.search.algorithms.best_algorithm` searches its
+    algorithms with their rank order, root (``root`` None: chosen, else kept) and two-level compositions under the
+    variant (``reduce_us_per_byte``: γ of a reduction, None: the profile's), beside the MPI libraries' defaults
+    (``method`` the algorithm, ``params`` and ``perm`` its parameters and rank order, ``tree`` None, ``compared``
+    the other algorithms' best times, ``defaults_us`` the defaults'; ``method`` and ``compare`` do not apply).
+    A tree's ``root`` None is rank 0.
     """
     if _ops.get(op).movement is None:
-        return _best_algorithm(profile, layout, op, size, root, variant, reduce_us_per_byte)
+        return best_algorithm(profile, layout, op, size, root, variant, reduce_us_per_byte)
+    root = 0 if root is None else root
     if method not in METHODS:
         raise InputError(f"unknown method {method!r} (choose from: {', '.join(METHODS)})")
     o = _ops.get(op)
@@ -284,26 +250,3 @@ def _improve_under_variant(
             best = (c, scored[i][1], t)
     assert best is not None
     return best[0], f"{best[1]} + local search ({var.name})", best[2]
-
-
-def _best_algorithm(
-    profile: Profile, layout: Sequence[str], op: str, size: float, root: int, variant: str | None, gamma: Any
-) -> BestTree:
-    """The fastest of ``op``'s schedule algorithms at ``size`` (those that refuse ``n`` ranks or ``size`` - a
-    recursive doubling on a non-power of two - are left out; none left: :class:`InputError`)."""
-    o = _ops.get(op)
-    var = o.variant_for(profile, variant).name  # the request's faults first: a bad variant, no γ
-    gamma = o.reduce_costs(profile, [size], gamma)[0]
-    times: dict[str, float] = {}
-    skipped: list[str] = []
-    for name in o.algorithms:
-        try:
-            t = o.predict(profile, layout, name, [size], variant=var, root=root, reduce_us_per_byte=gamma)
-        except InputError as e:  # this algorithm does not run here (ranks, elements)
-            skipped.append(f"{name} ({e})")
-            continue
-        times[name] = float(t[0])
-    if not times:
-        raise InputError(f"no {op} algorithm runs on {len(layout)} ranks at {size:g} B: {'; '.join(skipped)}")
-    best = min(times, key=lambda k: times[k])  # the earliest in registry order on ties
-    return BestTree(None, times[best], best, op, int(size), False, {k: v for k, v in times.items() if k != best})

@@ -23,7 +23,15 @@ from ..libraries.native import NativeAlgorithm
 from ..params import Profile
 from ..trees import Tree, make_tree, type_speed_order
 
-__all__ = ["RankOrder", "rank_order", "host_block_order", "SWAP_MAX_RANKS", "HOST_ORDERS_ALL_MAX"]
+__all__ = [
+    "RankOrder",
+    "rank_order",
+    "host_block_order",
+    "best_host_order",
+    "pairwise_swaps",
+    "SWAP_MAX_RANKS",
+    "HOST_ORDERS_ALL_MAX",
+]
 
 #: Above this many ranks only the greedy assignment is made (said in :attr:`RankOrder.method`).
 SWAP_MAX_RANKS = 128
@@ -126,7 +134,7 @@ def rank_order(
         "greedy + pairwise swaps" if n <= SWAP_MAX_RANKS else f"greedy only (no swaps above {SWAP_MAX_RANKS} ranks)"
     )
     rounds = max_rounds if n <= SWAP_MAX_RANKS else 0  # pairwise swaps cost O(n^2) predictions per round
-    cur = _pairwise_swaps(perm, cur, cost_of, layout, shared, tree.root, rounds)
+    cur = pairwise_swaps(perm, cur, cost_of, layout, shared, tree.root, rounds)
     if cur >= baseline:
         perm, cur, method = np.arange(n), baseline, "identity (no order found that beats the current one)"
     keys = np.empty(n, dtype=np.int64)
@@ -147,7 +155,7 @@ def _greedy_perm(profile: Profile, layout: Sequence[str], tree: Tree, size: floa
     return perm
 
 
-def _pairwise_swaps(
+def pairwise_swaps(
     perm: np.ndarray,
     cur: float,
     cost_of: Callable[[Sequence[int]], float],
@@ -218,22 +226,43 @@ def host_block_order(
         t = make_tree(tree, n, layout=lay, profile=profile)
         return float(var.predict(_ops.get(op), model, lay, t, [size], schedule)[0])
 
-    ident = tuple(range(layout.n_hosts))
+    best, cur, baseline, method = best_host_order(cost, layout.n_hosts)
+    perm = np.concatenate([blocks[h] for h in best])
+    keys = np.empty(n, dtype=np.int64)
+    keys[perm] = np.arange(n)
+    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)
+
+
+def best_host_order(
+    cost: Callable[[Sequence[int]], float], n_hosts: int, keep_first: bool = False
+) -> tuple[tuple[int, ...], float, float, str]:
+    """The order of ``n_hosts`` hosts minimising ``cost(order)`` (µs): every order up to :data:`HOST_ORDERS_ALL_MAX`
+    hosts, else pairwise swaps from ``0..n_hosts-1`` while the time drops; ``keep_first``: host 0 stays first (the
+    root's host). Returns (order, its time, the time of ``0..n_hosts-1``, how it was found); never slower than
+    ``0..n_hosts-1``.
+
+    >>> best_host_order(lambda o: float(o[0]), 3)[:3]
+    ((0, 1, 2), 0.0, 0.0)
+    >>> best_host_order(lambda o: float(abs(o[1] - 2)), 3, keep_first=True)[:2]
+    ((0, 2, 1), 0.0)
+    """
+    ident = tuple(range(n_hosts))
     baseline = cost(ident)
     best, cur = ident, baseline
-    if layout.n_hosts <= HOST_ORDERS_ALL_MAX:
-        method = f"every order of the {layout.n_hosts} hosts (each host's ranks together)"
-        for order in itertools.permutations(ident):
-            c = cost(order)
+    lo = 1 if keep_first else 0  # positions before lo stay
+    if n_hosts <= HOST_ORDERS_ALL_MAX:
+        method = f"every order of the {n_hosts} hosts (each host's ranks together)"
+        for tail in itertools.permutations(ident[lo:]):
+            c = cost(ident[:lo] + tail)
             if c < cur - 1e-9:
-                best, cur = order, c
+                best, cur = ident[:lo] + tail, c
     else:
         method = "pairwise swaps of hosts (each host's ranks together)"
         order_l = list(ident)
         improved = True
         while improved:
             improved = False
-            for i, j in itertools.combinations(range(len(order_l)), 2):
+            for i, j in itertools.combinations(range(lo, len(order_l)), 2):
                 order_l[i], order_l[j] = order_l[j], order_l[i]
                 c = cost(order_l)
                 if c < cur - 1e-9:
@@ -242,7 +271,4 @@ def host_block_order(
                     order_l[i], order_l[j] = order_l[j], order_l[i]
     if best == ident:
         method = "identity (no order of the hosts beats the current one)"
-    perm = np.concatenate([blocks[h] for h in best])
-    keys = np.empty(n, dtype=np.int64)
-    keys[perm] = np.arange(n)
-    return RankOrder(tuple(int(x) for x in perm), tuple(int(x) for x in keys), cur, baseline, method)
+    return best, cur, baseline, method

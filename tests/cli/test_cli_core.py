@@ -26,6 +26,7 @@ CONTRACT = {
     "setup-openmpi",
     "setup-intelmpi",
     "import",
+    "best",
 }
 
 
