@@ -12,18 +12,13 @@ tests still run by default (``-m "not timing"`` leaves them out on a machine bus
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 __all__ = [
-    "MACHINE_LOCK_ENV",
-    "machine_share",
     "one_error_line",
     "run_hnow",
     "run_mpi_module",
@@ -46,58 +41,6 @@ __all__ = [
 
 
 # --- hnow and MPI tasks as subprocesses ------------------------------------------------------------------------------
-
-
-#: Under pytest-xdist, the path of this run's machine lock (set by ``tests/conftest.py`` on each worker: a file in
-#: the run's temporary folder, which pytest removes with it).
-MACHINE_LOCK_ENV = "HNOW_TESTS_MACHINE_LOCK"
-
-
-class _MachineHold:
-    """This process's hold on the run's machine lock: its two open files and the mode (None, "sh" or "ex")."""
-
-    mode: str | None = None
-    gate: Any = None
-    lock: Any = None
-
-    @classmethod
-    def take(cls, path: str, exclusive: bool) -> None:
-        cls.gate, cls.lock = open(path + ".gate", "a"), open(path, "a")  # held across calls: closed by drop()
-        fcntl.flock(cls.gate, fcntl.LOCK_EX)
-        fcntl.flock(cls.lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        if not exclusive:
-            fcntl.flock(cls.gate, fcntl.LOCK_UN)
-        cls.mode = "ex" if exclusive else "sh"
-
-    @classmethod
-    def drop(cls) -> None:
-        cls.lock.close()  # closing the files releases their locks
-        cls.gate.close()
-        cls.mode = cls.gate = cls.lock = None
-
-
-@contextlib.contextmanager
-def machine_share(exclusive: bool):
-    """Under pytest-xdist (the README's ``-n 2``), hold this run's machine lock: ``exclusive`` for what times
-    something against a tolerance (tests marked ``timing``, fixtures measuring a reference), shared for the rest,
-    so a timed measurement never shares the two cores with another test. A gate lock taken first lets a waiting
-    exclusive holder in before new shared ones. Nested holds are fine: an exclusive one inside a shared one lets
-    the shared one go first (nothing is held while waiting, so two workers never wait for each other), and takes it
-    back after. A no-op in a serial run (no :data:`MACHINE_LOCK_ENV`)."""
-    path = os.environ.get(MACHINE_LOCK_ENV)
-    before = _MachineHold.mode
-    if not path or before == "ex" or (before == "sh" and not exclusive):
-        yield
-        return
-    if before == "sh":
-        _MachineHold.drop()
-    _MachineHold.take(path, exclusive)
-    try:
-        yield
-    finally:
-        _MachineHold.drop()
-        if before == "sh":
-            _MachineHold.take(path, exclusive=False)
 
 
 def one_error_line(stderr: str) -> bool:

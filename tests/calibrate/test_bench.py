@@ -17,7 +17,7 @@ from calibrate.bench.queues import queue_extension
 from hnowmodel.bench_registry import BENCHMARKS, check_names
 from hnowmodel.errors import InputError
 from hnowmodel.params import Profile, paper_profile
-from tests.helpers import machine_share, model_us, run_hnow
+from tests.helpers import model_us, run_hnow
 
 NAMES = [
     "latency",
@@ -143,8 +143,7 @@ def plain_run(tmp_path_factory) -> tuple[dict, object]:
 @pytest.fixture(scope="module")
 def emulated_run() -> dict:
     """Every benchmark at --quick settings on the emulated paper testbed: the JSON document."""
-    with machine_share(exclusive=True):  # the emulated times are held against the model
-        p = run_hnow("bench", "all", "--np", "2", "--testbed", "paper", "--quick", "--json", timeout=240)
+    p = run_hnow("bench", "all", "--np", "2", "--testbed", "paper", "--quick", "--json", timeout=240)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 

@@ -12,7 +12,7 @@ import pytest
 
 from calibrate.testbed_transport import load_testbed, paper_testbed
 from hnowmodel.params import NodeType, Profile
-from tests.helpers import machine_share, run_hnow
+from tests.helpers import run_hnow
 
 pytestmark = pytest.mark.mpi
 
@@ -94,10 +94,9 @@ def plain_calibration(tmp_path_factory) -> tuple[Profile, str, dict[int, float]]
     from calibrate.ckernels import run_reference
 
     out = tmp_path_factory.mktemp("plain") / "plain.json"
-    with machine_share(exclusive=True):  # the reference and the profile it checks, each timed alone
-        proc = run_hnow("calibrate", "--np", "2", "--layout", "node,node", "-o", str(out), "--quick", timeout=180)
-        assert proc.returncode == 0, proc.stderr
-        ref = {r["size_bytes"]: (r["min_us"], r["median_us"]) for r in run_reference([8, 1024, 65536, 1 << 20])}
+    proc = run_hnow("calibrate", "--np", "2", "--layout", "node,node", "-o", str(out), "--quick", timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    ref = {r["size_bytes"]: (r["min_us"], r["median_us"]) for r in run_reference([8, 1024, 65536, 1 << 20])}
     return Profile.load(out), proc.stdout, ref
 
 
