@@ -47,7 +47,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``hnow`` parser: every command's options, or with ``command`` (one of :data:`COMMANDS`) only that
+    command's, the others named without importing their modules (a command starts without loading what the others
+    need: the export backends, the search, matplotlib)."""
     parser = _Parser(
         prog="hnow", description="Model, predict, choose and check MPI collectives on heterogeneous clusters."
     )
@@ -55,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, modname in COMMANDS.items():
+        if command is not None and name != command:
+            sub.add_parser(name)
+            continue
         mod = importlib.import_module(modname)
         p = sub.add_parser(name, help=mod.HELP, description=mod.HELP)
         p.add_argument("--json", action="store_true", help="print one JSON document on stdout, nothing else")
@@ -63,8 +69,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_of(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word that is not an option) when it is one of :data:`COMMANDS`, else
+    None (``hnow``, ``hnow --help``, a misspelt command: the whole parser answers those).
+
+    >>> _command_of(["predict", "--op", "bcast"]), _command_of(["--help"]), _command_of(["predcit"])
+    ('predict', None, None)
+    """
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in COMMANDS else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

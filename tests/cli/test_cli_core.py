@@ -82,3 +82,18 @@ def test_missing_launcher_is_one_line(hnow):
     proc = hnow("info", "--np", "2", "--launcher", "no-such-mpiexec")
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no-such-mpiexec" in proc.stderr
+
+
+def _options(parser, command: str) -> set[str]:
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    return {s for a in sub._actions for s in a.option_strings}
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_command_alone_has_the_options_of_the_whole_parser(name):
+    """``hnow CMD`` builds only CMD's options (the other commands' modules stay unimported): the same options as
+    the whole parser gives CMD, and the other commands are still names it knows."""
+    whole, alone = build_parser(), build_parser(name)
+    assert _options(alone, name) == _options(whole, name) and "--json" in _options(alone, name)
+    others = next(a for a in alone._actions if a.dest == "command").choices
+    assert set(others) == set(COMMANDS)
