@@ -9,10 +9,10 @@ The model and the library: no MPI import anywhere in this package. What runs und
 230.0
 """
 
-import importlib as _importlib
 import sys as _sys
 
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
+from .lazy import lazy_names as _lazy_names
 
 #: What ``hm.NAME`` is, imported on first use (PEP 562) so a rank process or a CLI command loads only what it
 #: needs: NAME -> (module, attribute or None for the module itself). Former names kept for users' code:
@@ -73,22 +73,6 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
-    """``hm.NAME``: imported from :data:`_LAZY` on first use and kept."""
-    where = _LAZY.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = _importlib.import_module(where[0], __name__)
-    if where[1] is not None:
-        value = getattr(value, where[1])
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
-
 # ``from hnowmodel.schedule import Schedule`` keeps working (the former module name of hnowmodel.runopts)
 from . import runopts as _runopts  # noqa: E402
 
@@ -96,55 +80,6 @@ _sys.modules[__name__ + ".schedule"] = _runopts
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "calibrate",
-    "measure",
-    "compare",
-    "bench",
-    "imb_compare",
-    "info",
-    "tune",
-    "setup_openmpi",
-    "setup_intelmpi",
-    "Comparison",
-    "ComparisonRow",
-    "Launch",
-    "MeasuredRow",
-    "Measurement",
-    "benchmarks",
-    "cluster",
-    "export",
-    "jobs",
-    "mpich",
-    "ompi_rules",
-    "ops",
-    "testbed",
-    "errors",
-    "layout",
-    "libraries",
-    "options",
-    "outside",
-    "params",
-    "predict",
-    "reference",
-    "runopts",
-    "schedule",
-    "search",
-    "sizes",
-    "trees",
-    "treespec",
-    "tuning",
-    "HnowError",
-    "InputError",
-    "LayoutError",
-    "MPIRunError",
-    "ProfileError",
-    "TreeError",
-    "Link",
-    "NodeType",
-    "Profile",
-    "paper_profile",
-    "parse_layout",
-    "parse_sizes",
-    "__version__",
-]
+__all__ = [*_LAZY, "HnowError", "InputError", "LayoutError", "MPIRunError", "ProfileError", "TreeError", "__version__"]
+
+__getattr__, __dir__ = _lazy_names(__name__, _LAZY, __all__, globals())

@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "hnowmodel.errors": 0,
     "hnowmodel.io": 0,
     "hnowmodel.stepfiles": 0,  # a calibration's finished steps (versioned JSON): the ranks write, the jobs check
+    "hnowmodel.lazy": 0,  # the packages' names imported on first use (PEP 562)
     "hnowmodel.sizes": 0,
     "hnowmodel.units": 0,
     "hnowmodel.tables": 0,

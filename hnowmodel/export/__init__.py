@@ -60,7 +60,7 @@ chooser, the backend protocol, :class:`~.choose.LibraryFormat`), :mod:`.make` (:
 
 from __future__ import annotations
 
-import importlib as _importlib
+from ..lazy import lazy_names as _lazy_names
 
 #: Where each name of this package is defined, imported on first use (PEP 562). Each library's export backend
 #: imports :mod:`.choose` (and so this package), and :mod:`.files` imports every backend: importing a backend first
@@ -77,20 +77,6 @@ _LAZY = {
         ("OMPI_RULES_FORMAT", "OmpiSelection", "choose_ompi", "ompi_env_text"), "..libraries.openmpi.export"
     ),
 }
-
-
-def __getattr__(name: str):
-    """``hnowmodel.export.NAME``: imported from :data:`_LAZY` on first use and kept."""
-    mod = _LAZY.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(mod, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
@@ -117,3 +103,5 @@ __all__ = [
     "parse_adjust",
     "adjust_runs",
 ]
+
+__getattr__, __dir__ = _lazy_names(__name__, {n: (m, n) for n, m in _LAZY.items()}, __all__, globals())

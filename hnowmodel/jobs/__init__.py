@@ -12,7 +12,7 @@ an environment of its own made by :func:`setup_library`) is :mod:`hnowmodel.jobs
 imports mpi4py.
 """
 
-import importlib as _importlib
+from ..lazy import lazy_names as _lazy_names
 
 #: Where each name of this package is defined, imported on first use (PEP 562): a rank process that needs only
 #: :mod:`hnowmodel.jobs.wire` does not load every job module and what they import.
@@ -47,20 +47,6 @@ _LAZY = {
     ),
     **dict.fromkeys(("TIMING_METHODS", "BenchJob", "CalibrateJob", "InfoJob", "MeasureJob"), ".specs"),
 }
-
-
-def __getattr__(name: str):
-    """``hnowmodel.jobs.NAME``: imported from :data:`_LAZY` on first use and kept."""
-    mod = _LAZY.get(name)
-    if mod is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(mod, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
@@ -113,3 +99,5 @@ __all__ = [
     "InfoJob",
     "MeasureJob",
 ]
+
+__getattr__, __dir__ = _lazy_names(__name__, {n: (m, n) for n, m in _LAZY.items()}, __all__, globals())
