@@ -25,6 +25,7 @@ __all__ = [
     "any_tree",
     "flow_profile",
     "network_profile",
+    "gamma_profile_file",
     "profile_with_hosts",
     "model_us",
     "check_measured_row",
@@ -164,6 +165,17 @@ def paper_shm_profile(profile=None):
     prof = profile if profile is not None else paper_profile()
     shm = {t: ShmCosts(NodeType(t, 2.0, 1e-4, 2.0, 1e-4), Link(0.5, 2e-4)) for t in prof.type_names}
     return replace(prof, shm=shm)
+
+
+def gamma_profile_file(folder: Path) -> Path:
+    """The paper profile with a stated reduction cost γ per type (fast 0.5 µs + 3e-4 µs/B, slow 0.5 µs + 6e-4 µs/B),
+    saved as ``folder/p.json``: what a compare of the reductions on 2 ranks predicts from."""
+    from hnowmodel.params import Profile, paper_profile
+
+    reduce = {t: {"Gc_us": 0.5, "Gm_us_per_byte": g} for t, g in (("fast", 3e-4), ("slow", 6e-4))}
+    path = folder / "p.json"
+    Profile.from_dict({**paper_profile().to_dict(), "extensions": {"reduce": {"types": reduce}}}).save(path)
+    return path
 
 
 def profile_with_hosts(

@@ -14,10 +14,9 @@ from hnowmodel.errors import InputError
 from hnowmodel.jobs.checks import check_request
 from hnowmodel.jobs.launcher import Launch
 from hnowmodel.libraries.mpich.defaults import RULES
-from tests.helpers import check_compared_row, run_hnow
+from tests.helpers import check_compared_row, gamma_profile_file, run_hnow
 
 SCHEDULE_OPS = [o for o in hm.ops.names() if o not in hm.ops.tree_names()]
-REDUCE = {"types": {"fast": {"Gc_us": 0.5, "Gm_us_per_byte": 3e-4}, "slow": {"Gc_us": 0.5, "Gm_us_per_byte": 6e-4}}}
 
 
 def test_a_tree_is_refused_for_them_before_any_rank_starts():
@@ -29,9 +28,8 @@ def test_a_tree_is_refused_for_them_before_any_rank_starts():
 
 @pytest.mark.mpi
 def test_compare_native_on_two_ranks_puts_each_row_beside_its_model(tmp_path):
-    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
-    path = tmp_path / "p.json"
-    prof.save(path)
+    path = gamma_profile_file(tmp_path)
+    prof = hm.Profile.load(path)
     sizes = (8, 4096)
     proc = run_hnow(
         "compare", "--np", "2", "--mpi", "mpich", "--profile", str(path), "--layout", "FF",
@@ -60,9 +58,8 @@ def test_compare_native_on_two_ranks_puts_each_row_beside_its_model(tmp_path):
 def test_a_pinned_algorithm_is_modelled_by_its_schedule_where_it_runs(tmp_path):
     """native:reduce_scatter_allgather (Rabenseifner's) pinned by MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM: its schedule
     at 4 KiB; at 8 B (one double, fewer than the 2 ranks) MPICH falls back and the row has no prediction, a note."""
-    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
-    path = tmp_path / "p.json"
-    prof.save(path)
+    path = gamma_profile_file(tmp_path)
+    prof = hm.Profile.load(path)
     proc = run_hnow(
         "compare", "--np", "2", "--mpi", "mpich", "--profile", str(path), "--layout", "FF", "--ops", "allreduce",
         "--trees", "native:reduce_scatter_allgather", "--sizes", "8,4096", "--reps", "2", "--iters", "2", "--json",

@@ -25,13 +25,12 @@ from hnowmodel import ops
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import intelmpi_missing
 from hnowmodel.libraries.intelmpi.schedules import OP_ALGORITHMS
-from tests.helpers import check_compared_row, run_hnow
+from tests.helpers import check_compared_row, gamma_profile_file, run_hnow
 
 MISSING = intelmpi_missing() or ("" if shutil.which("strace") else "no strace here")
 needs_impi = pytest.mark.skipif(bool(MISSING), reason=f"no Intel MPI environment or strace: {MISSING}")
 M = 4096  # bytes: 512 doubles, whole halves; sent eagerly (one sendmsg each)
 SCHEDULE_OPS = tuple(OP_ALGORITHMS)
-REDUCE = {"types": {"fast": {"Gc_us": 0.5, "Gm_us_per_byte": 3e-4}, "slow": {"Gc_us": 0.5, "Gm_us_per_byte": 6e-4}}}
 
 _PROBE = """
 import os, sys
@@ -134,9 +133,8 @@ def test_compare_puts_the_default_and_a_pinned_algorithm_beside_their_models(tmp
     types, so one rank per host as far as the model knows): the ring's rows are predicted by the ring schedule, the
     default's by the schedule the wire showed at that size (allreduce: recursive doubling at 1 KiB, Rabenseifner's
     at 16 KiB; allgather: recursive doubling)."""
-    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
-    path = tmp_path / "p.json"
-    prof.save(path)
+    path = gamma_profile_file(tmp_path)
+    prof = hm.Profile.load(path)
     proc = run_hnow(
         "compare", "--np", "2", "--mpi", "intelmpi", "--profile", str(path), "--layout", "FF",
         "--ops", "allreduce,allgather", "--trees", "native,native:ring", "--sizes", "1024,16384",

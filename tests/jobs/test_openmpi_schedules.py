@@ -26,12 +26,11 @@ from hnowmodel import ops
 from hnowmodel.jobs import Launch, mpi_lock
 from hnowmodel.jobs.mpienv import openmpi_missing
 from hnowmodel.libraries.openmpi.tuned import OP_ALGORITHMS, default_model
-from tests.helpers import check_compared_row, env_of_file, run_hnow
+from tests.helpers import check_compared_row, env_of_file, gamma_profile_file, run_hnow
 
 MISSING = openmpi_missing()
 M = 4096  # bytes: 512 doubles, whole halves, more elements than ranks (no algorithm falls back)
 SCHEDULE_OPS = tuple(OP_ALGORITHMS)
-REDUCE = {"types": {"fast": {"Gc_us": 0.5, "Gm_us_per_byte": 3e-4}, "slow": {"Gc_us": 0.5, "Gm_us_per_byte": 6e-4}}}
 
 _PROBE = """
 import sys
@@ -126,9 +125,8 @@ def test_compare_native_predicts_the_fixed_rules_choice_size_by_size(tmp_path):
     """``hnow compare --mpi openmpi --tree native`` of the five operations on 2 ranks: each row beside the schedule
     of the algorithm Open MPI's fixed rules run at its size, or a note where that one is not modelled
     (reduce_scatter_block's butterfly)."""
-    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
-    path = tmp_path / "p.json"
-    prof.save(path)
+    path = gamma_profile_file(tmp_path)
+    prof = hm.Profile.load(path)
     sizes = (1024, 65536)
     proc = run_hnow(
         "compare", "--np", "2", "--mpi", "openmpi", "--profile", str(path), "--layout", "FF",
@@ -156,9 +154,8 @@ def test_compare_native_predicts_the_fixed_rules_choice_size_by_size(tmp_path):
 def test_a_pinned_algorithm_is_predicted_where_it_runs_and_noted_where_open_mpi_switches(tmp_path):
     """``native:rabenseifner`` (allreduce 6): Rabenseifner's schedule at 1 KiB; at 8 B (one double, fewer than the
     2 ranks' power of two) Open MPI runs its basic linear allreduce instead, which hnow does not model: a note."""
-    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
-    path = tmp_path / "p.json"
-    prof.save(path)
+    path = gamma_profile_file(tmp_path)
+    prof = hm.Profile.load(path)
     proc = run_hnow(
         "compare", "--np", "2", "--mpi", "openmpi", "--profile", str(path), "--layout", "FF", "--ops", "allreduce",
         "--trees", "native:rabenseifner", "--sizes", "8,1024", "--reps", "2", "--iters", "2", "--json", timeout=120,
@@ -178,9 +175,7 @@ def test_an_exported_rules_file_makes_open_mpi_run_the_chosen_allreduce(tmp_path
     """On 2 ranks at 4 KiB Open MPI's fixed rules run the ring allreduce (two halves each way); recursive doubling
     (one whole vector each way) is predicted faster, so the exported file selects it. With the file and its settings
     the wire shows recursive doubling's messages for the allreduce and the fixed rules' for the other operations."""
-    prof = hm.Profile.from_dict({**hm.paper_profile().to_dict(), "extensions": {"reduce": REDUCE}})
-    path, out = tmp_path / "p.json", tmp_path / "ex"
-    prof.save(path)
+    path, out = gamma_profile_file(tmp_path), tmp_path / "ex"
     proc = run_hnow(
         "export", "--profile", str(path), "--layout", "FF", "--format", "ompi-rules", "--ops", "allreduce",
         "--sizes", str(M), "-o", str(out), "--json", timeout=120,
