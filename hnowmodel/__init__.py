@@ -11,6 +11,7 @@ The model and the library: no MPI import anywhere in this package. What runs und
 
 import sys as _sys
 
+from . import runopts as _runopts  # its former name hnowmodel.schedule, registered below
 from .errors import HnowError, InputError, LayoutError, MPIRunError, ProfileError, TreeError
 from .lazy import lazy_names as _lazy_names
 
@@ -43,7 +44,7 @@ _LAZY = {
             "treespec",
             "tuning",
         )
-    },  # fmt: skip
+    },
     "benchmarks": (".bench_registry", None),
     "schedule": (".runopts", None),
     "mpich": (".libraries.mpich.selection", None),
@@ -65,7 +66,7 @@ _LAZY = {
             "setup_intelmpi",
             "setup_openmpi",
         )
-    },  # fmt: skip
+    },
     "parse_layout": (".layout", "parse_layout"),
     **{n: (".params", n) for n in ("Link", "NodeType", "Profile", "paper_profile")},
     "parse_sizes": (".sizes", "parse_sizes"),
@@ -74,8 +75,6 @@ _LAZY = {
 
 
 # ``from hnowmodel.schedule import Schedule`` keeps working (the former module name of hnowmodel.runopts)
-from . import runopts as _runopts  # noqa: E402
-
 _sys.modules[__name__ + ".schedule"] = _runopts
 
 __version__ = "0.1.0"
