@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..demo import CLUSTER_SPEC, CONFIGS, group_table, run_demo
+from ..demo import CLUSTER_SPEC, CONFIGS, group_table, run_demo, schedules
 from .common import add_mpi_choice, add_output, emit_json, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -93,11 +93,14 @@ def run(args: argparse.Namespace) -> int:
             f"gain of {g['what']} ({g['op']}, {g['size']} B): predicted "
             f"{'n/a' if p is None else f'{p:.1f} %'}, measured {'n/a' if q is None else f'{q:.1f} %'}"
         )
+    said = str(res.context.get(schedules.OP, ""))
+    if said.startswith("not shown"):  # the message-schedule operation the demo could not run here, and why
+        print(f"{schedules.OP}: {said}")
     s = res.summary
     agree = sum(b["agree"] for b in res.best)
     print(
         f"overall: median |error| {s['median_abs_error_pct']:.1f} %, max |error| {s['max_abs_error_pct']:.1f} % "
-        f"over {s['rows']} rows; model picks the measured-best tree in {agree}/{len(res.best)} cases"
+        f"over {s['rows']} rows; model picks the measured-best tree (or algorithm) in {agree}/{len(res.best)} cases"
     )
     print(
         f"report: {res.report}/ (profile.json, comparison.csv, best_trees.csv, *.png, summary.md); "

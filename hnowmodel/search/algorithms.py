@@ -207,11 +207,14 @@ def _defaults(op: str, profile: Profile, layout: Sequence[str], size: float, roo
 
 
 def _plain_candidates(o: _ops.Operation, score: _Scorer, profile: Profile, layout: Sequence[str], size: float,
-                      root: int | None):  # fmt: skip
-    """(µs, name, params, perm, how) of each of ``o``'s algorithms in its best order; refusals as text."""
+                      root: int | None, keep: Any = None):  # fmt: skip
+    """(µs, name, params, perm, how) of each of ``o``'s algorithms (those named in ``keep``, None: all) in its best
+    order; refusals as text."""
     n = len(layout)
     cands, skipped, current = [], [], {}
     for name, alg in o.algorithms.items():
+        if keep is not None and name not in keep:
+            continue
         try:
             sched = alg.schedule(n, size, 0) if alg.rooted else alg.schedule(n, size)
         except InputError as e:  # this algorithm does not run here (ranks, elements)
@@ -232,9 +235,10 @@ def _plain_candidates(o: _ops.Operation, score: _Scorer, profile: Profile, layou
     return cands, skipped, current
 
 
-def _two_level_candidates(o: _ops.Operation, score: _Scorer, layout: Sequence[str], size: float, first: np.ndarray):
-    """(µs, name, params, perm, how) of each two-level composition, hosts in the order of ``first`` (its first rank
-    the root); [] unless every host holds the same number (> 1) of ranks."""
+def _two_level_candidates(o: _ops.Operation, score: _Scorer, layout: Sequence[str], size: float, first: np.ndarray,
+                          keep: Any = None):  # fmt: skip
+    """(µs, name, params, perm, how) of each two-level composition (those named in ``keep``, None: all), hosts in
+    the order of ``first`` (its first rank the root); [] unless every host holds the same number (> 1) of ranks."""
     if o.two_level is None or not isinstance(layout, Layout) or layout.one_per_host:
         return []
     if len(set(layout.slots.tolist())) != 1:
@@ -246,6 +250,8 @@ def _two_level_candidates(o: _ops.Operation, score: _Scorer, layout: Sequence[st
         try:
             name, sched = two_level(o.two_level, alg, groups, size)
         except InputError:  # that algorithm does not run on these leaders (a power of two only)
+            continue
+        if keep is not None and name not in keep:
             continue
         params: dict[str, Any] = {"levels": name.split(":", 1)[1], "leaders": [int(x) for x in groups[:, 0]]}
         if alg.rooted:
@@ -263,12 +269,15 @@ def best_algorithm(
     variant: str | None = None,
     reduce_us_per_byte: Any = None,
     libraries: Sequence[str] | None = None,
+    candidates: Sequence[str] | None = None,
 ) -> BestTree:
     """The fastest algorithm of ``op`` (whose algorithms are message schedules) with its rank order, root and levels
     (the module's docstring), under ``variant`` (None: the operation's default for ``profile``) at ``size`` bytes
     (the operation's m); ``root``: the root of a rooted algorithm (None: chosen); ``reduce_us_per_byte``: γ (None:
     the profile's); ``libraries``: the MPI libraries whose defaults join the candidates and are compared (None:
-    every one that pins ``op``). ``method`` names the algorithm, ``params`` its parameters, ``perm`` the rank order
+    every one that pins ``op``); ``candidates``: the names of the algorithms (and ``two-level:…`` compositions) to
+    search, e.g. those an MPI library can be told to run (None: all; the libraries' defaults join them anyway).
+    ``method`` names the algorithm, ``params`` its parameters, ``perm`` the rank order
     (``perm[p]``: the rank at position p), ``compared`` each algorithm's best time, ``defaults_us`` the libraries'
     defaults (µs, current order)."""
     o = _ops.get(op)
@@ -282,8 +291,9 @@ def best_algorithm(
     if var.evaluate is None or not (var.shared_hosts or one_per_host(layout)):
         o.predict(profile, layout, next(iter(o.algorithms)), [size], variant=var.name, reduce_us_per_byte=gamma)
     score = _Scorer(var, profile, layout, gamma)
-    cands, skipped, current = _plain_candidates(o, score, profile, layout, size, root)
-    cands += _two_level_candidates(o, score, layout, size, host_speed_order(profile, layout, size, root))
+    keep = None if candidates is None else frozenset(candidates)
+    cands, skipped, current = _plain_candidates(o, score, profile, layout, size, root, keep)
+    cands += _two_level_candidates(o, score, layout, size, host_speed_order(profile, layout, size, root), keep)
     libs = _ops.native_libraries(op) if libraries is None else tuple(libraries)
     r0 = 0 if root is None else root
     defaults = _defaults(op, profile, layout, size, r0, var.name, gamma, libs, current)

