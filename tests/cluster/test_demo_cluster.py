@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from hnowmodel import ops
-from hnowmodel.demo import CLUSTER_NODE_AWARE
+from hnowmodel.demo import CLUSTER_NODE_AWARE, schedules
 from hnowmodel.params import Profile
 from tests.helpers import check_compared_row, run_hnow
 
@@ -58,6 +58,19 @@ def test_cluster_demo_with_a_two_rank_host_reports_the_node_aware_gain(tmp_path,
     for g in node_aware:
         assert g["size"] == 16384
         assert math.isfinite(g["predicted_gain_pct"]) and math.isfinite(g["measured_gain_pct"]), g
-    assert "| node-aware tree vs binomial |" in (out / "summary.md").read_text()
+    summary = (out / "summary.md").read_text()
+    assert "| node-aware tree vs binomial |" in summary
+    # allreduce (the message-schedule operation): the library's default and the algorithm hnow chooses among those
+    # it runs, in its rank order, both predicted (the calibration measured γ) and measured
+    mine = {r["tree"]: r for r in res["rows"] if r["op"] == schedules.OP}
+    assert set(mine) == {ops.NATIVE, "optimal"}
+    for r in mine.values():
+        assert r["size"] == 16384 and r["predicted_us"] is not None, r
+    assert mine["optimal"]["predicted_us"] <= mine[ops.NATIVE]["predicted_us"] * (1 + 1e-9)  # never predicted slower
+    assert mine["optimal"]["note"].startswith("hnow's choice: ")  # a pinned algorithm, or the default
+    (gain,) = [g for g in res["gains"] if g["what"] == schedules.WHAT]
+    assert (gain["op"], gain["size"]) == (schedules.OP, 16384)
+    assert gain["predicted_gain_pct"] >= -1e-9 and math.isfinite(gain["measured_gain_pct"]), gain
+    assert f"## {schedules.OP}: " in summary and "| 16K |" in summary.split(f"## {schedules.OP}: ")[1]
     links = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert f"hnow-{name}-" not in links  # the demo took its cluster down

@@ -154,6 +154,23 @@ def test_predict_choice_predicts_what_was_chosen(op):
             assert float(got[0]) == pytest.approx(best.time_us, rel=1e-12), best.method
 
 
+def test_candidates_limit_the_search_to_the_algorithms_named():
+    """``candidates`` (what an MPI library can be told to run): the choice is one of them or a library's default,
+    never a composition left out, and each kept algorithm's time is the unrestricted search's."""
+    prof = paper_shm_profile()
+    layout = Layout(["fast", "fast", "slow", "slow", "fast", "fast"], [0, 0, 1, 1, 2, 2])
+    full = search.best_algorithm(prof, layout, "allgather", 1024)
+    assert full.method.startswith("two-level:")  # what the restriction must leave out
+    kept = [a for a in ops.get("allgather").algorithms if a != "ring"]
+    best = search.best_algorithm(prof, layout, "allgather", 1024, candidates=kept)
+    assert best.method in kept or best.method.startswith("native:")
+    assert not any(k.startswith("two-level:") or k == "ring" for k in best.compared)
+    everything = {full.method: full.time_us, **full.compared}
+    for k, t in {best.method: best.time_us, **best.compared}.items():
+        if k in kept:
+            assert t == pytest.approx(everything[k], rel=1e-12), k
+
+
 def test_a_two_level_allgather_wins_on_hosts_at_small_sizes():
     prof = paper_shm_profile()
     layout = Layout(["fast", "fast", "slow", "slow", "fast", "fast"], [0, 0, 1, 1, 2, 2])
