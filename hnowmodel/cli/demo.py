@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     testbed_only = any(v is not None for v in (args.configs, args.method, args.stat)) or (
         args.launcher != "mpiexec" or bool(args.launcher_args)
     )  # options only the emulated demo has (a cluster is started by the chosen library's own mpiexec)
-    # a virtual cluster where the machine allows one (about 170 s here), else the emulated testbed: "auto" says which
+    # a virtual cluster where the machine allows one (about 2 min here), else the emulated testbed: "auto" says which
     if args.testbed or testbed_only:
         where = "testbed"
     else:
@@ -89,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     for g in res.context.get("gains", []):
         p = g["predicted_gain_pct"]
         q = g["measured_gain_pct"]
+        detail = f": {g['detail']}" if g.get("detail") else ""  # what ran, where the gain's name does not say
         print(
-            f"gain of {g['what']} ({g['op']}, {g['size']} B): predicted "
+            f"gain of {g['what']} ({g['op']}, {g['size']} B{detail}): predicted "
             f"{'n/a' if p is None else f'{p:.1f} %'}, measured {'n/a' if q is None else f'{q:.1f} %'}"
         )
     said = str(res.context.get(schedules.OP, ""))

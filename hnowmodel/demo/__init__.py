@@ -25,8 +25,12 @@ ranks), real MPI over TCP through the shaped links. There:
    binomial) collective, at 16 and 64 KiB;
 3. measure the gains over binomial of the node-aware tree and of the chosen tree (predicted vs measured), and the
    gain of the rank order the search picks for MPICH's binomial broadcast (``measure(..., reorder=True)``);
-4. write the report folder: ``profile.json``, ``comparison.csv``, ``gains.csv``, ``compare-cluster.png``,
-   ``summary.md``.
+4. beside them allreduce (:mod:`hnowmodel.demo.schedules`): the library's default (``native``) and the algorithm
+   hnow chooses among those the library runs, in the rank order the search finds (``optimal``, pinned and run with
+   ``MPI_Comm_split`` keys), at the same sizes, predicted and measured, and its gain over the default (the profile's
+   γ: the calibration measures it; on the emulated testbed allreduce is not shown, and the report says why);
+5. write the report folder: ``profile.json``, ``comparison.csv``, ``gains.csv``, ``compare-cluster.png``,
+   ``summary.md`` (its allreduce section: per size the default and the choice, predicted / measured, and the gain).
 """
 
 from __future__ import annotations
@@ -509,7 +513,9 @@ def _write_cluster_report(
     write_csv(out / "comparison.csv", rows)
     write_csv(out / "best_trees.csv", best, columns=list(best[0]) if best else [])
     write_csv(
-        out / "gains.csv", gains, columns=["what", "op", "size", "predicted_gain_pct", "measured_gain_pct", "keys"]
+        out / "gains.csv",
+        gains,
+        columns=["what", "op", "size", "predicted_gain_pct", "measured_gain_pct", "keys", "detail"],
     )
     plot_comparison(rows, out / "compare-cluster.png", plot_title)
     text = markdown_summary(rows, "hnow demo: predicted vs measured on a virtual cluster", context, keys=("op", "tree"))

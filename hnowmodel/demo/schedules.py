@@ -173,7 +173,7 @@ def schedule_rows(
 
 def gain_rows(rows: Sequence[dict[str, Any]], choices: Sequence[Choice]) -> list[dict[str, Any]]:
     """Per size the choice's gain over the default (%), predicted and measured, as the demo's gains table has them
-    (``keys``: the choice's ``MPI_Comm_split`` keys)."""
+    (``keys``: the choice's ``MPI_Comm_split`` keys; ``detail``: what ran, in words)."""
     out = []
     for c in choices:
         b, o = _pair(rows, c.size)
@@ -185,6 +185,7 @@ def gain_rows(rows: Sequence[dict[str, Any]], choices: Sequence[Choice]) -> list
                 "predicted_gain_pct": gain_pct(b["predicted_us"], o["predicted_us"]),
                 "measured_gain_pct": gain_pct(b["measured_us"], o["measured_us"]),
                 "keys": "" if c.keys is None else " ".join(map(str, c.keys)),
+                "detail": f"{c.spec}{'' if c.perm is None else ', ranks reordered'} vs {_default_name(c)}",
             }
         )
     return out
@@ -194,6 +195,12 @@ def _pair(rows: Sequence[dict[str, Any]], size: int) -> tuple[dict[str, Any], di
     """The default's row and the choice's at ``size``."""
     by = {r["tree"]: r for r in rows if r["op"] == OP and r["size"] == size}
     return by[ops.NATIVE], by["optimal"]
+
+
+def _default_name(c: Choice) -> str:
+    """What the library's default runs at the choice's size (its model algorithm), e.g. ``reduce_scatter_allgather``."""
+    name = next(iter(c.best.default_names.values()), "default")
+    return name.removeprefix("default (").removesuffix(")") if name.startswith("default (") else name
 
 
 def _ms(us: float | None) -> str:
@@ -216,7 +223,7 @@ def markdown(rows: Sequence[dict[str, Any]], choices: Sequence[Choice], library:
     for c in choices:
         b, o = _pair(rows, c.size)
         p, q = gain_pct(b["predicted_us"], o["predicted_us"]), gain_pct(b["measured_us"], o["measured_us"])
-        default = c.best.default_names.get(library, "default").replace("default ", "").strip("()")
+        default = _default_name(c)
         order = "launched" if c.perm is None else " ".join(map(str, c.perm))
         text += (
             f"| {format_size(c.size)} | {default} | {_ms(b['predicted_us'])} / {_ms(b['measured_us'])} | "

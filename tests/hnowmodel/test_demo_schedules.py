@@ -55,6 +55,7 @@ def test_gains_and_the_report_section():
     assert (g["what"], g["op"], g["size"]) == (schedules.WHAT, schedules.OP, 65536)
     assert g["predicted_gain_pct"] == pytest.approx(40.0) and g["measured_gain_pct"] == pytest.approx(30.0)
     assert g["keys"] == ("" if c.keys is None else " ".join(map(str, c.keys)))
+    assert g["detail"].startswith(c.spec) and g["detail"].endswith(" vs reduce_scatter_allgather")  # MPICH at 64K
     text = schedules.markdown(rows, [c], "MPICH")
     assert f"## {schedules.OP}: MPICH's default vs the algorithm hnow chooses" in text
     assert "| 64K |" in text and "10.00 / 11.00" in text and "40.0 % | 30.0 % |" in text and c.spec in text
