@@ -510,7 +510,7 @@ def _network_plan(args, rt, prepared, pk, hosts) -> tuple[tuple[str, ...], dict[
     auto_info = None
     if layout is None:
         layout, auto_info = nic_auto_layout(pc, nics, hosts)
-        cpus = cp.step("cpus", lambda: measure_cpus(pk, rt, hosts), share=True)
+        cpus = cp.step("cpus", lambda: measure_cpus(pk, rt, hosts, layout), share=True)
         layout, auto_info["cpu"] = cpu_split(layout, hosts, cpus)
         rt.progress(
             f"hosts: CPU (memcpy of {CPU_PROBE_BYTES >> 10} KiB in cache) "

@@ -364,14 +364,22 @@ CPU_PROBE_REPS = 5
 #: median), so something else that runs on the machine for a moment does not make one host look slower (a CPU
 #: quota slows a host in every round).
 CPU_PROBE_ROUNDS = 2
+#: Further rounds, at most, over the hosts of a NIC group the probe splits by CPU, until the split no longer shows
+#: or these run out: a split must show in the least disturbed of every round (equal hosts were split now and then
+#: after two rounds on a 2-core VM; a real CPU quota splits in every round, at the cost of these rounds).
+CPU_CONFIRM_ROUNDS = 2
 
 
-def measure_cpus(pk: PairKernels, rt: Any, hosts: Sequence[str]) -> dict[str, dict[str, Any]]:
+def measure_cpus(
+    pk: PairKernels, rt: Any, hosts: Sequence[str], layout: Sequence[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Each host's CPU: its first rank's ``memcpy`` of :data:`~calibrate.protocol.CPU_PROBE_BYTES` within the
     core's caches, :data:`~calibrate.protocol.CPU_PROBE_COPIES` copies back to back per repetition (µs per copy:
     the median over :data:`CPU_PROBE_REPS`, and the median's 95 % CI), timed while every other rank sleeps, in
-    :data:`CPU_PROBE_ROUNDS` rounds over the hosts, the round with the lowest median kept;
-    ``{host: {"copy_us", "ci_us", "bytes", "copies", "rounds_us"}}`` on every rank."""
+    :data:`CPU_PROBE_ROUNDS` rounds over the hosts, the round with the lowest median kept; with the NIC groups'
+    ``layout`` (one type per rank), up to :data:`CPU_CONFIRM_ROUNDS` more rounds over the hosts of the groups
+    :func:`cpu_split` splits, while it splits them; ``{host: {"copy_us", "ci_us", "bytes", "copies",
+    "rounds_us"}}`` on every rank (every rank takes the same decisions from the same broadcast results)."""
     first: dict[str, int] = {}
     for r, h in enumerate(hosts):
         first.setdefault(h, r)
@@ -386,10 +394,25 @@ def measure_cpus(pk: PairKernels, rt: Any, hosts: Sequence[str]) -> dict[str, di
             "copies": CPU_PROBE_COPIES,
         }
 
+    seen: dict[str, list[dict[str, Any]]] = {h: [] for h in first}
+
+    def probe_round(which: Sequence[str]) -> None:
+        for h in which:
+            seen[h].append(group_call(pk, [first[h]], probe))
+
+    def best() -> dict[str, dict[str, Any]]:
+        return {h: min(v, key=lambda x: x["copy_us"]) for h, v in seen.items()}
+
     with rt.step("host CPUs"):
-        rounds = [{h: group_call(pk, [r], probe) for h, r in first.items()} for _ in range(CPU_PROBE_ROUNDS)]
-    best = {h: min((rd[h] for rd in rounds), key=lambda v: v["copy_us"]) for h in first}
-    return {h: {**v, "rounds_us": [rd[h]["copy_us"] for rd in rounds]} for h, v in best.items()}
+        for _ in range(CPU_PROBE_ROUNDS):
+            probe_round(list(first))
+        for _ in range(CPU_CONFIRM_ROUNDS if layout is not None else 0):
+            split = cpu_split(layout, hosts, best())[1]["groups"]
+            again = [h for h in first if any(h in g for groups in split.values() for g in groups)]
+            if not again:
+                break
+            probe_round(again)
+    return {h: {**v, "rounds_us": [x["copy_us"] for x in seen[h]]} for h, v in best().items()}
 
 
 def cpu_split(
@@ -432,6 +455,7 @@ def cpu_split(
         f"new CPU group where a host is more than {100 * CPU_TOLERANCE:g} % slower than the group's first and "
         "beyond both confidence intervals",
         "copy_us": {h: v["copy_us"] for h, v in cpus.items()},
+        "rounds": {h: len(v.get("rounds_us", [])) for h, v in cpus.items()},
         "groups": {t: g for t, g in groups.items() if len(g) > 1},
     }
     return tuple(new[h] for h in hosts), info

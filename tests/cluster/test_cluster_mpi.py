@@ -167,6 +167,8 @@ def test_auto_layout_groups_three_speeds_in_mixed_order_then_by_cpu(tmp_path, cl
     cpu = doc["provenance"]["layout"]["auto"]["cpu"]
     assert cpu["groups"] == {"slow": [["h1"], ["h3"]]}
     assert cpu["copy_us"]["h3"] > 1.25 * max(cpu["copy_us"][h] for h in ("h1", "h2", "h4"))
+    # the split group's hosts were probed again until the split had shown in every round; the others twice
+    assert cpu["rounds"] == {"h1": 4, "h2": 2, "h3": 4, "h4": 2}
     # the spec was never read by the calibration: what it says about the layout is only in its provenance
     assert doc["provenance"]["layout"]["given"] is False
 
