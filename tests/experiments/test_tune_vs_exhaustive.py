@@ -1,0 +1,66 @@
+"""experiments/tune_vs_exhaustive.py without MPI: its arguments, the clusters it builds, what it runs, its verdicts."""
+
+from __future__ import annotations
+
+import doctest
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hnowmodel as hm
+from hnowmodel import ops
+from hnowmodel.errors import InputError
+from hnowmodel.tuning.shapes import Shape, ShapeHost
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
+
+@pytest.fixture(scope="module")
+def tvx():
+    sys.path.insert(0, str(EXPERIMENTS))
+    try:
+        import tune_vs_exhaustive
+    finally:
+        sys.path.remove(str(EXPERIMENTS))
+    return tune_vs_exhaustive
+
+
+def test_its_doctests(tvx):
+    assert doctest.testmod(tvx, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_arguments_are_checked_before_any_cluster(tvx, tmp_path):
+    p = tvx.build_parser()
+    assert tvx.check_args(p.parse_args([])) == (["12x1"], [16384, 65536, 262144], ["bcast", "allreduce", "alltoall"])
+    for bad in (["--calibrate", "7x1"], ["--calibrate", "6by1"], ["--ops", "bogus"], ["--reps", "0"],
+                ["--sizes", "12", "--ops", "allreduce"], ["--shapes", "12by1"]):  # fmt: skip
+        with pytest.raises(InputError):
+            tvx.check_args(p.parse_args(bad))
+    proc = subprocess.run([sys.executable, str(EXPERIMENTS / "tune_vs_exhaustive.py"), "--out", str(tmp_path / "o"),
+                           "--calibrate", "9x1"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "at most 6 hosts" in proc.stderr.splitlines()[-1], proc.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_baseline_runs_the_default_and_every_pinned_algorithm_the_model_takes(tvx):
+    for op in ("bcast", "allreduce", "alltoall"):
+        got = tvx.candidates(op, 12, [16384, 262144])
+        pinned = [f"native:{a.algorithm}" for a in ops.native_algorithms(op, "MPICH") if a.algorithm != "default"]
+        assert got[0] == "native" and set(got[1:]) <= set(pinned) and len(got) > 2
+    assert "native:recursive_doubling" not in tvx.candidates("allgather", 12, [16384])  # 12: not a power of two
+    assert "native:recursive_doubling" in tvx.candidates("allgather", 16, [16384])
+
+
+def test_a_target_cluster_gives_each_host_its_calibrated_twins_rates(tvx):
+    cal = tvx.calibration_spec("6x1")
+    types = {"f": "fast", "s": "slow", "m": "medium"}
+    pool = [ShapeHost(h["name"], types[h["name"][0]]) for h in cal["hosts"]]
+    shape = Shape("12x1", (*pool, *(ShapeHost(f"{h.name}.2", h.type) for h in pool)))
+    spec, layout = tvx.target_spec(shape, cal)
+    assert [h["name"] for h in spec["hosts"]][5:8] == ["s2", "f1-2", "s1-2"]
+    assert layout.split(",") == [h.type for h in shape.hosts]
+    rates = {h["name"]: (h["egress_mbit"], h["ingress_mbit"]) for h in cal["hosts"]}
+    assert all((h["egress_mbit"], h["ingress_mbit"]) == rates[h["name"].split("-")[0]] for h in spec["hosts"])
+    hm.cluster.load_spec(spec)  # a valid cluster spec: the host names the namespaces take
