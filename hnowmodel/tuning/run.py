@@ -27,6 +27,7 @@ from ..jobs import CalibrateSettings, Launch, calibrate, progress_printer
 from ..jobs.checks import Progress, check_count, gather, job_layout, load_profile, placement_hosts
 from ..jobs.hostfile import read_hostfile
 from ..jobs.mpienv import MPI_LIBRARIES, check_mpi
+from ..layout import Layout
 from ..options import check_ops
 from ..params import Profile
 from ..sizes import format_size, size_tuple
@@ -158,6 +159,9 @@ def _run_shape(prof: Profile, launch: Launch, layout: Any) -> tuple[Shape, bool]
             f"--verify: give --layout (the node type of each of the {launch.np} ranks; the profile was calibrated "
             f"on {len(prof.layout)})"
         )
+    if lay.host_names is None and hosts is not None and len(set(hosts)) == lay.n_hosts == len(hosts):
+        # one rank per host: the layout does not carry the names, the tuned order must (tuned_launch reorders them)
+        lay = Layout(list(lay), lay.hosts, hosts)
     slots = set(lay.slots.tolist())
     label = f"run-{lay.n_hosts}x{slots.pop()}" if len(slots) == 1 else "run"
     return shape_from_layout(label, lay), hosts is not None

@@ -18,6 +18,7 @@ from hnowmodel.export import AlgorithmRequest, export
 from hnowmodel.export.make import LIBRARY_FORMATS
 from hnowmodel.params import Profile
 from hnowmodel.tuning import check_shape_syntax, parse_shapes, pool, shape_profile, tune, tune_shape
+from hnowmodel.tuning.run import _run_shape
 from hnowmodel.tuning.verify import tuned_launch, verify
 from tests.helpers import paper_shm_profile
 
@@ -226,3 +227,15 @@ def test_the_tuned_order_runs_on_a_copy_of_the_cluster_or_hostfile_in_that_order
     assert Path(got.hostfile).read_text().split() == [f"{h}:1" for h in st.hosts_in_order]
     with pytest.raises(InputError, match="hosts are unknown"):
         tuned_launch(hm.Launch(np=6), st, tmp_path / "p")
+
+
+def test_the_run_shape_of_a_given_layout_takes_the_clusters_host_names(tmp_path):
+    """--verify with --layout on a cluster of one rank per host: the shape's hosts are the cluster's (the tuned
+    order is a copy of the cluster in that order, which names its hosts), not h1, h2, ..."""
+    spec = tmp_path / "spec.json"
+    names = ["fa", "sa", "ma", "mb", "fb", "sb"]
+    spec.write_text(json.dumps(_cluster_doc(names)))
+    launch = hm.Launch(np=6, cluster=str(spec))
+    shape, known = _run_shape(CLUSTER, launch, "fast,slow,medium,medium,fast,slow")
+    assert known and [h.name for h in shape.hosts] == names
+    assert [h.type for h in shape.hosts] == ["fast", "slow", "medium", "medium", "fast", "slow"]
