@@ -214,7 +214,8 @@ or Bruck allgather then)
     mask = 1
     while mask < n:
         lo = (r // mask) * mask
-        b.add(r, r ^ mask, mask * m if blocks is None else upto[lo + mask] - upto[lo], carry=lambda i, lo=lo, mask=mask: _ranges(lo, lo + mask, n))
+        nbytes = mask * m if blocks is None else upto[lo + mask] - upto[lo]
+        b.add(r, r ^ mask, nbytes, carry=lambda i, lo=lo, mask=mask: _ranges(lo, lo + mask, n))
         mask <<= 1
     return b.schedule()
 

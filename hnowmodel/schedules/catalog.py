@@ -5,10 +5,10 @@ generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedule
 that only Open MPI runs (reduce ``linear``, alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
-What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector (reduce, allreduce: the m bytes each rank contributes, doubles
-summed, 8-byte elements where the split is by elements), an allgather's block (each rank's m bytes), a
-reduce-scatter's result block (each rank contributes p blocks of m bytes, ends with one), an alltoall's block (the
-m bytes each rank sends to each rank).
+What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
+(reduce, allreduce: the m bytes each rank contributes, doubles summed, 8-byte elements where the split is by
+elements), an allgather's block (each rank's m bytes), a reduce-scatter's result block (each rank contributes p blocks
+of m bytes, ends with one), an alltoall's block (the m bytes each rank sends to each rank).
 
 >>> sorted(ALLREDUCE)
 ['recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring']
