@@ -102,7 +102,6 @@ _MPICH_ALPHA_BCAST = NativeAlgorithm(
 )
 
 
-
 def _mpich_scatter_bcast(name: str) -> NativeAlgorithm:
     """``MPIR_Bcast_intra_<name>`` (``scatter_ring_allgather``, ``scatter_recursive_doubling_allgather``): a binomial
     scatter of the message's ceil(m/p)-byte chunks, then an allgather of them (no tree: modelled by the bcast's
