@@ -22,6 +22,7 @@ from .algorithms import (
     ring_allreduce,
 )
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
+from .bcast import bcast_chunks, scatter_for_bcast, scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .flowrun import ScheduleRun
 from .fromtree import from_tree, tree_schedule
 from .generator import Algorithm, Generator
@@ -54,6 +55,10 @@ __all__ = [
     "pairwise_alltoall",
     "bruck_alltoall",
     "scattered_alltoall",
+    "bcast_chunks",
+    "scatter_for_bcast",
+    "scatter_ring_allgather",
+    "scatter_recursive_doubling_allgather",
     # the flow engine's evaluators: flows.evaluate (the one entry), flows.simulate, flowrounds.simulate_rounds
     "flows",
     "flowrounds",

@@ -151,29 +151,52 @@ def _ranges(lo: np.ndarray, hi: np.ndarray, nb: int) -> np.ndarray:
 
 
 # ---- allgather ---------------------------------------------------------------------------------------------------
-def ring_allgather(n: int, m: float, *, trace: BlockTrace | None = None) -> MessageSchedule:
+def ring_allgather(n: int, m: float, *, trace: BlockTrace | None = None, blocks: Any = None) -> MessageSchedule:
     """MPICH's ring allgather (``MPIR_Allgather_intra_ring``): ``n - 1`` steps, one step repeated, in which rank r
     sends ``m`` bytes (a rank's block) to ``(r + 1) % n``: first its own block, then the one it received last
-    (each step waits for the previous receive). Every rank sends ``(n - 1)·m`` bytes.
+    (each step waits for the previous receive). Every rank sends ``(n - 1)·m`` bytes. ``blocks`` (bytes, one per
+    rank; None: ``m`` each): blocks of unequal sizes, rank r's block ``blocks[r]`` (the chunks of MPICH's scatter +
+    ring allgather bcast, :mod:`hnowmodel.schedules.bcast`), then one step per ring step.
 
     >>> ring_allgather(3, 8.0).steps[0].repeat, ring_allgather(1, 8.0).n_steps
     (2, 0)
+    >>> [s.nbytes.tolist() for s in ring_allgather(3, 0.0, blocks=[4, 2, 0]).steps]
+    [[4.0, 2.0, 0.0], [0.0, 4.0, 2.0]]
     """
     n, m = _ranks(n), _size(m)
-    b = _Builder(n, "ring_allgather", trace, np.full(n, m))
-    if n > 1:
+    bb = _block_bytes(n, m, blocks)
+    b = _Builder(n, "ring_allgather", trace, bb)
+    if n > 1 and blocks is None:
         r = np.arange(n)
         b.add(r, (r + 1) % n, m, carry=lambda i: _rows(n, n, r, (r - i) % n), repeat=n - 1)
+    elif n > 1:  # the block each rank passes on changes size from step to step: one step each
+        r = np.arange(n)
+        for i in range(n - 1):
+            b.add(r, (r + 1) % n, bb[(r - i) % n], carry=lambda _, i=i: _rows(n, n, r, (r - i) % n))
     return b.schedule()
 
 
-def recursive_doubling_allgather(n: int, m: float, *, trace: BlockTrace | None = None) -> MessageSchedule:
+def _block_bytes(n: int, m: float, blocks: Any) -> np.ndarray:
+    """Each rank's block (bytes): ``m`` for every rank, or ``blocks`` (one finite number >= 0 per rank)."""
+    if blocks is None:
+        return np.full(n, m)
+    bb = np.asarray(blocks, dtype=float)
+    if bb.shape != (n,) or not np.all(np.isfinite(bb)) or np.any(bb < 0):
+        raise InputError(f"blocks: one finite number of bytes >= 0 per rank ({n}), got {blocks!r}")
+    return bb
+
+
+def recursive_doubling_allgather(
+    n: int, m: float, *, trace: BlockTrace | None = None, blocks: Any = None
+) -> MessageSchedule:
     """MPICH's recursive-doubling allgather (``MPIR_Allgather_intra_recursive_doubling``), power-of-two ``n`` only:
     ``lg n`` steps; in step k rank r exchanges the ``2**k`` blocks of its subtree (``2**k·m`` bytes, ``m`` a rank's
     block) with ``r ^ 2**k``. For other ``n`` MPICH runs another algorithm (ring or Bruck): :class:`InputError`.
 
     >>> [int(s.nbytes[0]) for s in recursive_doubling_allgather(8, 10).steps]
     [10, 20, 40]
+    >>> [s.nbytes.tolist() for s in recursive_doubling_allgather(4, 0.0, blocks=[3, 3, 2, 0]).steps]
+    [[3.0, 3.0, 2.0, 0.0], [6.0, 6.0, 2.0, 2.0]]
     >>> recursive_doubling_allgather(6, 10)
     Traceback (most recent call last):
     ...
@@ -184,12 +207,15 @@ or Bruck allgather then)
     if n & (n - 1):
         raise InputError(f"recursive_doubling_allgather: {n} ranks is not a power of two (MPICH runs the ring or "
                          "Bruck allgather then)")  # fmt: skip
-    b = _Builder(n, "recursive_doubling_allgather", trace, np.full(n, m))
+    bb = _block_bytes(n, m, blocks)
+    b = _Builder(n, "recursive_doubling_allgather", trace, bb)
+    upto = np.concatenate(([0.0], np.cumsum(bb)))  # bytes of the blocks before each rank's
     r = np.arange(n)
     mask = 1
     while mask < n:
         lo = (r // mask) * mask
-        b.add(r, r ^ mask, mask * m, carry=lambda i, lo=lo, mask=mask: _ranges(lo, lo + mask, n))
+        nbytes = mask * m if blocks is None else upto[lo + mask] - upto[lo]
+        b.add(r, r ^ mask, nbytes, carry=lambda i, lo=lo, mask=mask: _ranges(lo, lo + mask, n))
         mask <<= 1
     return b.schedule()
 

@@ -5,10 +5,10 @@ generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedule
 that only Open MPI runs (reduce ``linear``, alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
-What ``m`` is, in bytes per rank: a reduction's vector (reduce, allreduce: the m bytes each rank contributes, doubles
-summed, 8-byte elements where the split is by elements), an allgather's block (each rank's m bytes), a
-reduce-scatter's result block (each rank contributes p blocks of m bytes, ends with one), an alltoall's block (the
-m bytes each rank sends to each rank).
+What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
+(reduce, allreduce: the m bytes each rank contributes, doubles summed, 8-byte elements where the split is by
+elements), an allgather's block (each rank's m bytes), a reduce-scatter's result block (each rank contributes p blocks
+of m bytes, ends with one), an alltoall's block (the m bytes each rank sends to each rank).
 
 >>> sorted(ALLREDUCE)
 ['recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring']
@@ -35,10 +35,11 @@ from .algorithms import (
     ring_allreduce,
 )
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
+from .bcast import scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .generator import Algorithm
 from .reduce import rabenseifner_reduce
 
-__all__ = ["REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
+__all__ = ["BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
 
 #: The reductions' element: MPI_DOUBLE (MPI_SUM), 8 bytes; MPICH splits a vector by elements.
 ELEM_BYTES = 8
@@ -48,6 +49,15 @@ def _named(*algs: Algorithm) -> Mapping[str, Algorithm]:
     return MappingProxyType({a.name: a for a in algs})
 
 
+#: m = the message (bytes). A bcast's trees need no entry (any tree spec runs it); these are MPICH's bcasts that are
+#: no tree (:mod:`~hnowmodel.schedules.bcast`).
+BCAST = _named(
+    Algorithm("scatter_ring_allgather", "a binomial scatter of m/p chunks, then a ring allgather of them",
+              scatter_ring_allgather, rooted=True),
+    Algorithm("scatter_recursive_doubling_allgather",
+              "a binomial scatter of m/p chunks, then a recursive doubling allgather (p a power of two)",
+              scatter_recursive_doubling_allgather, rooted=True),
+)  # fmt: skip
 #: m = each rank's vector (bytes).
 REDUCE = _named(
     Algorithm("binomial", "ceil(lg p) steps up a binomial tree", binomial_reduce, rooted=True),

@@ -115,7 +115,14 @@ def test_every_mpich_bcast_algorithm_is_pinned_by_cvars_and_by_a_leaf():
     names = [c.algorithm for c in choices]
     assert len(set(names)) == len(names) and {"tree:kary:3", "tree:knomial_1:2", "tree:knomial_2:3"} <= set(names)
     assert names[-1] == "smp" and choices[-1].leaf == {"algorithm=MPIR_Bcast_intra_smp": {}}  # node-aware
-    for c in choices[1:-1]:
+    scatters = ["scatter_ring_allgather", "scatter_recursive_doubling_allgather"]
+    assert names[-3:-1] == scatters  # no tree: the bcast's message schedules of those names
+    for c in choices[-3:-1]:
+        assert c.env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == c.algorithm == c.model_tree
+        assert c.env["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none" and c.env["MPIR_CVAR_COLLECTIVE_FALLBACK"] == "error"
+        assert c.leaf == {f"algorithm=MPIR_Bcast_intra_{c.algorithm}": {}}
+        assert ops.get("bcast").schedule_algorithm(c.model_tree) is ops.get("bcast").algorithms[c.algorithm]
+    for c in choices[1:-3]:
         assert c.env["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "tree" and c.env["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
         _, tree_type, k = c.algorithm.split(":")
         assert c.leaf == {
@@ -250,14 +257,28 @@ def test_the_fastest_algorithm_is_chosen_and_written_for_its_sizes_only():
 
 
 def test_a_default_hnow_does_not_model_is_kept_and_said():
-    sel = choose_mpich(hm.paper_profile(), ["fast"] * 8, ops=["bcast"], sizes=[1024, 65536])
-    big = next(r for r in sel.rows if r.size_bytes == 65536)
-    assert big.default == big.chosen == "MPIR_Bcast_intra_scatter_recursive_doubling_allgather"
+    # 16 ranks on 2 nodes at 64 KiB: the ch4 device's composition beta, no algorithm hnow models
+    sel = choose_mpich(hm.paper_profile(), ["fast"] * 16, ops=["bcast"], sizes=[65536], hosts=["a"] * 8 + ["b"] * 8)
+    big = sel.rows[0]
+    assert big.default == big.chosen == "composition:beta"
     assert big.default_us is None and big.gain_pct is None
     assert any("not modelled; kept" in n for n in sel.notes)
+
+
+def test_mpichs_scatter_allgather_default_bcast_is_modelled():
+    # from 8 ranks (the file's comm_size<8 as written) above 12288 B MPICH's table runs scatter + allgather: hnow
+    # predicts it (the message schedule of that name) and compares it with the other candidates
+    sel = choose_mpich(hm.paper_profile(), ["fast"] * 8, ops=["bcast"], sizes=[1024, 65536])
+    big = next(r for r in sel.rows if r.size_bytes == 65536)
+    assert big.default == "scatter_recursive_doubling_allgather"
+    want = ops.get("bcast").predict(hm.paper_profile(), ["fast"] * 8, big.default, [65536])[0]
+    assert big.default_us == pytest.approx(want, rel=1e-12) and big.gain_pct is not None
+    assert not any("not modelled" in n for n in sel.notes)
     assert mpich.select(sel.table, "bcast", comm_size=8, msg_bytes=65536) == {
         "algorithm=MPIR_Bcast_intra_scatter_recursive_doubling_allgather": {}
     }
+    ring = choose_mpich(hm.paper_profile(), ["fast", "slow"] * 6, ops=["bcast"], sizes=[65536]).rows[0]
+    assert ring.default == "scatter_ring_allgather" and ring.default_us is not None
 
 
 def test_an_unchanged_choice_leaves_the_default_table():

@@ -101,10 +101,23 @@ _MPICH_ALPHA_BCAST = NativeAlgorithm(
     "mpich-smp:binomial/binomial",
 )
 
+
+def _mpich_scatter_bcast(name: str) -> NativeAlgorithm:
+    """``MPIR_Bcast_intra_<name>`` (``scatter_ring_allgather``, ``scatter_recursive_doubling_allgather``): a binomial
+    scatter of the message's ceil(m/p)-byte chunks, then an allgather of them (no tree: modelled by the bcast's
+    message schedule of that name, :mod:`hnowmodel.schedules.bcast`). MPICH's default selects them from 9 ranks
+    (``comm_size<8`` is tested as ``<= 8``) above 12288 B: recursive doubling on a power of two up to 524288 B, the
+    ring otherwise; pinned, they run on any count (the recursive doubling's other counts are not modelled)."""
+    env = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": name, **_MPICH_COMMON}
+    return NativeAlgorithm(name, env, name, leaf={f"algorithm=MPIR_Bcast_intra_{name}": {}})
+
+
 _MPICH_BCAST_TREES = (
     *(_mpich_tree_bcast("kary", k) for k in MPICH_TREE_KS),
     *(_mpich_tree_bcast("knomial_1", k) for k in MPICH_TREE_KS),
     *(_mpich_tree_bcast("knomial_2", k) for k in MPICH_TREE_KS if k > 2),
+    _mpich_scatter_bcast("scatter_ring_allgather"),
+    _mpich_scatter_bcast("scatter_recursive_doubling_allgather"),
     _MPICH_SMP_BCAST,
 )
 
