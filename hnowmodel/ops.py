@@ -68,6 +68,7 @@ __all__ = [
     "check_native",
     "native_spec_env",
     "native_spec_unset",
+    "missing_gamma",
 ]
 
 
@@ -215,11 +216,7 @@ class Operation:
         if given is not None or not self.reduction:
             return [0.0 if given is None else given] * len(m)
         if not getattr(profile, "has_reduce_cost", False):
-            raise InputError(
-                f"{self.name} combines buffers: its prediction needs the reduction cost γ (µs per byte reduced), which "
-                "the profile does not have: calibrate one (hnow calibrate) or give reduce_us_per_byte= "
-                "(--reduce-us-per-byte)"
-            )
+            raise InputError(f"{missing_gamma(self.name)} or give reduce_us_per_byte= (--reduce-us-per-byte)")
         return [profile.reduce_us_per_byte_at(int(x)) for x in m]
 
     @property
@@ -227,6 +224,22 @@ class Operation:
         """The variants that serve this operation, in registry order, each as its predictor
         (:class:`~hnowmodel.variants.BoundPredictor`)."""
         return MappingProxyType({n: BoundPredictor(_variants.VARIANTS[n], self) for n in _variants.serving(self)})
+
+
+def missing_gamma(*ops: str) -> str:
+    """Why ``ops``, reductions, cannot be predicted from a profile without the reduction cost γ, and how to get one
+    (one line).
+
+    >>> missing_gamma("allreduce")[:62]
+    'allreduce combines buffers: its prediction needs the reduction'
+    >>> missing_gamma("reduce", "allreduce")[:67]
+    'reduce, allreduce combine buffers: their predictions need the reduc'
+    """
+    what = "combines buffers: its prediction needs" if len(ops) == 1 else "combine buffers: their predictions need"
+    return (
+        f"{', '.join(ops)} {what} the reduction cost γ (µs per byte reduced), which the profile does not have: "
+        "calibrate one (hnow calibrate)"
+    )
 
 
 def native_choices(op: str, library: str) -> tuple[NativeAlgorithm, ...]:

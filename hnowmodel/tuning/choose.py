@@ -1,12 +1,16 @@
 """Tuning one job shape for one MPI library (:func:`tune_shape`): what :func:`hnowmodel.export.export` chooses for
 the shape, and the rank order that pays most.
 
-The profile is applied to the shape as if it had been calibrated there (:func:`~.shapes.shape_profile`: the costs
-are per node type), and the export chooses, per operation and size, the library's fastest algorithm against its
-default. The rank order is chosen among the launched one (ranks fill the shape's hosts in order) and, for each
-operation, the order :func:`hnowmodel.export.export_order` finds for the library's default algorithm at the largest
-size; the order kept is the one whose choices gain most over the library's default *as launched*, in the mean over
-every operation and size (one order serves a whole job). No MPI runs here.
+Every operation the library's file selects is chosen for: the tree operations (bcast, scatter, gather: trees
+run them) and those whose algorithms are message schedules (allreduce, alltoall, ...; a reduction from the profile's
+reduction cost γ).
+
+The profile is applied to the shape as if it had been calibrated there (:func:`~.shapes.shape_profile`: the costs are
+per node type), and the export chooses, per operation and size, the library's fastest algorithm against its default. The
+rank order is chosen among the launched one (ranks fill the shape's hosts in order) and, for each tree operation, the
+order :func:`hnowmodel.export.export_order` finds for the library's default algorithm at the largest size; the order
+kept is the one whose choices gain most over the library's default *as launched*, in the mean over every operation and
+size (one order serves a whole job). No MPI runs here.
 """
 
 from __future__ import annotations
@@ -170,6 +174,8 @@ def tune_shape(
     best: tuple[float, Export, str] = (_score(_rows(plain, fmt), base), plain, LAUNCHED)
     top = max(sizes)
     for op in ops if reorder else ():
+        if _ops.get(op).movement is None:  # the rank order search runs over trees; its order is scored on every op
+            continue
         dflt = next(r.default for r in _rows(plain, fmt) if r.op == op and r.size_bytes == top)
         tree = _order_tree(prof, fmt.library, op, dflt, top)
         try:

@@ -46,11 +46,12 @@ DEFAULT_SIZES: tuple[int, ...] = tuple(4**i for i in range(12))
 @dataclass(frozen=True)
 class TuneSettings:
     """What to tune (the ``hnow tune`` flags): ``shapes`` (``--shapes``: :func:`~.shapes.parse_shapes`; None: the
-    calibrated shape, or with ``verify`` only the shape the job runs on), ``ops`` (None: every registered
-    operation the library has algorithms hnow models for), ``sizes`` (bytes per rank), ``layout`` (the node type
-    of each rank of the job: for the calibration made first, e.g. ``auto``, and for ``verify``), ``verify``
-    (measure the default and the tuned settings on the job's ranks, ``reps`` repetitions each), ``output`` (a new
-    folder, or an empty one; ``force``: write into one that is not), ``calibrate_sizes`` (the calibration's grid)."""
+    calibrated shape, or with ``verify`` only the shape the job runs on), ``ops`` (None: every registered operation the
+    library has algorithms hnow models for; the reductions only from a profile with the reduction cost γ, the others
+    said in a note; given: a reduction without γ refused), ``sizes`` (bytes per rank), ``layout`` (the node type of each
+    rank of the job: for the calibration made first, e.g. ``auto``, and for ``verify``), ``verify`` (measure the default
+    and the tuned settings on the job's ranks, ``reps`` repetitions each), ``output`` (a new folder, or an empty one;
+    ``force``: write into one that is not), ``calibrate_sizes`` (the calibration's grid)."""
 
     shapes: Any = None
     ops: Any = None
@@ -123,23 +124,29 @@ def _ops_for(given: Any, library: str, notes: list[str]) -> list[str]:
     if given is not None:
         names = check_ops(given, "--ops")
         for op in names:
-            if op not in _ops.tree_names():  # tune chooses one rank order over trees, with the tree operations
-                raise InputError(f"tune of {op}: not yet supported (hnow tune chooses for the tree operations)")
             if not _ops.native_choices(op, library):
                 raise InputError(f"--ops: hnow models none of {library}'s own algorithms for {op}")
         return names
-    names = [op for op in _ops.tree_names() if _ops.native_choices(op, library)]
+    names = [op for op in _ops.names() if _ops.native_choices(op, library)]
     notes += [
-        f"{op}: hnow models none of {library}'s algorithms for it; not tuned"
-        for op in _ops.tree_names()
-        if op not in names
-    ]
-    notes += [
-        f"{op}: hnow tune chooses for the tree operations only (hnow export --format mpich-json writes it); not tuned"
-        for op in _ops.names()
-        if op not in _ops.tree_names()
+        f"{op}: hnow models none of {library}'s algorithms for it; not tuned" for op in _ops.names() if op not in names
     ]
     return names
+
+
+def _with_gamma(prof: Profile, ops: dict[str, list[str]], given: bool, notes: list[str]) -> dict[str, list[str]]:
+    """``ops`` (library -> operations) without the reductions when ``prof`` has no reduction cost γ: refused in one
+    line when the operations were given (:meth:`hnowmodel.ops.Operation.reduce_costs` says why), else left out and
+    said in one note."""
+    if prof.has_reduce_cost:
+        return ops
+    need = [op for op in dict.fromkeys(o for names in ops.values() for o in names) if _ops.get(op).reduction]
+    if not need:
+        return ops
+    if given:
+        raise InputError(f"--ops: {_ops.missing_gamma(*need)}, or hnow tune without --profile (it calibrates first)")
+    notes.append(f"not tuned: {_ops.missing_gamma(*need)}")
+    return {lib: [o for o in names if o not in need] for lib, names in ops.items()}
 
 
 def _sizes(sizes: Any) -> list[int]:
@@ -279,6 +286,7 @@ def tune(
         say(f"tune: calibrating {launch.np} ranks first")
         prof = _calibrate(launch, s, out, progress)
         t_cal, source = time.monotonic() - t0, f"calibrated now on {launch.np} ranks"
+    ops = _with_gamma(prof, ops, s.ops is not None, notes)  # a given profile: before any MPI run
     jobs = [(shape, True) for shape in (parse_shapes(s.shapes, prof) if s.shapes or not s.verify else ())]
     run = _run_shape(prof, launch, s.layout if source == "given" else None) if s.verify else None
     warned = oversubscribed([shape for shape, _ in [*jobs, *([run] if run else [])]])

@@ -23,6 +23,7 @@ from ..io import atomic_write, write_json_atomic
 from ..jobs import CompareSettings, Launch, compare
 from ..jobs.checks import Progress
 from ..jobs.hostfile import HostEntry, format_hostfile, read_hostfile
+from ..options import check_op_sizes
 from ..params import Profile
 from .choose import ShapeTuning, TuneRow, gain_pct
 
@@ -33,6 +34,20 @@ def _spec(op: str, library: str, algorithm: str) -> str | None:
     """``native:ALGO`` when ``library`` can be pinned to ``algorithm`` for ``op``, else None."""
     spec = f"native:{algorithm}"
     return spec if _ops.native_for(spec, op, library) is not None else None
+
+
+def _runs(op: str, size: int) -> bool:
+    """Whether ``op`` runs at ``size`` bytes as the measuring task runs it (a reduction sums whole doubles: 1 B
+    is chosen for, as the library's file says, but not measured).
+
+    >>> _runs("bcast", 1), _runs("allreduce", 4), _runs("allreduce", 4096)
+    (True, False, True)
+    """
+    try:
+        check_op_sizes([op], [size])
+    except InputError:
+        return False
+    return True
 
 
 def _blocks(hosts: Sequence[str]) -> list[tuple[str, int]]:
@@ -134,7 +149,7 @@ def verify(
         new: dict[str, list[int]] = {}
         for r in rows:
             d, c = _spec(op, lib, r.default), _spec(op, lib, r.chosen)
-            if d is None or c is None:
+            if d is None or c is None or not _runs(op, r.size):
                 continue
             base.setdefault(d, []).append(r.size)
             if c != d or st.reordered:  # the same setting as the default: the default's run is the tuned one

@@ -30,10 +30,10 @@ SIZES = [1024, 65536]
 NO_LAUNCHER = {"launcher": "no-such-mpiexec"}
 
 
-def _ops_of(library: str) -> list[str]:
-    """The operations hnow export writes (the tree operations) that ``library`` has algorithms hnow models for
-    (what tune takes by default)."""
-    return [op for op in ops.tree_names() if ops.native_choices(op, library)]
+def _ops_of(library: str, gamma: bool = False) -> list[str]:
+    """The operations ``library`` has algorithms hnow models for (what tune takes by default), the reductions only
+    from a profile with the reduction cost γ (``gamma``)."""
+    return [op for op in ops.names() if ops.native_choices(op, library) and (gamma or not ops.get(op).reduction)]
 
 
 def _mpich_ops() -> list[str]:
@@ -147,12 +147,17 @@ def test_every_library_by_default_and_no_mpi_without_verify(tmp_path):
         assert {r.op for r in res.rows if r.library == f.library} == set(_ops_of(f.library))
 
 
-def test_operations_the_export_does_not_write_are_noted_or_refused(tmp_path):
-    """The operations whose algorithms are message schedules (allreduce, …): hnow export does not write them yet."""
+def test_without_gamma_the_reductions_are_one_note_or_refused(tmp_path):
+    """A profile without the reduction cost γ: the others are tuned and one note names the reductions; asked for by
+    name, one refused in one line that says how to get γ, before anything runs."""
+    reductions = [op for op in ops.names() if ops.get(op).reduction]
     res = tune(CLUSTER, shapes="4x1", mpi="mpich", sizes=SIZES, output=tmp_path / "t", **NO_LAUNCHER)
-    assert any(n.startswith("allreduce: hnow tune chooses for the tree operations only") for n in res.notes)
-    with pytest.raises(InputError, match="^tune of allreduce: not yet supported"):
+    assert {r.op for r in res.rows} == set(_mpich_ops()) and not {r.op for r in res.rows} & set(reductions)
+    (note,) = [n for n in res.notes if "γ" in n]
+    assert note.startswith(f"not tuned: {', '.join(reductions)} combine buffers") and "hnow calibrate" in note
+    with pytest.raises(InputError, match=r"^--ops: allreduce combines buffers: .*calibrate one \(hnow calibrate\)"):
         tune(CLUSTER, shapes="4x1", mpi="mpich", ops="allreduce", sizes=SIZES, output=tmp_path / "u", **NO_LAUNCHER)
+    assert not (tmp_path / "u").exists()
 
 
 def test_shared_hosts_keep_their_ranks_together_in_the_tuned_order(tmp_path):
