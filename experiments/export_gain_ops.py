@@ -125,9 +125,10 @@ def summary_row(lib: str, op: str, m: int, choice: Any, rows: list[dict]) -> dic
     e = d if kept else by["exported (as read)"]
     pinned = by.get(f"native:{choice.chosen}", {})
     pinned_default = by.get(f"native:{choice.default}", {})
-    pg = 0.0 if kept else choice.gain_pct
-    mg = 0.0 if kept else _gain(d["measured_us"], e["measured_us"])
-    lo, hi = (0.0, 0.0) if kept else gain_spread(d, e)
+    modelled = choice.default_us is not None  # else neither the default's time nor a gain over it is predicted
+    pg = (0.0 if kept else choice.gain_pct) if modelled else None
+    mg = (0.0 if kept else _gain(d["measured_us"], e["measured_us"])) if modelled else None
+    lo, hi = ((0.0, 0.0) if kept else gain_spread(d, e)) if modelled else (None, None)
     within, not_slower = verdict(pg, mg, hi)
     return {
         "library": lib, "op": op, "size": format_size(m), "default": choice.default, "chosen": choice.chosen,
