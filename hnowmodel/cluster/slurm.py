@@ -42,7 +42,7 @@ from pathlib import Path
 from ..errors import HnowError
 from ..mpi_programs import find_pmi_library
 from .netns import NETNS_DIR
-from .procs import EXIT_WAIT_S, poll, running, stop_processes
+from .procs import EXIT_WAIT_S, Keeper, keeper_pids, poll, running, stop_keepers, stop_processes
 from .state import ClusterState, state_dir
 
 __all__ = [
@@ -266,9 +266,11 @@ def _marker(folder: str | os.PathLike) -> bytes:
 
 
 def _marked_pids(folder: str | os.PathLike) -> list[int]:
-    """Every process carrying the marker of the Slurm folder ``folder`` (the daemons) and every descendant of
-    one (``slurmscriptd``, which slurmctld starts with an environment of its own; slurmstepd)."""
+    """Every process carrying the marker of the Slurm folder ``folder`` (the daemons), every child of its keeper
+    (:class:`.procs.Keeper`: the daemons, and the orphans it adopted) and every descendant of one
+    (``slurmscriptd``, which slurmctld starts with an environment of its own; slurmstepd). Not the keeper."""
     marker, me = _marker(folder), os.getpid()
+    keepers = set(keeper_pids(os.fspath(folder)))
     marked: list[int] = []
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
@@ -281,7 +283,7 @@ def _marked_pids(folder: str | os.PathLike) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(pid)
-        if _marked(pid, marker):
+        if ppid in keepers or _marked(pid, marker):
             marked.append(pid)
     out, todo = [], list(marked)
     while todo:
@@ -315,9 +317,10 @@ def _tail(path: str | os.PathLike, n: int = 4) -> str:
 class _Daemons:
     """The daemons started so far (``what`` → pid and log file) and the state, rewritten as each one starts.
 
-    Each daemon is started through a short-lived ``/bin/sh`` that puts it in the background and prints its pid, so
-    it is never a child of the caller (no zombie in a long-lived Python process, nothing to reap) and it lives on
-    after ``hnow cluster up`` exits; it runs in a session of its own (Ctrl-C at the terminal does not reach it)."""
+    Each daemon is started by the cluster's :class:`.procs.Keeper` (tagged with the Slurm folder), so it is never a
+    child of the caller and lives on after ``hnow cluster up`` exits, in a session of its own (Ctrl-C at the
+    terminal does not reach it); the keeper reaps it the moment ``down`` kills it. :meth:`close` when all are
+    started."""
 
     def __init__(self, state: ClusterState, write: Callable[[ClusterState], ClusterState], folder: Path):
         self.state, self.write, self.folder = state, write, folder
@@ -327,25 +330,17 @@ class _Daemons:
             "LANG": "C",
             MARKER_ENV: str(folder),
         }
+        self.keeper = Keeper(str(folder))
 
     def spawn(self, what: str, argv: list[str], log: Path) -> None:
-        sh = 'log=$1; shift; "$@" </dev/null >>"$log" 2>&1 & echo $!'
-        proc = subprocess.run(
-            ["/bin/sh", "-c", sh, "sh", str(log), *argv],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            start_new_session=True,
-            stdin=subprocess.DEVNULL,
-            timeout=30,
-        )
         try:
-            pid = int(proc.stdout.strip())
-        except ValueError:
-            raise HnowError(
-                f"cluster {self.state.name!r}: could not start {what}: {proc.stderr.strip() or 'no pid'}"
-            ) from None
+            pid = self.keeper.spawn(argv, self.env, log)
+        except HnowError as e:
+            raise HnowError(f"cluster {self.state.name!r}: could not start {what}: {e}") from None
         self.pids[what] = (pid, log)
+
+    def close(self) -> None:
+        self.keeper.close()
 
     def record(self) -> None:
         """Write every started daemon's pid into the state file (before anything waits for them)."""
@@ -508,10 +503,13 @@ def start(
         stop(None, state.name, wait_s=2.0)
     port = _make_folder(state, folder)
     daemons = _Daemons(state, write, folder)
-    _start_munged(daemons, timeout_s)
-    _start_ctld(daemons, port, timeout_s)
-    _start_slurmds(daemons)
-    _wait_idle(daemons, timeout_s)
+    try:
+        _start_munged(daemons, timeout_s)
+        _start_ctld(daemons, port, timeout_s)
+        _start_slurmds(daemons)
+        _wait_idle(daemons, timeout_s)
+    finally:
+        daemons.close()
     return daemons.state
 
 
@@ -532,12 +530,15 @@ def stop(
     """Stop the Slurm of a cluster (``state``, or by ``name`` when its state file is gone) and remove its folder:
     SIGKILL to its :func:`daemon_pids` and to ``extra_pids`` (the processes inside its namespaces), and return
     when every one has exited and been reaped (:func:`.procs.stop_processes`: ``wait_s`` per SIGKILL, then a
-    second SIGKILL; :class:`HnowError` naming those still running). Returns the pids killed. Idempotent."""
+    second SIGKILL; :class:`HnowError` naming those still running), its keeper too (:func:`.procs.stop_keepers`).
+    Returns the pids killed. Idempotent."""
     name = state.name if state is not None else str(name)
     folder = Path(state.slurm_dir) if state is not None and state.slurm_dir else slurm_dir(name)
+    keepers = keeper_pids(str(folder))  # read before the kill: each exits once its daemons are gone
     pids = daemon_pids(state, name)
     pids += [p for p in extra_pids if p not in pids]
     stop_processes(pids, f"cluster {name!r}: processes", wait_s)
+    stop_keepers(keepers)
     shutil.rmtree(folder, ignore_errors=True)
     if folder.exists():
         raise HnowError(f"cluster {name!r}: could not remove {folder}")
