@@ -128,4 +128,6 @@ def test_ranks_sharing_a_slow_nic_are_named_by_it():
     doc["nodes"] = [{"rank": r, "host": h, "type": t} for r, (h, t) in enumerate(
         [("a", "fast"), ("a", "fast"), ("b", "mid"), ("b", "mid"), ("c", "slow"), ("c", "slow")])]  # fmt: skip
     res = tune(Profile.from_dict(doc), shapes="3x3", mpi="openmpi", sizes=BIG)
-    assert res.rows and all(re.search(r"\d+ % NIC of (fast|mid|slow) hosts", r.why) for r in res.rows), res.rows
+    modelled = [r for r in res.rows if "not modelled" not in r.why]  # Open MPI's han allgather: kept, said so
+    assert len(modelled) >= 3 and all(re.search(r"\d+ % NIC of (fast|mid|slow) hosts", r.why) for r in modelled)
+    assert all(r.chosen == r.default for r in res.rows if r not in modelled), res.rows
