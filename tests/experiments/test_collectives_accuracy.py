@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from hnowmodel import ops
 from hnowmodel.errors import InputError
-
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+from tests.experiments import EXPERIMENTS, experiment
 
 
 @pytest.fixture(scope="module")
 def ca():
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        import collectives_accuracy
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
-    return collectives_accuracy
+    return experiment("collectives_accuracy")
 
 
 def test_it_compares_the_default_and_every_pinned_algorithm_that_runs(ca):

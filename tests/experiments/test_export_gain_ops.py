@@ -3,26 +3,19 @@ library reads it, and each operation and size is judged from the default's and t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from hnowmodel.export import AlgorithmRequest, export, write_export
+from tests.experiments import experiment
 from tests.libraries.test_openmpi_export_schedules import _gamma
-
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
 
 @pytest.fixture(scope="module")
 def ego():
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        import export_gain_ops
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
-    return export_gain_ops
+    return experiment("export_gain_ops")
 
 
 def test_the_export_is_run_with_the_settings_its_file_gives(ego, tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import doctest
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,18 +12,12 @@ import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.errors import InputError
 from hnowmodel.tuning.shapes import Shape, ShapeHost
-
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+from tests.experiments import EXPERIMENTS, experiment
 
 
 @pytest.fixture(scope="module")
 def tvx():
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        import tune_vs_exhaustive
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
-    return tune_vs_exhaustive
+    return experiment("tune_vs_exhaustive")
 
 
 def test_its_doctests(tvx):
