@@ -56,19 +56,18 @@ def cases(n: int, sizes: Sequence[int], op_names: Sequence[str]) -> tuple[dict[s
 
     >>> trees, skipped = cases(6, [16384], ["allgather"])
     >>> trees["allgather"], [s["tree"] for s in skipped]
-    (['native', 'native:ring', 'native:brucks'], ['native:recursive_doubling'])
+    (['native', 'native:brucks', 'native:ring'], ['native:recursive_doubling'])
     """
     trees: dict[str, list[str]] = {}
     skipped: list[dict] = []
     for op in op_names:
         if op not in schedule_ops():
             raise InputError(f"{op}: not one of the message-schedule operations ({', '.join(schedule_ops())})")
-        entry = ops.get(op)
         trees[op] = ["native"]
         for nat in ops.native_choices(op, LIBRARY):
             if nat.algorithm == "default":
                 continue
-            why = _refusal(entry, nat.model_tree, n, sizes)
+            why = refusal(op, nat.model_tree, n, sizes)
             if why:
                 skipped.append({"op": op, "tree": f"native:{nat.algorithm}", "reason": why})
             else:
@@ -76,13 +75,22 @@ def cases(n: int, sizes: Sequence[int], op_names: Sequence[str]) -> tuple[dict[s
     return trees, skipped
 
 
-def _refusal(entry: Any, algorithm: str, n: int, sizes: Sequence[int]) -> str:
-    """Why the model cannot run ``algorithm`` on ``n`` ranks at one of ``sizes`` ('' when it can at all)."""
-    for m in sizes:
-        try:
-            entry.algorithm(algorithm).schedule(n, float(m))
-        except InputError as e:
-            return str(e)
+def refusal(op: str, algorithm: str, n: int, sizes: Sequence[int]) -> str:
+    """Why the model cannot run ``op``'s ``algorithm`` (a native's model: a schedule's name, or a tree spec, which
+    runs on any ``n`` at any size) on ``n`` ranks at one of ``sizes`` ('' when it can at all).
+
+    >>> refusal("allgather", "recursive_doubling", 6, [16384]) != "", refusal("bcast", "kary:3", 6, [16384])
+    (True, '')
+    """
+    entry = ops.get(op)
+    alg = entry.schedule_algorithm(algorithm)
+    if alg is None and op in ops.tree_names():
+        return ""
+    try:
+        for m in sizes:
+            (alg or entry.algorithm(algorithm)).schedule(n, float(m))
+    except InputError as e:
+        return str(e)
     return ""
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster_accuracy import SPEC  # the calibration hosts
+from collectives_accuracy import refusal
 from common import claim, command_line, md_table, outdir, parser, write_csv, write_markdown
 
 import hnowmodel as hm
@@ -92,19 +93,11 @@ def candidates(op: str, n: int, sizes: Sequence[int]) -> list[str]:
     >>> candidates("allgather", 6, [16384])
     ['native', 'native:brucks', 'native:ring']
     """
-    out = ["native"]
-    entry = ops.get(op)
-    for nat in ops.native_algorithms(op, LIBRARY):
-        if nat.algorithm == "default":
-            continue
-        try:
-            for m in sizes:
-                if op not in ops.tree_names():
-                    entry.algorithm(nat.model_tree).schedule(n, float(m))
-        except InputError:
-            continue
-        out.append(f"native:{nat.algorithm}")
-    return out
+    return ["native"] + [
+        f"native:{nat.algorithm}"
+        for nat in ops.native_algorithms(op, LIBRARY)
+        if nat.algorithm != "default" and not refusal(op, nat.model_tree, n, sizes)
+    ]
 
 
 def exhaustive(prof: Any, spec: Path, layout: str, op_names: Sequence[str], sizes: Sequence[int], args: Any) -> Any:
