@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+from tests.experiments import EXPERIMENTS, experiment
+
 CLUSTER = Path(__file__).resolve().parents[1] / "data" / "golden" / "cluster_profile.json"  # a calibrated cluster
 
 
@@ -159,11 +160,7 @@ def test_perf_paths_runs_and_checks_the_entry_gives_the_engines_numbers(tmp_path
 def test_hosts_accuracy_measures_coll_han_only_where_it_runs():
     """coll/han hands a job with unequal hosts to the next component, so the hosts run measures it only on hosts
     with equal slots; hnow's pinned native runs everywhere, and an algorithm the library lacks nowhere."""
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        import hosts_accuracy as ha
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
+    ha = experiment("hosts_accuracy")
     from hnowmodel.layout import parse_layout
 
     sizes = [16384, 262144]
@@ -183,11 +180,7 @@ def test_export_gain_runs_an_exported_order_of_whole_hosts_as_a_spec():
     """experiments/export_gain.py measures an exported order on a copy of the cluster with its hosts in that order
     (each host's slots filled in turn): the order of whole hosts becomes that spec; an order splitting a host is
     refused, since no spec can run it."""
-    sys.path.insert(0, str(EXPERIMENTS))
-    try:
-        import export_gain
-    finally:
-        sys.path.remove(str(EXPERIMENTS))
+    export_gain = experiment("export_gain")
     spec = {
         "name": "x",
         "hosts": [{"name": "f1", "slots": 2}, {"name": "s1", "slots": 1}, {"name": "m1", "slots": 3}],
