@@ -38,6 +38,7 @@ def test_json_rows_carry_what_the_issue_names(tmp_path):
         (("--shapes", "4x1"), "--np is required"),
         (("--profile", PROFILE, "-o", "/proc/hnow-tune"), "-o"),
         (("--profile", PROFILE, "--sizes", "1K,lots"), "--sizes"),
+        (("--profile", PROFILE, "--ops", "allreduce"), "--ops: allreduce combines buffers"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, needle):
