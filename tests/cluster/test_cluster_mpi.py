@@ -47,10 +47,11 @@ def _assert_nothing_left(name: str) -> None:
 #: The auto-layout cluster: three NIC speeds in mixed order (slow fast slow medium fast), and h3 with a quarter of a
 #: core (its cgroup's quota, docs/virtual-cluster.md), h1 with the whole machine: the slow pair is split by CPU. One
 #: calibration serves the two tests below (the suite's longest; the grouping, the links and the CPU split are read
-#: off the same profile). (On a 150 Mbit/s host a quarter of a core also slowed the NIC measurement now and then -
-#: its flows' receiving ranks are throttled too - and the host got a NIC group of its own; 40 Mbit/s needs little
-#: CPU.)
-_AUTO_RATES, _AUTO_CPU = [40, 150, 40, 80, 150], {3: 0.25}
+#: off the same profile). Speeds 2:1 apart, the fast ones at 120 Mbit/s: two hosts at 150 were told apart on a busy
+#: machine (one measured slower). (On a 150 Mbit/s host a quarter of a core also slowed the NIC measurement now and
+#: then - its flows' receiving ranks are throttled too - and the host got a NIC group of its own; 30 Mbit/s needs
+#: little CPU.)
+_AUTO_RATES, _AUTO_CPU = [30, 120, 30, 60, 120], {3: 0.25}
 _AUTO_TYPES = ["slow-cpu1", "fast", "slow-cpu2", "medium", "fast"]
 
 
@@ -125,7 +126,7 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(auto_calibrated,
     # it has not seen, typed by the spec (rank by rank the calibration's layout would make rank 1 fast)
     moved = tmp_path / "moved.json"
     cleanup.append(f"{name}m")
-    hosts = [{"name": h, "egress_mbit": r, "ingress_mbit": r} for h, r in (("h2", 150), ("h4", 80), ("h9", 40))]
+    hosts = [{"name": h, "egress_mbit": r, "ingress_mbit": r} for h, r in (("h2", 120), ("h4", 60), ("h9", 30))]
     moved_doc = {"schema": "hnowmodel.cluster/1", "name": f"{name}m", "hosts": hosts, "types": {"h9": types[0]}}
     moved.write_text(json.dumps(moved_doc))
     out = tmp_path / "moved-report"
