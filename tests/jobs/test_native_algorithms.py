@@ -124,3 +124,18 @@ def test_mpichs_scatter_ring_allgather_bcast_runs_pinned_and_is_predicted_by_its
     assert ran["model_tree"] == "scatter_ring_allgather"
     want = ops.get("bcast").predict(prof, layout, "scatter_ring_allgather", [16384])[0]
     assert row.predicted_us == pytest.approx(want)
+
+
+@pytest.mark.mpi
+def test_mpichs_default_bcast_runs_with_its_algorithm_variable_unset():
+    """``native:default`` for bcast is MPICH's own choice: the job leaves ``MPIR_CVAR_BCAST_INTRA_ALGORITHM`` unset
+    (the pinned binomial is set for every other job, before ``MPI_Init``), reports it pinned as asked, and compare
+    predicts each size by the algorithm MPICH's table runs there (2 ranks: binomial)."""
+    m = hm.measure(np=2, op="bcast", tree="native:default", sizes=[16384], reps=2, both=False)
+    ran = m.run["natives"]["native:default"]
+    assert ran["pinned"] and ran["algorithm"] == "default" and ran["model_tree"] == "by size", ran
+    assert (
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM" not in ran["cvars"] and ran["cvars"]["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
+    )
+    (row,) = m.rows
+    check_measured_row(row)
