@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from hnowmodel.ops import native_name, native_spec_env
+from hnowmodel.ops import native_name, native_spec_env, native_spec_unset
 from hnowmodel.options import (
     MEASURE_OPS,
     NATIVE,
@@ -183,12 +183,16 @@ def prepare(args: argparse.Namespace) -> dict[str, Any]:
 
         testbed = load_testbed(args.testbed)
     # MPICH reads its control variables and Open MPI its MCA parameters in MPI_Init: set them now. An algorithm
-    # asked for by name (native:ALGO) is set as asked; the pinned defaults only where nothing is set yet.
+    # asked for by name (native:ALGO) is set as asked; the pinned defaults only where nothing is set yet, and not
+    # those a library's default asked for (native:default) needs unset (MPICH's bcast would run binomial).
+    unset: set[str] = set()
     for spec in natives:
+        unset |= native_spec_unset(spec, ops)
         if spec != NATIVE:
             os.environ.update(native_spec_env(spec, ops))
     for k, v in native_env(None, OPS).items():
-        os.environ.setdefault(k, v)
+        if k not in unset:
+            os.environ.setdefault(k, v)
     return {
         "ops": ops,
         "specs": specs,

@@ -1,6 +1,8 @@
 """The five message-schedule collectives (reduce, allreduce, allgather, reduce_scatter, alltoall) predicted vs measured
 under MPICH on the virtual cluster of ``experiments/cluster_accuracy.py`` (6 hosts at 150/20/50/50/150/20 Mbit/s,
-one rank each; ``--spec`` for another), issue #34's check.
+one rank each; ``--hosts N`` for N hosts of its three rates cycled, ``--spec`` for another), issue #34's check.
+``--ops bcast`` compares MPICH's bcasts that are message schedules the same way: its default (``native:default``:
+binomial, or scatter + allgather from 8 ranks above 12288 B) and its pinned scatter + allgather ones.
 
 With the cluster up for the whole run: a calibration with ``--layout auto`` (or ``--profile``: a profile calibrated
 on this cluster, its hosts known by name), then ``hm.compare`` of each operation over MPICH's default (``native``)
@@ -49,24 +51,61 @@ def schedule_ops() -> tuple[str, ...]:
     return tuple(o for o in ops.names() if o not in ops.tree_names())
 
 
+def measured_ops() -> tuple[str, ...]:
+    """What ``--ops`` takes: :func:`schedule_ops`, then the tree operations that have message-schedule algorithms
+    too (bcast: MPICH's scatter + allgather).
+
+    >>> measured_ops()[-1]
+    'bcast'
+    """
+    return schedule_ops() + tuple(o for o in ops.tree_names() if ops.get(o).algorithms)
+
+
+def cycled_spec(n: int) -> dict[str, Any]:
+    """A cluster spec of ``n`` hosts, one rank each, cycling the three rates of ``cluster_accuracy.py``'s hosts in
+    their first order (150, 20, 50 Mbit/s), named as there by rate and count: ``f1 s1 m1 f2 s2 m2 f3 …`` (so a
+    profile calibrated on that cluster knows the first six by name).
+
+    >>> [h["name"] for h in cycled_spec(8)["hosts"]], cycled_spec(4)["hosts"][3]["egress_mbit"]
+    (['f1', 's1', 'm1', 'f2', 's2', 'm2', 'f3', 's3'], 150)
+    """
+    if n < 2:
+        raise InputError(f"--hosts must be >= 2, got {n}")
+    kinds = list({h["name"][0]: h for h in SPEC["hosts"]}.values())
+    hosts = [{**kinds[i % 3], "name": f"{kinds[i % 3]['name'][0]}{i // 3 + 1}"} for i in range(n)]
+    return {**SPEC, "name": f"{CLUSTER_NAME}{n}", "hosts": hosts}
+
+
+def _candidates(op: str) -> tuple[str, list]:
+    """``op``'s first tree (the default: ``native`` for a message-schedule operation, ``native:default`` for a tree
+    operation, whose ``native`` is a pinned tree) and its other algorithms to try (a tree operation's: those
+    modelled by one of its message schedules)."""
+    if op in schedule_ops():
+        return "native", [a for a in ops.native_choices(op, LIBRARY) if a.algorithm != "default"]
+    entry = ops.get(op)
+    nats = ops.native_algorithms(op, LIBRARY)
+    return "native:default", [a for a in nats if a.algorithm != "default" and entry.schedule_algorithm(a.model_tree)]
+
+
 def cases(n: int, sizes: Sequence[int], op_names: Sequence[str]) -> tuple[dict[str, list[str]], list[dict]]:
     """Per operation the trees to compare (``native``, then ``native:ALGO`` for each algorithm hnow pins for
     MPICH), and the pinned ones left out: those whose model refuses ``n`` ranks or one of ``sizes`` (MPICH, pinned
     with its fallback an error, would stop the job there; e.g. recursive doubling allgather on a non-power of two).
 
-    >>> trees, skipped = cases(6, [16384], ["allgather"])
-    >>> trees["allgather"], [s["tree"] for s in skipped]
-    (['native', 'native:brucks', 'native:ring'], ['native:recursive_doubling'])
+    >>> trees, skipped = cases(6, [16384], ["allgather", "bcast"])
+    >>> trees["allgather"], trees["bcast"]
+    (['native', 'native:brucks', 'native:ring'], ['native:default', 'native:scatter_ring_allgather'])
+    >>> [s["tree"] for s in skipped]
+    ['native:recursive_doubling', 'native:scatter_recursive_doubling_allgather']
     """
     trees: dict[str, list[str]] = {}
     skipped: list[dict] = []
     for op in op_names:
-        if op not in schedule_ops():
-            raise InputError(f"{op}: not one of the message-schedule operations ({', '.join(schedule_ops())})")
-        trees[op] = ["native"]
-        for nat in ops.native_choices(op, LIBRARY):
-            if nat.algorithm == "default":
-                continue
+        if op not in measured_ops():
+            raise InputError(f"{op}: not one of the operations with message schedules ({', '.join(measured_ops())})")
+        first, candidates = _candidates(op)
+        trees[op] = [first]
+        for nat in candidates:
             why = refusal(op, nat.model_tree, n, sizes)
             if why:
                 skipped.append({"op": op, "tree": f"native:{nat.algorithm}", "reason": why})
@@ -136,12 +175,17 @@ def per_tree(rows: Sequence[dict]) -> list[dict]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line (``--out``, ``--spec``, ``--profile``, ``--sizes``, ``--ops``, ``--reps``, ``--lock``)."""
+    """The command line (``--out``, ``--spec``, ``--hosts``, ``--profile``, ``--types``, ``--sizes``, ``--ops``,
+    ``--reps``, ``--lock``)."""
     p = parser("collectives_accuracy", __doc__)
     p.add_argument("--spec", default=None, help="cluster spec file (default: the 6-host spec of cluster_accuracy.py)")
+    p.add_argument(
+        "--hosts", type=int, default=None, help="N hosts, cluster_accuracy.py's 3 rates cycled (f1 s1 m1 f2…)"
+    )
     p.add_argument("--profile", default=None, help="a profile calibrated on this cluster (default: calibrate now)")
+    p.add_argument("--types", default=None, help="HOST=TYPE,... for hosts the profile was not calibrated on")
     p.add_argument("--sizes", default=SIZES, help=f"sizes per rank, multiples of 8 bytes (default {SIZES})")
-    p.add_argument("--ops", default=",".join(schedule_ops()), help="operations (default: all five)")
+    p.add_argument("--ops", default=",".join(schedule_ops()), help="operations (default: the five; or bcast)")
     p.add_argument("--reps", type=int, default=5, help="timed calls per row, their median (default 5)")
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
     return p
@@ -156,8 +200,12 @@ def check_args(args: argparse.Namespace) -> tuple[list[int], list[str]]:
     sizes = list(parse_sizes(args.sizes, "--sizes"))
     op_names = [o.strip() for o in args.ops.split(",") if o.strip()]
     for op in op_names:
-        if op not in schedule_ops():
-            raise InputError(f"--ops: {op!r} is not one of {', '.join(schedule_ops())}")
+        if op not in measured_ops():
+            raise InputError(f"--ops: {op!r} is not one of {', '.join(measured_ops())}")
+    if args.spec and args.hosts:
+        raise InputError("--spec and --hosts: give one")
+    if args.hosts is not None:
+        cycled_spec(args.hosts)
     hm.options.check_op_sizes(op_names, sizes)
     if args.reps < 1:
         raise InputError(f"--reps must be >= 1, got {args.reps}")
@@ -183,7 +231,7 @@ def _run(spec_path: Path, n: int, sizes: list[int], op_names: list[str], args: a
         for op in op_names:
             with mpi_lock(args.lock):
                 cmp = hm.compare(prof, n, ops=[op], trees=trees[op], sizes=sizes, reps=args.reps, both=False,
-                                 cluster=str(spec_path), progress=True)  # fmt: skip
+                                 types=args.types, cluster=str(spec_path), progress=True)  # fmt: skip
             rows += rows_as_dicts(cmp.rows)
             run = dict(cmp.run)
     times = {"up_s": t_up, "calibration_s": t_cal, "all_s": time.monotonic() - t0}
@@ -240,7 +288,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         p.error(str(e))
     out = outdir(args.out)
     spec_path = out / "spec.json"
-    doc = json.loads(Path(args.spec).read_text()) if args.spec else {**SPEC, "name": CLUSTER_NAME}
+    if args.spec:
+        doc = json.loads(Path(args.spec).read_text())
+    else:
+        doc = cycled_spec(args.hosts) if args.hosts else {**SPEC, "name": CLUSTER_NAME}
     spec_path.write_text(json.dumps(doc, indent=1))
     spec = hm.cluster.load_spec(str(spec_path))
     n = sum(h.slots for h in spec.hosts)
@@ -248,7 +299,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     write_csv(out / "collectives_accuracy.csv", rows)
     write_markdown(
         out / "collectives_accuracy.md",
-        "The five collectives under MPICH on a virtual heterogeneous cluster",
+        f"{', '.join(op_names)} under MPICH on a virtual heterogeneous cluster",
         [_markdown(rows, skipped, op_names, run, times, args)],
     )
     print((out / "collectives_accuracy.md").read_text())

@@ -433,7 +433,7 @@ OPERATIONS: Mapping[str, Operation] = _registry(
         default_variant="paper",
         network_variant="flow-rr",
         movement=ONE_DOWN,
-        # MPICH's bcasts that are no tree (its default from 9 ranks above 12288 B), for its native algorithms
+        # MPICH's bcasts that are no tree (its default from 8 ranks above 12288 B), for its native algorithms
         algorithms=_catalog.BCAST,
         kernel="bcast",
         kernel_code=0,

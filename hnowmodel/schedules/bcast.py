@@ -1,7 +1,7 @@
 """MPICH's bcasts that are no tree, as message schedules: a binomial scatter of the message's chunks from the root
 (``MPII_Scatter_for_bcast``, ``src/mpi/coll/bcast/bcast_utils.c``), then an allgather of the chunks, by a ring
 (``MPIR_Bcast_intra_scatter_ring_allgather``) or by recursive doubling
-(``MPIR_Bcast_intra_scatter_recursive_doubling_allgather``): what MPICH's default runs from 9 ranks above
+(``MPIR_Bcast_intra_scatter_recursive_doubling_allgather``): what MPICH's default runs from 8 ranks above
 12288 B (MPICH 5.0.x). Composed from the allgather generators of :mod:`~hnowmodel.schedules.algorithms` (with
 blocks of unequal sizes) and the binomial tree's scatter (:func:`~hnowmodel.schedules.fromtree.from_tree`).
 

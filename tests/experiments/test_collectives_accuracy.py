@@ -37,11 +37,31 @@ def test_arguments_are_checked_before_the_cluster_comes_up(ca):
     args = p.parse_args([])
     assert ca.check_args(args) == ([16384, 65536, 262144], list(ca.schedule_ops()))
     assert args.reps == 5 and args.lock is None and args.profile is None
-    for bad in (["--ops", "bcast"], ["--sizes", "100"], ["--reps", "0"]):
+    for bad in (
+        ["--ops", "gather"],
+        ["--sizes", "100"],
+        ["--reps", "0"],
+        ["--hosts", "1"],
+        ["--hosts", "9", "--spec", "x"],
+    ):
         with pytest.raises(InputError):
             ca.check_args(p.parse_args(bad))
     with pytest.raises(InputError, match="not one of"):
         ca.cases(6, [16384], ["gather"])
+
+
+def test_bcast_compares_mpichs_default_and_its_scatter_allgather_bcasts(ca):
+    """bcast (a tree operation whose ``native`` is the pinned binomial): MPICH's own choice (``native:default``) and
+    the pinned algorithms modelled by a message schedule; recursive doubling left out on 9 ranks, kept on 8."""
+    assert ca.check_args(ca.build_parser().parse_args(["--ops", "bcast", "--hosts", "9"]))[1] == ["bcast"]
+    trees, skipped = ca.cases(9, [16384, 262144], ["bcast"])
+    assert trees == {"bcast": ["native:default", "native:scatter_ring_allgather"]}
+    assert [s["tree"] for s in skipped] == ["native:scatter_recursive_doubling_allgather"]
+    assert ca.cases(8, [16384], ["bcast"])[0]["bcast"][-1] == "native:scatter_recursive_doubling_allgather"
+    spec = ca.cycled_spec(9)
+    assert [h["egress_mbit"] for h in spec["hosts"]] == [150, 20, 50] * 3 and spec["name"] == "coll9"
+    assert [h["name"] for h in spec["hosts"]][-3:] == ["f3", "s3", "m3"]
+    assert all(h["slots"] == 1 and h["ingress_mbit"] == h["egress_mbit"] for h in spec["hosts"])
 
 
 def test_a_bad_argument_stops_it_in_one_line_before_any_cluster(tmp_path):

@@ -106,3 +106,36 @@ def test_native_algorithm_is_measured_pinned_and_compared_with_its_model_tree():
     want = ops.native_predict("bcast", "MPICH", prof, layout, [4096], algorithm=nat)[0]
     assert row.predicted_us == pytest.approx(want)
     assert row.predicted_us != pytest.approx(ops.native_predict("bcast", "MPICH", prof, layout, [4096])[0])
+
+
+@pytest.mark.mpi
+def test_mpichs_scatter_ring_allgather_bcast_runs_pinned_and_is_predicted_by_its_schedule():
+    """Plain MPI, 5 ranks (not a power of two, a chunk short: 16384 B = 4 x 3277 + 3276): MPICH's
+    ``scatter_ring_allgather`` pinned (``MPIR_CVAR_COLLECTIVE_FALLBACK=error``: it ran, not a fallback), every
+    rank's payload checked, and compare predicts it by the bcast's message schedule of that name. One timing
+    method (``both=False``): about 1 s here."""
+    prof, layout = hm.paper_profile(), ["fast", "slow", "fast", "slow", "slow"]
+    cmp = hm.compare(prof, np=5, layout=layout, ops=["bcast"], trees=["native:scatter_ring_allgather"],
+                     sizes=[16384], reps=2, both=False)  # fmt: skip
+    (row,) = cmp.rows
+    check_compared_row(row)  # verified payload, a prediction
+    ran = cmp.run["natives"]["native:scatter_ring_allgather"]
+    assert ran["pinned"] and ran["cvars"]["MPIR_CVAR_BCAST_INTRA_ALGORITHM"] == "scatter_ring_allgather"
+    assert ran["model_tree"] == "scatter_ring_allgather"
+    want = ops.get("bcast").predict(prof, layout, "scatter_ring_allgather", [16384])[0]
+    assert row.predicted_us == pytest.approx(want)
+
+
+@pytest.mark.mpi
+def test_mpichs_default_bcast_runs_with_its_algorithm_variable_unset():
+    """``native:default`` for bcast is MPICH's own choice: the job leaves ``MPIR_CVAR_BCAST_INTRA_ALGORITHM`` unset
+    (the pinned binomial is set for every other job, before ``MPI_Init``), reports it pinned as asked, and compare
+    predicts each size by the algorithm MPICH's table runs there (2 ranks: binomial)."""
+    m = hm.measure(np=2, op="bcast", tree="native:default", sizes=[16384], reps=2, both=False)
+    ran = m.run["natives"]["native:default"]
+    assert ran["pinned"] and ran["algorithm"] == "default" and ran["model_tree"] == "by size", ran
+    assert (
+        "MPIR_CVAR_BCAST_INTRA_ALGORITHM" not in ran["cvars"] and ran["cvars"]["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
+    )
+    (row,) = m.rows
+    check_measured_row(row)

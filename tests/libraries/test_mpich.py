@@ -266,7 +266,7 @@ def test_a_default_hnow_does_not_model_is_kept_and_said():
 
 
 def test_mpichs_scatter_allgather_default_bcast_is_modelled():
-    # from 8 ranks (the file's comm_size<8 as written) above 12288 B MPICH's table runs scatter + allgather: hnow
+    # from 8 ranks (the table's comm_size<8, pruned as written) above 12288 B MPICH runs scatter + allgather: hnow
     # predicts it (the message schedule of that name) and compares it with the other candidates
     sel = choose_mpich(hm.paper_profile(), ["fast"] * 8, ops=["bcast"], sizes=[1024, 65536])
     big = next(r for r in sel.rows if r.size_bytes == 65536)
@@ -279,6 +279,35 @@ def test_mpichs_scatter_allgather_default_bcast_is_modelled():
     }
     ring = choose_mpich(hm.paper_profile(), ["fast", "slow"] * 6, ops=["bcast"], sizes=[65536]).rows[0]
     assert ring.default == "scatter_ring_allgather" and ring.default_us is not None
+
+
+def test_mpichs_default_bcast_is_its_table_read_as_mpich_prunes_it():
+    """``native:default`` (MPICH's own choice, the device's collectives off) runs what the installed library's table
+    selects at every communicator size and size: binomial below 8 ranks, scatter + allgather from 8 (the table's
+    ``comm_size<8``, resolved as written when the communicator is made; csel.c's search would read it as <= 8), on
+    flat and node-aware communicators; and it is predicted per size by that algorithm's model."""
+    table = _table().table
+    nat = ops.native_for("native:default", "bcast", "MPICH")
+    assert nat is not None and nat.leaf is None and nat.unset == ("MPIR_CVAR_BCAST_INTRA_ALGORITHM",)
+    assert "MPIR_CVAR_BCAST_INTRA_ALGORITHM" not in nat.env and nat.env["MPIR_CVAR_DEVICE_COLLECTIVES"] == "none"
+    model = {json.dumps(a.leaf): a.model_tree for a in ops.native_choices("bcast", "MPICH") if a.leaf}
+    for hierarchy in ("flat", "parent"):
+        for n in range(2, 18):
+            for m in (1, 12288, 12289, 65536, 524288, 524289):
+                got = mpich.select(table, "bcast", comm_size=n, msg_bytes=m, hierarchy=hierarchy)
+                assert model[json.dumps(got)] == nat.tree_at(n, m, hierarchy == "flat"), (hierarchy, n, m, got)
+    assert [nat.tree_at(n, 65536) for n in (7, 8, 9, 16)] == [
+        "binomial", "scatter_recursive_doubling_allgather", "scatter_ring_allgather",
+        "scatter_recursive_doubling_allgather"]  # fmt: skip
+    assert nat.tree_at(8, 12288) == "binomial" and nat.tree_at(8, 524289) == "scatter_ring_allgather"
+    prof = hm.paper_profile()
+    for n, alg in ((7, "binomial"), (8, "scatter_recursive_doubling_allgather"), (9, "scatter_ring_allgather")):
+        layout = (["fast", "slow"] * 5)[:n]
+        got = ops.native_predict("bcast", "MPICH", prof, layout, [1024, 65536], algorithm=nat)
+        small = ops.native_predict("bcast", "MPICH", prof, layout, [1024])[0]  # the pinned binomial
+        want = ops.get("bcast").predict(prof, layout, alg, [65536])[0] if alg != "binomial" else None
+        assert got[0] == pytest.approx(small, rel=1e-12)
+        assert got[1] == pytest.approx(want or ops.native_predict("bcast", "MPICH", prof, layout, [65536])[0])
 
 
 def test_an_unchanged_choice_leaves_the_default_table():

@@ -105,12 +105,24 @@ _MPICH_ALPHA_BCAST = NativeAlgorithm(
 def _mpich_scatter_bcast(name: str) -> NativeAlgorithm:
     """``MPIR_Bcast_intra_<name>`` (``scatter_ring_allgather``, ``scatter_recursive_doubling_allgather``): a binomial
     scatter of the message's ceil(m/p)-byte chunks, then an allgather of them (no tree: modelled by the bcast's
-    message schedule of that name, :mod:`hnowmodel.schedules.bcast`). MPICH's default selects them from 9 ranks
-    (``comm_size<8`` is tested as ``<= 8``) above 12288 B: recursive doubling on a power of two up to 524288 B, the
-    ring otherwise; pinned, they run on any count (the recursive doubling's other counts are not modelled)."""
+    message schedule of that name, :mod:`hnowmodel.schedules.bcast`). MPICH's default selects them from 8 ranks
+    (its table's ``comm_size<8``, resolved as written when the communicator is made: :mod:`.defaults`) above
+    12288 B: recursive doubling on a power of two up to 524288 B, the ring otherwise; pinned, they run on any count
+    (the recursive doubling's other counts are not modelled)."""
     env = {"MPIR_CVAR_BCAST_INTRA_ALGORITHM": name, **_MPICH_COMMON}
     return NativeAlgorithm(name, env, name, leaf={f"algorithm=MPIR_Bcast_intra_{name}": {}})
 
+
+#: MPICH's own choice of bcast (``MPIR_CVAR_BCAST_INTRA_ALGORITHM`` unset: its built-in table) with the device's
+#: collectives off: binomial below 8 ranks or up to 12288 B, else scatter + allgather (:mod:`.defaults`);
+#: ``native:default`` (``native`` is the pinned binomial). No leaf: it is what the table says.
+_MPICH_DEFAULT_BCAST = NativeAlgorithm(
+    "default",
+    dict(_MPICH_COMMON),
+    "by size",
+    by_size=_defaults.RULES["bcast"],
+    unset=("MPIR_CVAR_BCAST_INTRA_ALGORITHM",),
+)
 
 _MPICH_BCAST_TREES = (
     *(_mpich_tree_bcast("kary", k) for k in MPICH_TREE_KS),
@@ -190,7 +202,9 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
     {
         # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
         "bcast": OpAlgorithms(
-            _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"), _MPICH_BCAST_TREES, pinned_only=(_MPICH_ALPHA_BCAST,)
+            _mpich("MPIR_CVAR_BCAST_INTRA_ALGORITHM"),
+            _MPICH_BCAST_TREES,
+            pinned_only=(_MPICH_ALPHA_BCAST, _MPICH_DEFAULT_BCAST),
         ),
         "scatter": OpAlgorithms(_mpich("MPIR_CVAR_SCATTER_INTRA_ALGORITHM", Schedule(root_copy=True))),
         "gather": OpAlgorithms(

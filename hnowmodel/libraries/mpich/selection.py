@@ -295,15 +295,37 @@ def _check_params(leaf: str, params: dict, at: str) -> None:
                 raise InputError(f"selection table: {at}: needs '{name}=N' (a whole number)")
 
 
-def _holds(ck: str, facts: Mapping[str, Any]) -> bool:
+#: The conditions ``MPIR_Csel_prune`` resolves once, when a communicator is made (``prune_tree`` in csel.c: the
+#: communicator's own facts and ``…=any``; the collective's level is pruned the same way), walking each level's keys
+#: in order up to the first it cannot resolve; ``MPIR_Csel_search`` tests the rest at each call.
+_PRUNED = re.compile(r"^(collective=|comm_type=|comm_size|comm_hierarchy=|is_node_consecutive=|comm_avg_ppn)|=any$")
+
+
+def _pruned(ck: str) -> bool:
+    """Whether MPICH's pruning resolves the condition ``ck`` (spaces removed).
+
+    >>> _pruned("comm_size<8"), _pruned("comm_hierarchy=any"), _pruned("avg_msg_size=any"), _pruned("count<pow2")
+    (True, True, True, False)
+    """
+    return ck == "any" or bool(_PRUNED.search(ck))
+
+
+def _holds(ck: str, facts: Mapping[str, Any], pruning: bool = True) -> bool:
+    """Whether ``ck`` holds for ``facts``; ``pruning``: tested by ``MPIR_Csel_prune`` (else by ``MPIR_Csel_search``).
+
+    >>> f = {"collective": "bcast", "comm_size": 8, "hierarchy": "flat"}
+    >>> _holds("comm_size<8", f), _holds("comm_size<8", f, pruning=False), _holds("comm_size<=7", f, False)
+    (False, True, False)
+    """
     if ck == "any" or ck.endswith("=any"):
         return True
     m = _NUMERIC.match(ck)
     if m and m.group(1) in facts:
         value = facts[m.group(1)]
         bound = int(m.group(3))
-        # MPICH 5.0's MPIR_Csel_search tests comm_size<N as local_size <= N (the others as written)
-        le = m.group(2) == "<=" or (m.group(1) == "comm_size" and not facts.get("comm_size_lt_as_written"))
+        # MPICH 5.0's MPIR_Csel_search tests comm_size<N as local_size <= N (csel.c, COMM_SIZE_LT), its prune_tree
+        # as written; the others as written by both
+        le = m.group(2) == "<=" or (m.group(1) == "comm_size" and not pruning)
         return value <= bound if le else value < bound
     n = facts["comm_size"]
     if ck == "comm_size=pow2":
@@ -342,14 +364,7 @@ def _facts(op: str, comm_size: int, msg_bytes: int, hierarchy: str) -> dict[str,
     n, m = comm_size, msg_bytes
     facts: dict[str, Any] = {"collective": collective(op), "comm_size": n, "hierarchy": hierarchy}
     if op in ("bcast", "scatter", "gather"):
-        # the tree operations' exports have always read comm_size<N as written (bcast's default from 8 ranks):
-        # kept, so that their files stay as they were
-        return {
-            **facts,
-            "avg_msg_size": m,
-            "total_msg_size": m if op == "bcast" else m * n,
-            "comm_size_lt_as_written": True,
-        }
+        return {**facts, "avg_msg_size": m, "total_msg_size": m if op == "bcast" else m * n}
     facts["total_msg_size"] = m * n
     if op in _AVG_SIZED:
         facts["avg_msg_size"] = m
@@ -372,23 +387,32 @@ def select(
     scatter/gather/allgather/alltoall: one block; reduce/allreduce: the vector; reduce_scatter: one result block),
     single threaded, for hnow's own call (:func:`_facts`: MPI_SUM on doubles, not in place); None when no branch
     matches (MPICH would assert). Conditions that need more than that (``comm_avg_ppn``, an allgather's
-    ``avg_msg_size``, …) raise :class:`InputError`.
+    ``avg_msg_size``, …) raise :class:`InputError`. A ``comm_size<N`` is tested as MPICH tests it where it stands
+    (:func:`_holds`): as written up to the first condition of the walk pruning cannot resolve (:func:`_pruned`:
+    bcast's ``comm_size<8``, so its scatter + allgather from 8 ranks), as ``<= N`` below one (alltoall's, under
+    ``is_sendbuf_inplace``: 8 ranks are "<8").
 
     >>> t = {"collective=allreduce": {"comm_type=intra": {
     ...      "count<pow2": {"algorithm=A": {}}, "count=any": {"algorithm=B": {}}}}}
     >>> select(t, "allreduce", comm_size=4, msg_bytes=24), select(t, "allreduce", comm_size=4, msg_bytes=32)
     ({'algorithm=A': {}}, {'algorithm=B': {}})
+    >>> u = {"collective=bcast": {"comm_size<8": {"algorithm=A": {}}, "avg_msg_size<=64": {
+    ...      "comm_size<8": {"algorithm=B": {}}, "comm_size=any": {"algorithm=C": {}}}}}
+    >>> select(u, "bcast", comm_size=8, msg_bytes=16), select(u, "bcast", comm_size=9, msg_bytes=16)
+    ({'algorithm=B': {}}, {'algorithm=C': {}})
     """
     if hierarchy not in HIERARCHIES:
         raise InputError(f"hierarchy must be one of {', '.join(HIERARCHIES)}, got {hierarchy!r}")
     facts = _facts(op, comm_size, msg_bytes, hierarchy)
     node: Any = doc
+    pruning = True  # MPIR_Csel_prune's part of the walk, until its first condition it cannot resolve
     while isinstance(node, dict) and node:
         for key, val in node.items():
             ck = _nospace(key)
             if ck.startswith(_LEAF_PREFIXES):
                 return {key: copy.deepcopy(val)}
-            if _holds(ck, facts):
+            pruning = pruning and _pruned(ck)
+            if _holds(ck, facts, pruning):
                 node = val
                 break
         else:
