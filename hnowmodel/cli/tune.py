@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verify", action="store_true", help="measure the default and the tuned settings on these ranks")
     p.add_argument("--reps", type=positive_int, default=5, help="--verify: repetitions per setting (default 5)")
     p.add_argument("--calibrate-sizes", default=None, help="sizes for the calibration (default: its own)")
-    add_output(p, None, "folder for the files: <shape>/<library>/..., tune.csv, tune.json (refused if not empty)")
+    add_output(p, None, "folder for the files: <shape>/<library>/..., the report tune.* (refused if not empty)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,5 +77,6 @@ def run(args: argparse.Namespace) -> int:
     if res.paths:
         k = len(res.paths) - 1
         print(f"wrote {k} folder{'s' if k > 1 else ''} (<shape>/<library>: files, env.sh, job.sbatch) and the report:")
-        print(f"  {res.paths['report']['csv']}, {res.paths['report']['md']}, {res.paths['report']['json']}")
+        rep = res.paths["report"]  # tune.png only when a row has a gain to draw
+        print("  " + ", ".join(rep[k] for k in ("csv", "md", "png", "json") if k in rep))
     return 0
