@@ -184,6 +184,8 @@ def test_an_existing_output_is_not_overwritten(tmp_path):
         ({"sizes": [0, 1024]}, "at least 1 byte"),
         ({"mpi": "lam"}, "--mpi 'lam'"),
         ({"ops": "nosuchop"}, "nosuchop"),
+        ({"quick": True}, "--quick"),  # a given profile: nothing is calibrated
+        ({"verify_max_us": -1.0}, "--verify-max-us"),
     ],
 )
 def test_bad_input_is_one_input_error(keywords, needle):
@@ -192,6 +194,18 @@ def test_bad_input_is_one_input_error(keywords, needle):
 
 
 # ---- verify -----------------------------------------------------------------------------------------------------
+def test_verify_leaves_a_size_predicted_over_the_limit_unmeasured_and_says_so(tmp_path):
+    """Every run predicted over the limit: nothing is measured (the launcher, which does not exist, is never
+    reached), every row keeps its prediction, and one note names the sizes with their predicted run."""
+    op = ops.names()[0]
+    res = tune(REALMPI, np=2, mpi="mpich", verify=True, ops=op, sizes=[4096, 65536], verify_max_us=1e-3,
+               output=tmp_path / "t", **NO_LAUNCHER)  # fmt: skip
+    assert [r.size for r in res.rows] == [4096, 65536]
+    assert all(r.measured_gain_pct is None and r.predicted_gain_pct is not None for r in res.rows)
+    (note,) = [n for n in res.notes if n.startswith("not measured")]
+    assert "(--verify-max-us)" in note and f"{op} 4K (" in note and f"{op} 64K (" in note
+
+
 @pytest.mark.mpi
 def test_verify_measures_the_default_and_the_tuned_settings_on_two_local_ranks(tmp_path):
     op = ops.names()[0]
