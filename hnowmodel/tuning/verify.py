@@ -112,15 +112,21 @@ def tuned_launch(launch: Launch, st: ShapeTuning, folder: Path) -> Launch:
 def _measure(
     prof: Profile, launch: Launch, layout: Sequence[str], specs: Mapping[str, list[int]], op: str, how: dict[str, Any]
 ) -> dict[tuple[str, int], Any]:
-    """Measure ``specs`` (tree spec -> sizes) of ``op`` on ``launch`` with ``layout``; (spec, size) -> row."""
-    if not specs:
-        return {}
-    sizes = sorted({m for szs in specs.values() for m in szs})
-    settings = CompareSettings(
-        layout=",".join(layout), ops=[op], trees=list(specs), sizes=sizes, reps=how["reps"], both=False
-    )
-    cmp = compare(prof, launch, settings, progress=how["progress"])
-    return {(r.tree, r.size): r for r in cmp.rows}
+    """Measure ``specs`` (tree spec -> sizes) of ``op`` on ``launch`` with ``layout``, each spec at its own sizes
+    only; (spec, size) -> row. ``hm.compare`` runs every tree at every size it is given, so the specs sharing a
+    list of sizes are one job: a spec is never run at a size it was not chosen for (a library's algorithm pinned
+    where it does not apply can fail the job, and the sizes no row asked for would cost time)."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for spec, szs in specs.items():
+        groups.setdefault(tuple(sorted(set(szs))), []).append(spec)
+    got: dict[tuple[str, int], Any] = {}
+    for sizes, trees in groups.items():
+        settings = CompareSettings(
+            layout=",".join(layout), ops=[op], trees=trees, sizes=list(sizes), reps=how["reps"], both=False
+        )
+        cmp = compare(prof, launch, settings, progress=how["progress"])
+        got.update({(r.tree, r.size): r for r in cmp.rows})
+    return got
 
 
 def measured_gains(default: Any, tuned: Any) -> dict[str, Any]:
