@@ -23,6 +23,11 @@ __all__ = ["COLUMNS", "gain_panels", "plot_gains"]
 
 #: Panels per line of the figure: a shape and library with more operations continues on the next line.
 COLUMNS = 4
+#: The y axis reaches down to at most this gain (%): a choice measured more than twice as slow as the default (a
+#: few µs of a small collective on a loaded machine) would otherwise squash every other bar, and a single
+#: repetition's extreme of such a collective lies thousands of % away. A bar below it is cut at the axis with its
+#: value written; a spread below it runs off the panel.
+FLOOR_PCT = -100.0
 
 
 def _gain(v: Any) -> float | None:
@@ -59,8 +64,9 @@ def gain_panels(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     order: ``shape``, ``library``, ``op``, ``sizes`` (bytes) and their ``labels``, ``predicted`` and ``measured``
     gains (%, None where there is none: the library's default not modelled, a size not measured) and ``yerr``
     (the measured spread below and above, %)), ``grid`` (each panel's line and column), ``measured`` (whether any
-    row was measured: a second bar per size), ``ylim`` (the one y range of every panel, %, 0 included) and
-    ``blocks`` (how many shape/library pairs). None when no row has a gain to draw.
+    row was measured: a second bar per size), ``ylim`` (the one y range of every panel, %: 0, every bar and its
+    spread, but not below :data:`FLOOR_PCT`) and ``blocks`` (how many shape/library pairs). None when no row has a
+    gain to draw.
 
     >>> rows = [{"shape": "run-6x1", "library": "MPICH", "op": "bcast", "size": s, "predicted_gain_pct": p,
     ...          "measured_gain_pct": m, "measured_gain_min_pct": m - 2, "measured_gain_max_pct": m + 1}
@@ -71,6 +77,8 @@ def gain_panels(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     (['1K', '64K'], [10.0, 30.0], [12.0, 28.0], [[2.0, 2.0], [1.0, 1.0]])
     >>> fig["grid"], fig["measured"], [round(y, 1) for y in fig["ylim"]]
     ([(0, 0)], True, [-2.4, 32.4])
+    >>> gain_panels([{**rows[0], "measured_gain_pct": -750.0, "measured_gain_min_pct": -9000.0}])["ylim"][0]
+    -110.4
     >>> gain_panels([{**rows[0], "predicted_gain_pct": None, "measured_gain_pct": None}]) is None
     True
     """
@@ -85,7 +93,7 @@ def gain_panels(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     for p in panels:
         for m, b, a in zip(p["measured"], *p["yerr"], strict=True):
             ends += [] if m is None else [m - b, m + a]
-    lo, hi = min(ends), max(ends)
+    lo, hi = max(min(ends), FLOOR_PCT), max(ends)
     pad = max(0.08 * (hi - lo), 1.0)  # an all-zero figure (every default kept) still has a y range
     grid, line = [], -1
     for i, p in enumerate(panels):
@@ -102,9 +110,11 @@ def gain_panels(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def _draw_panel(ax: Any, p: Mapping[str, Any], measured: bool, colors: Sequence[str]) -> None:
+def _draw_panel(ax: Any, p: Mapping[str, Any], fig_data: Mapping[str, Any], colors: Sequence[str]) -> None:
     """One operation's bars: predicted (solid), measured (hatched, with the spread) beside it; a × where a bar is
-    missing (the default not modelled, the size not measured); the line of 0 (the default)."""
+    missing (the default not modelled, the size not measured); a bar below the axis cut there with its value
+    written; the line of 0 (the default)."""
+    measured, low = fig_data["measured"], fig_data["ylim"][0]
     n = len(p["sizes"])
     w = 0.4 if measured else 0.7
     slots = [("predicted", -w / 2 if measured else 0.0)] + ([("measured", w / 2)] if measured else [])
@@ -122,6 +132,9 @@ def _draw_panel(ax: Any, p: Mapping[str, Any], measured: bool, colors: Sequence[
                 ax.errorbar(x, y, yerr=yerr, fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
         if gone:
             ax.plot(gone, [0.0] * len(gone), ls="none", marker="x", color="0.45", ms=4)
+        for x, v in at:
+            if v < low:  # the axis cuts it: say how far it went
+                ax.text(x, low, f" {v:.0f} %", rotation=90, ha="center", va="bottom", fontsize=6, clip_on=True)
     ax.axhline(0.0, color="0.3", lw=0.8)
     ax.set_xticks(range(n))
     ax.set_xticklabels(p["labels"], rotation=45, ha="right", fontsize=7)
@@ -141,6 +154,8 @@ def _legend_handles(measured: bool, colors: Sequence[str]) -> list[Any]:
             Line2D([], [], color="k", lw=0.8, marker="_", ms=6, label="measured spread (repetitions' extremes)"),
         ]
     what = "the default not modelled (kept) or not measured" if measured else "the default not modelled (kept)"
+    if measured:
+        out.append(Line2D([], [], ls="none", label=f"below {FLOOR_PCT:.0f} %: cut at the axis"))
     out.append(Line2D([], [], ls="none", marker="x", color="0.45", ms=4, label=f"no bar: {what}"))
     return out
 
@@ -161,7 +176,7 @@ def _draw(fig_data: Mapping[str, Any], title: str = "") -> Any:
     axes = fig.subplots(lines, cols, squeeze=False, sharey=True)
     for p, (i, j) in zip(panels, grid, strict=True):
         ax = axes[i][j]
-        _draw_panel(ax, p, measured, colors)
+        _draw_panel(ax, p, fig_data, colors)
         ax.set_title(p["op"] if fig_data["blocks"] == 1 else f"{p['op']}: {p['shape']}, {p['library']}", fontsize=9)
         ax.tick_params(labelleft=True)
         if j == 0:
