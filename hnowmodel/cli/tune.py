@@ -10,6 +10,7 @@ import sys
 from ..errors import InputError
 from ..sizes import format_size, parse_sizes
 from ..tuning import DEFAULT_SIZES, tune
+from ..tuning.verify import VERIFY_MAX_US
 from .common import add_mpi_arguments, add_op_argument, add_output, emit_json, launch_kwargs, positive_int, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -39,8 +40,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--verify", action="store_true", help="measure the default and the tuned settings on these ranks")
     p.add_argument("--reps", type=positive_int, default=5, help="--verify: repetitions per setting (default 5)")
+    p.add_argument(
+        "--verify-max-us",
+        type=float,
+        default=VERIFY_MAX_US,
+        help=f"--verify: leave unmeasured a size whose one run hnow predicts longer than this, µs (default "
+        f"{VERIFY_MAX_US:.0f}: each setting runs 16 times; 0: measure every size)",
+    )
     p.add_argument("--calibrate-sizes", default=None, help="sizes for the calibration (default: its own)")
-    add_output(p, None, "folder for the files: <shape>/<library>/..., tune.csv, tune.json (refused if not empty)")
+    p.add_argument(
+        "--quick", action="store_true", help="the calibration made first with fewer sizes and repetitions (demos)"
+    )
+    add_output(p, None, "folder for the files: <shape>/<library>/..., the report tune.* (refused if not empty)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         verify=args.verify,
         reps=args.reps,
         calibrate_sizes=args.calibrate_sizes,
+        quick=args.quick,
+        verify_max_us=args.verify_max_us,
         output=args.output,
         force=args.force,
         **kw,
@@ -77,5 +90,6 @@ def run(args: argparse.Namespace) -> int:
     if res.paths:
         k = len(res.paths) - 1
         print(f"wrote {k} folder{'s' if k > 1 else ''} (<shape>/<library>: files, env.sh, job.sbatch) and the report:")
-        print(f"  {res.paths['report']['csv']}, {res.paths['report']['md']}, {res.paths['report']['json']}")
+        rep = res.paths["report"]  # tune.png only when a row has a gain to draw
+        print("  " + ", ".join(rep[k] for k in ("csv", "md", "png", "json") if k in rep))
     return 0

@@ -4,8 +4,8 @@ runs, chosen by the model without benchmarking each shape; ``verify`` measures t
 The package, by idea: :mod:`.shapes` (``--shapes``: ``HxK`` from the calibrated pool, ``calibrated``,
 ``@hostfile``), :mod:`.choose` (one shape for one library: :func:`hnowmodel.export.export` on the shape, and the
 rank order that pays most), :mod:`.verify` (the default and the tuned settings measured with ``hm.compare``),
-:mod:`.files` (``env.sh``, the Slurm fragment, the report), :mod:`.run` (:func:`tune`). docs/tune.md says how to
-use it.
+:mod:`.files` (``env.sh``, the Slurm fragment, the report), :mod:`.figure` (the report's ``tune.png``), :mod:`.run`
+(:func:`tune`). docs/tune.md says how to use it.
 """
 
 from .choose import ShapeTuning, TuneRow, gain_pct, tune_shape

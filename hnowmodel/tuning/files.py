@@ -1,10 +1,12 @@
 """What ``hnow tune -o DIR`` writes: per shape and library the files the library reads, the rank order, ``env.sh``
-and a Slurm batch fragment (:func:`write_shape`); and the report, ``tune.csv`` and ``tune.json`` (:func:`write_report`).
+and a Slurm batch fragment (:func:`write_shape`); and the report, ``tune.csv``, ``tune.md``, ``tune.png`` and
+``tune.json`` (:func:`write_report`).
 
 Layout of ``DIR``::
 
     DIR/tune.csv, DIR/tune.json          one row per shape, library, operation and size
     DIR/tune.md                          the same rows to read, each with its why
+    DIR/tune.png                         predicted and measured gains side by side (when a row has a gain)
     DIR/<shape>/<library>/               e.g. 12x1/mpich: the export's files (mpich-coll.json, mpich-env.txt, ...),
                                          hostfile and rankfile (the tuned order), slurm-hostfile (one line per rank),
                                          env.sh (source it), job.sbatch (a fragment), USAGE.txt
@@ -23,6 +25,7 @@ from ..io import atomic_write
 from ..report import write_csv
 from ..sizes import format_size
 from .choose import ShapeTuning
+from .figure import plot_gains
 
 __all__ = ["COLUMNS", "shape_folder", "env_sh", "sbatch_text", "write_shape", "markdown_report", "write_report"]
 
@@ -146,12 +149,27 @@ def markdown_report(rows: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -
     return "\n".join(lines) + "\n"
 
 
+def _figure_title(doc: Mapping[str, Any]) -> str:
+    """``tune.png``'s title: what the gains are of, the profile, and the shape measured (if any).
+
+    >>> _figure_title({"profile": "given", "verified": "run-6x1"})
+    "hnow tune: gain over the library's default (profile: given; measured on run-6x1)"
+    """
+    where = f"; measured on {doc['verified']}" if doc.get("verified") else "; predicted only (no --verify)"
+    return f"hnow tune: gain over the library's default (profile: {doc.get('profile')}{where})"
+
+
 def write_report(out: str | Path, rows: Sequence[Mapping[str, Any]], doc: Mapping[str, Any]) -> dict[str, str]:
-    """``tune.csv`` (``rows``, :data:`COLUMNS`), ``tune.md`` (:func:`markdown_report`) and ``tune.json``
+    """``tune.csv`` (``rows``, :data:`COLUMNS`), ``tune.md`` (:func:`markdown_report`), ``tune.png``
+    (:func:`~.figure.plot_gains`; only when a row has a gain to draw: then the result has ``png``) and ``tune.json``
     (``doc``, written last: a folder without it is a tune cut short) in ``out``."""
     out = Path(out)
-    return {
+    paths = {
         "csv": str(write_csv(out / "tune.csv", rows, COLUMNS)),
         "md": str(atomic_write(out / "tune.md", markdown_report(rows, doc))),
-        "json": str(atomic_write(out / "tune.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")),
     }
+    png = plot_gains(rows, out / "tune.png", _figure_title(doc))
+    if png is not None:
+        paths["png"] = str(png)
+    paths["json"] = str(atomic_write(out / "tune.json", json.dumps(doc, indent=1, allow_nan=False) + "\n"))
+    return paths

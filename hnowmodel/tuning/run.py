@@ -35,7 +35,7 @@ from ..stepfiles import read_steps
 from .choose import ShapeTuning, TuneRow, tune_shape
 from .files import write_report, write_shape
 from .shapes import Shape, check_shape_syntax, oversubscribed, parse_shapes, ranks_per_host, shape_from_layout
-from .verify import verify
+from .verify import VERIFY_MAX_US, too_long, verify
 
 __all__ = ["DEFAULT_SIZES", "STEPS_FOLDER", "TuneSettings", "TuneResult", "tune", "cut_short"]
 
@@ -50,8 +50,10 @@ class TuneSettings:
     library has algorithms hnow models for; the reductions only from a profile with the reduction cost γ, the others
     said in a note; given: a reduction without γ refused), ``sizes`` (bytes per rank), ``layout`` (the node type of each
     rank of the job: for the calibration made first, e.g. ``auto``, and for ``verify``), ``verify`` (measure the default
-    and the tuned settings on the job's ranks, ``reps`` repetitions each), ``output`` (a new folder, or an empty one;
-    ``force``: write into one that is not), ``calibrate_sizes`` (the calibration's grid)."""
+    and the tuned settings on the job's ranks, ``reps`` repetitions each, every size but those whose one run hnow
+    predicts longer than ``verify_max_us``, µs; None or 0: every size), ``output`` (a new folder, or an empty one;
+    ``force``: write into one that is not), ``calibrate_sizes`` (the calibration's grid), ``quick`` (the calibration
+    made first with fewer sizes and repetitions, as ``hnow calibrate --quick``)."""
 
     shapes: Any = None
     ops: Any = None
@@ -62,6 +64,8 @@ class TuneSettings:
     output: str | Path | None = None
     force: bool = False
     calibrate_sizes: Any = None
+    quick: bool = False
+    verify_max_us: float | None = VERIFY_MAX_US
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,35 @@ def _run_shape(prof: Profile, launch: Launch, layout: Any) -> tuple[Shape, bool]
     return shape_from_layout(label, lay), hosts is not None
 
 
+def _check_verify_max(value: Any) -> float | None:
+    """``--verify-max-us``: None or a number of µs >= 0 (0: no limit).
+
+    >>> _check_verify_max(0), _check_verify_max(1e5)
+    (0.0, 100000.0)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0 or value == float("inf"):
+        raise InputError(f"--verify-max-us must be a number of µs >= 0 (0: measure every size), got {value!r}")
+    return float(value)
+
+
+def _too_long_note(rows: tuple[TuneRow, ...], max_us: float | None) -> list[str]:
+    """The note naming the sizes ``verify`` left unmeasured because one run is predicted over ``max_us``.
+
+    >>> row = TuneRow("4x1", "MPICH", "bcast", 4194304, 4, 4, "a", "b", 3e6, 2e6, 33.3, "launched")
+    >>> _too_long_note((row,), 250_000.0)
+    ['not measured, one run predicted over 250,000 µs (--verify-max-us): bcast 4M (3.0 s)']
+    """
+    gone = too_long(rows, max_us)
+    if not gone:
+        return []
+    what = ", ".join(
+        f"{r.op} {format_size(r.size)} ({max(r.default_us or 0.0, r.chosen_us or 0.0) / 1e6:.1f} s)" for r in gone
+    )
+    return [f"not measured, one run predicted over {max_us:,.0f} µs (--verify-max-us): {what}"]
+
+
 def _slower_note(r: TuneRow) -> str:
     """The note naming a choice that measured slower than the default, with the spread of the gain.
 
@@ -229,7 +262,9 @@ def _check_before_calibrating(items: list[str], launch: Launch) -> None:
 def _calibrate(launch: Launch, s: TuneSettings, out: Path | None, progress: Progress) -> Profile:
     steps = None if out is None else out / STEPS_FOLDER  # a rerun into the same folder takes the finished steps
     prof = calibrate(
-        launch, CalibrateSettings(layout=s.layout, sizes=s.calibrate_sizes, steps=steps), progress=progress
+        launch,
+        CalibrateSettings(layout=s.layout, sizes=s.calibrate_sizes, quick=s.quick, steps=steps),
+        progress=progress,
     )
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -274,6 +309,9 @@ def tune(
     sizes = _sizes(s.sizes)
     check_shape_syntax(s.shapes)
     check_count(s.reps, "--reps")
+    max_us = _check_verify_max(s.verify_max_us)
+    if s.quick and profile is not None:
+        raise InputError("--quick: it makes the calibration made first quicker; with --profile nothing is calibrated")
     resume = profile is None and cut_short(s.output)  # reads the steps: a file of another version refused here
     out = check_output(s.output, force=s.force or resume, folder=True) if s.output is not None else None
     notes: list[str] = []
@@ -296,7 +334,9 @@ def tune(
     if run is not None:
         st = tunings[-1]
         where = out / st.shape.label / st.fmt.key if out is not None else Path(tempfile.mkdtemp(prefix="hnow-tune-"))
-        tunings[-1] = replace(st, rows=verify(prof, launch, st, where, reps=s.reps, progress=progress, say=say))
+        got = verify(prof, launch, st, where, reps=s.reps, max_us=max_us, progress=progress, say=say)
+        tunings[-1] = replace(st, rows=got)
+        notes += _too_long_note(st.rows, max_us)
     rows = tuple(r for st in tunings for r in st.rows)
     notes += [f"{st.fmt.library} on {st.shape.label}: rank order {st.order}" for st in tunings]
     notes += [_slower_note(r) for r in rows if r.slower]

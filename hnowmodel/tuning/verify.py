@@ -5,7 +5,9 @@ the library's own algorithm for that operation and size pinned as ``native:ALGO`
 setting the chosen algorithm pinned as ``native:ALGO`` with the ranks in the tuned order (a copy of the cluster
 spec, or of the hostfile, with its hosts in that order). Where the choice is the default in the launched order,
 nothing differs: the default's run is the tuned one too (gain 0, the spread that of its repetitions); where hnow does
-not model the library's default there, it is not measured (nothing pins it).
+not model the library's default there, it is not measured (nothing pins it). A size whose one run hnow predicts longer
+than ``max_us`` (``--verify-max-us``, :data:`VERIFY_MAX_US`) is not measured either (:func:`too_long`): the timing runs
+each setting some 16 times, so a 4 MiB collective over a 25 Mbit/s link would cost minutes.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from ..options import check_op_sizes
 from ..params import Profile
 from .choose import ShapeTuning, TuneRow, gain_pct
 
-__all__ = ["verify", "tuned_launch", "measured_gains"]
+__all__ = ["VERIFY_MAX_US", "verify", "tuned_launch", "measured_gains", "too_long"]
+
+#: ``--verify``'s default limit: a size whose one run of the default or the chosen setting hnow predicts longer
+#: than this (µs) is tuned and written but not measured. The timing runs each setting once untimed and 15 times
+#: timed (``calibrate.timing.time_sync_c`` with 5 repetitions), so a size at the limit costs about 8 s of MPI time.
+VERIFY_MAX_US = 250_000.0
 
 
 def _spec(op: str, library: str, algorithm: str) -> str | None:
@@ -48,6 +55,21 @@ def _runs(op: str, size: int) -> bool:
     except InputError:
         return False
     return True
+
+
+def too_long(rows: Sequence[TuneRow], max_us: float | None) -> list[TuneRow]:
+    """The rows whose one run of the default or of the chosen setting hnow predicts longer than ``max_us`` (µs;
+    None or 0: none): :func:`verify` leaves them unmeasured.
+
+    >>> row = TuneRow("4x1", "MPICH", "bcast", 1024, 4, 4, "a", "b", 300_000.0, 200_000.0, 33.3, "launched")
+    >>> [r.size for r in too_long([row, replace(row, size=64, default_us=9.0, chosen_us=8.0)], 250_000.0)]
+    [1024]
+    >>> too_long([row], None)
+    []
+    """
+    if not max_us:
+        return []
+    return [r for r in rows if max(r.default_us or 0.0, r.chosen_us or 0.0) > max_us]
 
 
 def _blocks(hosts: Sequence[str]) -> list[tuple[str, int]]:
@@ -90,15 +112,21 @@ def tuned_launch(launch: Launch, st: ShapeTuning, folder: Path) -> Launch:
 def _measure(
     prof: Profile, launch: Launch, layout: Sequence[str], specs: Mapping[str, list[int]], op: str, how: dict[str, Any]
 ) -> dict[tuple[str, int], Any]:
-    """Measure ``specs`` (tree spec -> sizes) of ``op`` on ``launch`` with ``layout``; (spec, size) -> row."""
-    if not specs:
-        return {}
-    sizes = sorted({m for szs in specs.values() for m in szs})
-    settings = CompareSettings(
-        layout=",".join(layout), ops=[op], trees=list(specs), sizes=sizes, reps=how["reps"], both=False
-    )
-    cmp = compare(prof, launch, settings, progress=how["progress"])
-    return {(r.tree, r.size): r for r in cmp.rows}
+    """Measure ``specs`` (tree spec -> sizes) of ``op`` on ``launch`` with ``layout``, each spec at its own sizes
+    only; (spec, size) -> row. ``hm.compare`` runs every tree at every size it is given, so the specs sharing a
+    list of sizes are one job: a spec is never run at a size it was not chosen for (a library's algorithm pinned
+    where it does not apply can fail the job, and the sizes no row asked for would cost time)."""
+    groups: dict[tuple[int, ...], list[str]] = {}
+    for spec, szs in specs.items():
+        groups.setdefault(tuple(sorted(set(szs))), []).append(spec)
+    got: dict[tuple[str, int], Any] = {}
+    for sizes, trees in groups.items():
+        settings = CompareSettings(
+            layout=",".join(layout), ops=[op], trees=trees, sizes=list(sizes), reps=how["reps"], both=False
+        )
+        cmp = compare(prof, launch, settings, progress=how["progress"])
+        got.update({(r.tree, r.size): r for r in cmp.rows})
+    return got
 
 
 def measured_gains(default: Any, tuned: Any) -> dict[str, Any]:
@@ -132,12 +160,15 @@ def verify(
     folder: Path,
     *,
     reps: int = 5,
+    max_us: float | None = VERIFY_MAX_US,
     progress: Progress = None,
     say: Callable[[str], None] | None = None,
 ) -> tuple[TuneRow, ...]:
     """``st``'s rows with the default and the tuned settings measured on ``launch`` (its ranks are ``st.shape``,
-    launched in order); the tuned order's cluster spec or hostfile goes into ``folder``."""
+    launched in order), but those :func:`too_long` for ``max_us``; the tuned order's cluster spec or hostfile goes
+    into ``folder``."""
     lib = st.fmt.library
+    skip = {(r.op, r.size) for r in too_long(st.rows, max_us)}
     how = {"reps": reps, "progress": progress}
     lay = st.shape.layout
     tuned_lay = [lay[r] for r in st.perm]
@@ -149,7 +180,7 @@ def verify(
         new: dict[str, list[int]] = {}
         for r in rows:
             d, c = _spec(op, lib, r.default), _spec(op, lib, r.chosen)
-            if d is None or c is None or not _runs(op, r.size):
+            if d is None or c is None or not _runs(op, r.size) or (op, r.size) in skip:
                 continue
             base.setdefault(d, []).append(r.size)
             if c != d or st.reordered:  # the same setting as the default: the default's run is the tuned one

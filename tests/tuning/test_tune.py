@@ -184,6 +184,8 @@ def test_an_existing_output_is_not_overwritten(tmp_path):
         ({"sizes": [0, 1024]}, "at least 1 byte"),
         ({"mpi": "lam"}, "--mpi 'lam'"),
         ({"ops": "nosuchop"}, "nosuchop"),
+        ({"quick": True}, "--quick"),  # a given profile: nothing is calibrated
+        ({"verify_max_us": -1.0}, "--verify-max-us"),
     ],
 )
 def test_bad_input_is_one_input_error(keywords, needle):
@@ -192,6 +194,41 @@ def test_bad_input_is_one_input_error(keywords, needle):
 
 
 # ---- verify -----------------------------------------------------------------------------------------------------
+def test_verify_runs_each_setting_only_at_the_sizes_it_was_chosen_for(monkeypatch):
+    """hm.compare runs every tree at every size given: the settings sharing their sizes are one job, the others
+    jobs of their own (a pinned algorithm never runs at a size no row asked for)."""
+    from types import SimpleNamespace
+
+    from hnowmodel.tuning import verify as verify_module
+
+    calls = []
+
+    def fake_compare(prof, launch, settings, progress=None):
+        calls.append((list(settings.trees), list(settings.sizes)))
+        rows = [SimpleNamespace(tree=t, size=m) for t in settings.trees for m in settings.sizes]
+        return SimpleNamespace(rows=rows)
+
+    monkeypatch.setattr(verify_module, "compare", fake_compare)
+    specs = {"native:a": [64, 16], "native:b": [4096], "native:c": [16, 64]}
+    got = verify_module._measure(
+        REALMPI, hm.Launch(np=2), ["fast", "slow"], specs, "reduce", {"reps": 3, "progress": None}
+    )
+    assert calls == [(["native:a", "native:c"], [16, 64]), (["native:b"], [4096])]
+    assert sorted(got) == sorted([(t, m) for t, szs in specs.items() for m in szs])
+
+
+def test_verify_leaves_a_size_predicted_over_the_limit_unmeasured_and_says_so(tmp_path):
+    """Every run predicted over the limit: nothing is measured (the launcher, which does not exist, is never
+    reached), every row keeps its prediction, and one note names the sizes with their predicted run."""
+    op = ops.names()[0]
+    res = tune(REALMPI, np=2, mpi="mpich", verify=True, ops=op, sizes=[4096, 65536], verify_max_us=1e-3,
+               output=tmp_path / "t", **NO_LAUNCHER)  # fmt: skip
+    assert [r.size for r in res.rows] == [4096, 65536]
+    assert all(r.measured_gain_pct is None and r.predicted_gain_pct is not None for r in res.rows)
+    (note,) = [n for n in res.notes if n.startswith("not measured")]
+    assert "(--verify-max-us)" in note and f"{op} 4K (" in note and f"{op} 64K (" in note
+
+
 @pytest.mark.mpi
 def test_verify_measures_the_default_and_the_tuned_settings_on_two_local_ranks(tmp_path):
     op = ops.names()[0]
