@@ -175,7 +175,7 @@ def test_hung_rank_times_out_names_rank_and_step_keeps_old_profile(tmp_path):
             "FS",
             "--quick",
             "--timeout",
-            "12",
+            "6",  # the hang is reached ~1.5 s after the start (0-byte ping-pong, then 'sends'), under load ~4 s
             "-o",
             str(out),
             "--force",
@@ -188,7 +188,7 @@ def test_hung_rank_times_out_names_rank_and_step_keeps_old_profile(tmp_path):
     assert proc.returncode == 2
     line = proc.stderr.strip().splitlines()[-1]
     # rank 1 hangs on entering the step; rank 0 waits for it inside the same step: both are named with it
-    assert "did not finish within 12 s" in line and "ranks 0,1 in step 'sends 0->1" in line
+    assert "did not finish within 6 s" in line and "ranks 0,1 in step 'sends 0->1" in line
     assert out.read_text() == "previous profile"
 
 
@@ -199,9 +199,11 @@ def test_native_compare_models_the_common_start(hnow, tmp_path):
     if not _has_c_kernels():
         pytest.skip("no mpicc for the C kernels")
     out = tmp_path / "cmp"
+    # the calibration's grid 0 B and 1 B..1 MiB, one size per octave (--quick's), instead of its default to 4 MiB at
+    # three sizes per octave (~3x as long): the term is measured at every size of the grid either way (22 > 10)
     proc = hnow(
-        "compare", "--np", "2", "--ops", "bcast", "--trees", "native", "--sizes", "8,64K", "-o", str(out), "--json",
-        timeout=240,
+        "compare", "--np", "2", "--ops", "bcast", "--trees", "native", "--sizes", "8,64K", "--calibrate-sizes",
+        "0..1M", "-o", str(out), "--json", timeout=240,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)["rows"]
