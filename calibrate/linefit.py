@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 __all__ = ["LineFit", "fit_line", "find_breakpoint", "fit_regimes"]
 
@@ -69,6 +68,8 @@ def _wls(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> _WLS:
 
 def _t95(dof: int) -> float:
     """Two-sided 95 % Student-t quantile (inf without degrees of freedom)."""
+    from scipy import stats as sps  # here: only the fitting rank loads it (calibrate.stats says why)
+
     return float(sps.t.ppf(0.975, dof)) if dof > 0 else math.inf
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from hnowmodel import ops
 from hnowmodel.params import Profile
@@ -87,6 +86,8 @@ def _fit(raw: dict[str, Any], doc: dict[str, Any], series: str, ranks: list[int]
         return out
     g = grid[int(np.argmin(losses))]
     bounds = (max(0.0, g - QUEUED_STEP_BYTES), min(QUEUED_MAX_BYTES, g + QUEUED_STEP_BYTES))
+    from scipy.optimize import minimize_scalar  # here: only the fitting rank loads it (calibrate.stats says why)
+
     best = minimize_scalar(loss, bounds=bounds, method="bounded", options={"xatol": 1.0})
     q = float(best.x) if best.fun <= loss(g) else float(g)
     fit = predicted(q)

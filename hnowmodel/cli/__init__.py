@@ -2,9 +2,12 @@
 
 Each subcommand lives in its own module (``hnowmodel.cli.<name>``) exposing ``HELP`` (one line),
 ``add_arguments(parser)`` and ``run(args) -> int``; :data:`COMMANDS` maps names to modules and is the only
-place to register one. Any :class:`~hnowmodel.errors.HnowError` becomes exit status 2 and one line on stderr.
-Every command is one call into the library (:mod:`hnowmodel.jobs` for what runs under MPI) plus formatting; this
-package starts no process and never imports MPI.
+place to register one. ``hnow CMD`` imports only CMD's module, and that module imports what its options need (the
+registries their help names); the library call ``run`` makes is imported inside ``run``, so ``hnow CMD --help``
+and a usage error start without loading the jobs, the launcher or the virtual cluster. Any
+:class:`~hnowmodel.errors.HnowError` becomes exit status 2 and one line on stderr. Every command is one call into
+the library (:mod:`hnowmodel.jobs` for what runs under MPI) plus formatting; this package starts no process and
+never imports MPI.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections.abc import Collection
 
 from .. import __version__
 from ..errors import HnowError
-from ..jobs.launcher import Terminated
+from ..jobs.procgroup import Terminated
 
 __all__ = ["main", "COMMANDS", "build_parser"]
 
@@ -51,6 +55,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``hnow`` parser: every command's options, or with ``command`` (one of :data:`COMMANDS`) only that
     command's, the others named without importing their modules (a command starts without loading what the others
     need: the export backends, the search, matplotlib)."""
+    return _parser(COMMANDS if command is None else (command,))
+
+
+def _parser(built: Collection[str]) -> argparse.ArgumentParser:
+    """The ``hnow`` parser with the options of the commands in ``built``; the others are only named."""
     parser = _Parser(
         prog="hnow", description="Model, predict, choose and check MPI collectives on heterogeneous clusters."
     )
@@ -58,7 +67,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name, modname in COMMANDS.items():
-        if command is not None and name != command:
+        if name not in built:
             sub.add_parser(name)
             continue
         mod = importlib.import_module(modname)
@@ -80,9 +89,23 @@ def _command_of(argv: list[str]) -> str | None:
     return word if word in COMMANDS else None
 
 
+def _built(argv: list[str]) -> Collection[str]:
+    """The commands whose modules the parser of ``argv`` imports: the command it names; every one for the overview
+    (``-h``/``--help``, which prints each command's help line); none for ``hnow``, ``hnow --version`` or a misspelt
+    command (their names are enough).
+
+    >>> _built(["predict", "-h"]), _built(["--version"]), _built(["predcit"]), len(_built(["--he"])) == len(COMMANDS)
+    (('predict',), (), (), True)
+    """
+    command = _command_of(argv)
+    if command is not None:
+        return (command,)
+    return COMMANDS if any(a.startswith(("-h", "--h")) for a in argv) else ()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_command_of(argv))
+    parser = _parser(_built(argv))
     args = parser.parse_args(argv)
     try:
         return int(args._run(args) or 0)

@@ -19,7 +19,6 @@ import argparse
 
 from ..bench_registry import BENCHMARKS, OPTIONS
 from ..errors import InputError
-from ..jobs import bench, imb_compare
 from ..ops import get as get_op
 from ..ops import names as op_names
 from ..sizes import format_size, parse_sizes
@@ -80,6 +79,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..jobs import bench
+
     if args.name in (None, "list"):
         rows = [{"name": b.name, "what": b.summary} for b in BENCHMARKS.values()]
         emit_json({"rows": rows}) if args.json else print_table(rows, ["name", "what"])
@@ -129,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _imb(args: argparse.Namespace) -> int:
     """``hnow bench imb``: IMB-MPI1 beside hnow's measured and predicted times (one library call)."""
+    from ..jobs import imb_compare
+
     if args.profile is None:
         raise InputError("hnow bench imb: --profile is required (the profile the times are predicted with)")
     if args.testbed is not None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..fitreport import fit_report
-from ..jobs import calibrate
 from .common import add_mpi_arguments, add_output, emit_json, launch_kwargs
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -45,6 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..fitreport import fit_report
+    from ..jobs import calibrate
+
     profile = calibrate(
         args.np,
         testbed=args.testbed,

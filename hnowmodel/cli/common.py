@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from ..options import REDUCE_RATE_FORM, VARIANT_FORM
 from ..tables import print_table, table_text
 
 __all__ = [
@@ -141,12 +140,16 @@ def add_types_argument(p: argparse.ArgumentParser) -> None:
 def add_variant_argument(p: argparse.ArgumentParser, what: str) -> None:
     """``--variant NAME`` (every operation) or ``OP=NAME[,OP=NAME]`` (per operation), the same in every command;
     parsed by :func:`hnowmodel.options.parse_variants`. ``what``: what the variant is used for, and its default."""
+    from ..options import VARIANT_FORM
+
     p.add_argument("--variant", default=None, help=f"model variant: {VARIANT_FORM}; {what}")
 
 
 def add_reduce_rate_argument(p: argparse.ArgumentParser) -> None:
     """``--reduce-us-per-byte``: the reduction cost γ a user states for an operation that combines buffers
     (:func:`hnowmodel.options.parse_reduce_rate`; unset: the profile's measured one)."""
+    from ..options import REDUCE_RATE_FORM
+
     p.add_argument(
         "--reduce-us-per-byte",
         default=None,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from .. import ops
-from ..jobs import compare
 from ..sizes import format_size
 from ..treespec import spec_names
 from .common import (
@@ -64,6 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..jobs import compare
+
     cmp = compare(
         args.profile,
         np=args.np,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..jobs import info
 from .common import add_mpi_arguments, emit_json, launch_kwargs, print_table
 
 __all__ = ["HELP", "add_arguments", "run"]
@@ -18,6 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..jobs import info
+
     doc = info(args.np, **launch_kwargs(args))
     if args.json:
         emit_json(doc)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 
 from .. import ops
-from ..jobs import measure
 from ..sizes import format_size
 from ..treespec import spec_names
 from .common import (
@@ -61,6 +60,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..jobs import measure
+
     got = measure(
         args.np,
         op=args.op,

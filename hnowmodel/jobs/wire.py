@@ -27,8 +27,6 @@ import json
 import zlib
 from typing import Any
 
-from .specs import BenchJob, CalibrateJob, InfoJob, MeasureJob
-
 __all__ = [
     "RESULT_PREFIX",
     "STEP_PREFIX",
@@ -102,6 +100,8 @@ def _sizes(sizes: Any) -> str:
 
 def task_argv(job: Any, quiet: bool = False) -> tuple[str, list[str]]:
     """``(task name, flags)`` of ``python -m calibrate`` for a job of :mod:`hnowmodel.jobs.specs`."""
+    # here, not above: a rank imports this module for its prefixes, and the specs import the model (options, ops)
+    from .specs import BenchJob, CalibrateJob, InfoJob, MeasureJob
 
     out: list[str] = ["--quiet"] if quiet else []
     if getattr(job, "testbed", None):
