@@ -1,6 +1,7 @@
 """The five message-schedule collectives (reduce, allreduce, allgather, reduce_scatter, alltoall) predicted vs measured
-under MPICH (or ``--mpi openmpi``: Open MPI's coll/tuned) on the virtual cluster of ``experiments/cluster_accuracy.py`` (6 hosts at 150/20/50/50/150/20 Mbit/s,
-one rank each; ``--spec`` for another), issue #34's check.
+under MPICH (or ``--mpi openmpi``: Open MPI's coll/tuned) on the virtual cluster of
+``experiments/cluster_accuracy.py`` (6 hosts at 150/20/50/50/150/20 Mbit/s, one rank each; ``--spec`` for another),
+issue #34's check.
 
 With the cluster up for the whole run: a calibration with ``--layout auto`` (or ``--profile``: a profile calibrated
 on this cluster, its hosts known by name), then ``hm.compare`` of each operation over MPICH's default (``native``)
