@@ -150,8 +150,9 @@ def _ring_allreduce(n: int, m: int, one_per_host: bool) -> str | None:
 
 
 def _rabenseifner(n: int, m: int, one_per_host: bool) -> str | None:
-    # ompi_coll_base_allreduce_intra_redscat_allgather: fewer elements than the largest power of two <= n -> linear
-    return "reduce_scatter_allgather" if m // ELEM_BYTES >= _pof2(n) else None
+    # ompi_coll_base_allreduce_intra_redscat_allgather: fewer elements than the largest power of two <= n -> linear.
+    # Its own schedule, not MPICH's: its fold keeps the even ranks and swaps halves (hnowmodel/schedules/ompi.py)
+    return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else None
 
 
 def _rd_allgather(n: int, m: int, one_per_host: bool) -> str | None:
@@ -168,8 +169,8 @@ def _neighbor(n: int, m: int, one_per_host: bool) -> str | None:
 # fixed rules run them; faninout 0; coll_tuned_alltoall_algorithm_max_requests 0):
 # allreduce: 3 recursive doubling (MPICH's fold for non-powers of two: recursive_doubling); 4 ring (the
 #   reduce-scatter ring then the allgather ring, chunks of ceil/floor(count/n) elements); 5 segmented ring with
-#   segment size 0 is one segment, i.e. the ring; 6 Rabenseifner's (recursive halving + recursive doubling, MPICH's
-#   fold); not modelled: 1 basic_linear (linear reduce + linear bcast), 2 nonoverlapping (tuned's own reduce then
+#   segment size 0 is one segment, i.e. the ring; 6 Rabenseifner's (recursive halving + recursive doubling; its own
+#   fold, which keeps the even ranks: rabenseifner, not MPICH's reduce_scatter_allgather); not modelled: 1 basic_linear (linear reduce + linear bcast), 2 nonoverlapping (tuned's own reduce then
 #   bcast, each by its fixed rules).
 # allgather: 2 Bruck (sends to r - d, receives from r + d: brucks); 3 recursive doubling (powers of two); 4 ring;
 #   6 two_proc (one exchange, the own block copied after it) = the 2-rank recursive doubling; not modelled:
