@@ -170,8 +170,9 @@ def _neighbor(n: int, m: int, one_per_host: bool) -> str | None:
 # allreduce: 3 recursive doubling (MPICH's fold for non-powers of two: recursive_doubling); 4 ring (the
 #   reduce-scatter ring then the allgather ring, chunks of ceil/floor(count/n) elements); 5 segmented ring with
 #   segment size 0 is one segment, i.e. the ring; 6 Rabenseifner's (recursive halving + recursive doubling; its own
-#   fold, which keeps the even ranks: rabenseifner, not MPICH's reduce_scatter_allgather); not modelled: 1 basic_linear (linear reduce + linear bcast), 2 nonoverlapping (tuned's own reduce then
-#   bcast, each by its fixed rules).
+#   fold, which keeps the even ranks: rabenseifner, not MPICH's reduce_scatter_allgather); not modelled:
+#   1 basic_linear (linear reduce + linear bcast), 2 nonoverlapping (tuned's own reduce then bcast, each by its
+#   fixed rules).
 # allgather: 2 Bruck (sends to r - d, receives from r + d: brucks); 3 recursive doubling (powers of two); 4 ring;
 #   6 two_proc (one exchange, the own block copied after it) = the 2-rank recursive doubling; not modelled:
 #   1 linear (gather + bcast), 5 neighbour exchange (even n), 7 sparbit.
