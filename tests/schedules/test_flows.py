@@ -321,3 +321,19 @@ def test_bad_input_is_an_input_error(kw, match):
 def test_a_layout_of_another_size_is_an_input_error():
     with pytest.raises(InputError, match="layout has 3 ranks"):
         simulate(_equal_nodes(), ["f"] * 3, _ring(4, 10.0))
+
+
+def test_open_mpis_linear_reduce_takes_the_vectors_one_after_another_above_its_eager_limit():
+    """Open MPI's linear reduce on 4 ranks: a fast root (300 bytes/µs in and out), three slow senders (100); the
+    root receives from 3, then 2, then 1 (blocking), S = 3, R = 4, Xc = 20 µs. Above the profile's rendezvous size
+    (Open MPI over TCP: 64 KiB, ``btl_tcp_eager_limit`` with its header; ob1 then sends nothing before the receive
+    is matched) rank 2's vector flows only once the root has received 3's, and so on: 3 + 3·(m/100 + 20 + 4).
+    Eager (an MPICH profile, which export_gain_ops used for Open MPI too) the three flow at once from 3, each at
+    its sender's 100 within the root's 300: 3 + m/100 + 20, then one R each: about a third of the time."""
+    m = 1e5
+    ms = S.linear_reduce(4, m)
+    lay = ["fast", "slow", "slow", "slow"]
+    prof = flow_profile({"fast": 300.0, "slow": 100.0}, S=3.0, R=4.0, Xc=20.0, rendezvous=65536)
+    assert simulate(prof, lay, ms).done_us[0] == pytest.approx(3 + 3 * (m / 100 + 24), rel=1e-12)
+    eager = dataclasses.replace(prof, rendezvous_from_bytes=None)
+    assert simulate(eager, lay, ms).done_us[0] == pytest.approx(3 + m / 100 + 20 + 3 * 4, rel=1e-12)
