@@ -2,8 +2,8 @@
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
 ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
-that only Open MPI runs (reduce ``linear``, allreduce ``rabenseifner``, alltoall ``linear`` and ``pairwise_shift``) as
-its coll/tuned does
+that only Open MPI runs (reduce ``linear`` and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
+and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
 What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
@@ -67,6 +67,8 @@ REDUCE = _named(
               rooted=True),
     Algorithm("reduce_scatter_gather", "Rabenseifner's: a reduce-scatter by recursive halving, a binomial gather",
               partial(rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
+    Algorithm("in_order_binomial", "Open MPI's binomial: MPICH's messages, the next child's receive posted early",
+              partial(binomial_reduce, prepost=True), rooted=True),
 )  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(

@@ -182,8 +182,9 @@ def _neighbor(n: int, m: int, one_per_host: bool) -> str | None:
 #   set, packed by a datatype, rotation back: brucks); 4 linear_sync with max_requests 0 (every request at once: the
 #   linear order); 5 two_proc = the 2-rank pairwise.
 # reduce: 1 linear (linear); 5 binomial over the in-order binomial tree (parent: the lowest set bit cleared,
-#   children r+1, r+2, r+4 received in that order: MPICH's binomial); not modelled: 2 chain, 3 pipeline, 4 binary,
-#   6 in-order binary, 7 Rabenseifner's (reduce-scatter + gather).
+#   children r+1, r+2, r+4 received in that order: MPICH's binomial's messages, but ompi_coll_base_reduce_generic
+#   posts the next child's receive before it waits for the current one: in_order_binomial); not modelled:
+#   2 chain, 3 pipeline, 4 binary, 6 in-order binary, 7 Rabenseifner's (reduce-scatter + gather).
 # reduce_scatter (MPI_Reduce_scatter_block): 3 recursive halving (MPICH's, with its fold); not modelled:
 #   1 basic_linear (reduce + scatterv), 2 recursive doubling, 4 butterfly.
 _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
@@ -217,7 +218,7 @@ _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
             2: ("chain", _always(None)),
             3: ("pipeline", _always(None)),
             4: ("binary", _always(None)),
-            5: ("binomial", _always("binomial")),
+            5: ("binomial", _always("in_order_binomial")),
             6: ("in-order_binary", _always(None)),
             7: ("rabenseifner", _always(None)),
         },
