@@ -6,9 +6,10 @@ experiment's 16, 64 and 256 KiB, marking each call. The first function each call
 :func:`hnowmodel.libraries.openmpi.tuned.fixed_algorithm` names (its id mapped to its function as
 ``coll_tuned_<op>_decision.c``'s ``*_intra_do_this`` switch does).
 
-What this settled: Open MPI's default alltoall on 6 ranks at 64 and 256 KiB per block is the basic linear one (alg 1),
-as the rules table says (linear_sync at 16 KiB, which with ``max_requests`` 0 posts the same requests at once); the export run that measured it 11-47 % slower than the pinned ``native:linear`` saw the
-same algorithm's spread (its 5 calls 152-240 and 556-937 ms; the pinned one's 137-195 and 555-920 ms)."""
+What this settled: Open MPI's default alltoall on 6 ranks at 64 and 256 KiB per block is the basic linear one (alg
+1), as the rules table says (linear_sync at 16 KiB, which with ``max_requests`` 0 posts the same requests at once);
+the export run that measured it 11-47 % slower than the pinned ``native:linear`` saw the same algorithm's spread
+(its 5 calls 152-240 and 556-937 ms; the pinned one's 137-195 and 555-920 ms)."""
 
 from __future__ import annotations
 
