@@ -26,6 +26,7 @@ from .bcast import bcast_chunks, scatter_for_bcast, scatter_recursive_doubling_a
 from .flowrun import ScheduleRun
 from .fromtree import from_tree, tree_schedule
 from .generator import Algorithm, Generator
+from .ompi import ompi_rabenseifner_allreduce
 from .reduce import rabenseifner_reduce
 from .steps import MessageSchedule, Step, concat
 
@@ -46,6 +47,7 @@ __all__ = [
     "recursive_doubling_allreduce",
     "recursive_halving_reduce_scatter",
     "rabenseifner_allreduce",
+    "ompi_rabenseifner_allreduce",
     "ring_allreduce",
     "binomial_reduce",
     "linear_reduce",

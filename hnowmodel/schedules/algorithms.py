@@ -76,13 +76,14 @@ class _Builder:
             trace.carries = []
 
     def add(self, src: Any, dst: Any, nbytes: Any, reduce_bytes: Any = 0.0, *, carry: Carry | None = None,
-            waits: bool = True, repeat: int = 1, copy_bytes: Any = None) -> None:  # fmt: skip
+            waits: bool = True, repeat: int = 1, copy_bytes: Any = None, prepost: bool = False) -> None:  # fmt: skip
         """One step (``repeat`` times); ``carry(i)``: the blocks of its i-th repetition's messages. A copy left by
         :meth:`copy` is made at its start."""
         if self.pending is not None:
             copy_bytes = self.pending if copy_bytes is None else self.pending + copy_bytes
             self.pending = None
-        step = Step.of(src, dst, nbytes, reduce_bytes, copy_bytes=copy_bytes, waits=waits, repeat=repeat)
+        step = Step.of(src, dst, nbytes, reduce_bytes, copy_bytes=copy_bytes, waits=waits, repeat=repeat,
+                       prepost=prepost)  # fmt: skip
         self.steps.append(step)
         if self.trace is not None:
             nb = self.trace.block_bytes.size
@@ -456,12 +457,19 @@ def ring_allreduce(n: int, m: float, *, elem_bytes: int = 1, trace: BlockTrace |
 
 
 # ---- binomial reduce and bcast ----------------------------------------------------------------------------------
-def binomial_reduce(n: int, m: float, root: int = 0, *, trace: BlockTrace | None = None) -> MessageSchedule:
+def binomial_reduce(
+    n: int, m: float, root: int = 0, *, trace: BlockTrace | None = None, prepost: bool = False
+) -> MessageSchedule:
     """MPICH's binomial reduce (``MPIR_Reduce_intra_binomial``, a commutative op) of an ``m``-byte vector to
     ``root``: on relative ranks ``rel = (r - root) % n``, for mask = 1, 2, 4, …: a rank with ``rel & mask`` sends
     its (partly reduced) vector to ``rel - mask`` and stops; the others receive from ``rel + mask`` (if < n) and
     reduce ``m`` bytes. ``ceil(lg n)`` steps; every rank but the root sends ``m`` bytes once. A rank other than the
     root first copies its input (``m`` bytes) into its work buffer (MPICH does, ``MPI_IN_PLACE`` or not).
+
+    ``prepost``: Open MPI's binomial reduce (``ompi_coll_base_reduce_generic`` over its in-order binomial tree, the
+    same messages in the same order, one segment): it posts the next child's receive before it waits for the
+    current one's (two receives posted, ``Step.prepost``), so a rendezvous vector from the next child flows beside
+    the current one; MPICH receives one child after another.
 
     >>> [(s.src.tolist(), s.dst.tolist()) for s in binomial_reduce(4, 8).steps]
     [([1, 3], [0, 2]), ([2], [0])]
@@ -475,7 +483,7 @@ def binomial_reduce(n: int, m: float, root: int = 0, *, trace: BlockTrace | None
     while mask < n:
         snd = rel[(rel & mask).astype(bool) & ((rel & (mask - 1)) == 0)]
         src, dst = (snd + root) % n, (snd - mask + root) % n
-        b.add(src, dst, m, m, carry=lambda i, k=snd.size: np.ones((k, 1), dtype=bool))
+        b.add(src, dst, m, m, carry=lambda i, k=snd.size: np.ones((k, 1), dtype=bool), prepost=prepost)
         mask <<= 1
     return b.schedule()
 

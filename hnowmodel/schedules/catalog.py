@@ -2,7 +2,8 @@
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
 ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
-that only Open MPI runs (reduce ``linear``, alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does
+that only Open MPI runs (reduce ``linear`` and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
+and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
 What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
@@ -11,7 +12,7 @@ elements), an allgather's block (each rank's m bytes), a reduce-scatter's result
 of m bytes, ends with one), an alltoall's block (the m bytes each rank sends to each rank).
 
 >>> sorted(ALLREDUCE)
-['recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring']
+['rabenseifner', 'recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring']
 >>> ALLREDUCE["ring"].schedule(4, 64).steps[0].nbytes.tolist()
 [16.0, 16.0, 16.0, 16.0]
 """
@@ -37,6 +38,7 @@ from .algorithms import (
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .bcast import scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .generator import Algorithm
+from .ompi import ompi_rabenseifner_allreduce
 from .reduce import rabenseifner_reduce
 
 __all__ = ["BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
@@ -65,6 +67,8 @@ REDUCE = _named(
               rooted=True),
     Algorithm("reduce_scatter_gather", "Rabenseifner's: a reduce-scatter by recursive halving, a binomial gather",
               partial(rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
+    Algorithm("in_order_binomial", "Open MPI's binomial: MPICH's messages, the next child's receive posted early",
+              partial(binomial_reduce, prepost=True), rooted=True),
 )  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(
@@ -80,6 +84,11 @@ ALLREDUCE = _named(
         partial(ring_allreduce, elem_bytes=ELEM_BYTES),
     ),  # fmt: skip
     Algorithm("reduce_bcast", "a binomial reduce to rank 0, then a binomial bcast", reduce_bcast_allreduce),
+    Algorithm(
+        "rabenseifner",
+        "Open MPI's Rabenseifner's: halves swapped in the fold (the even ranks go on), windows halved",
+        partial(ompi_rabenseifner_allreduce, elem_bytes=ELEM_BYTES),
+    ),
 )
 #: m = each rank's block (bytes).
 ALLGATHER = _named(

@@ -82,7 +82,7 @@ class _Plan:
     def __init__(self, s: Step, cost: MessageCosts, ti: np.ndarray, hosts: np.ndarray, gamma: np.ndarray) -> None:
         n_hosts = int(hosts.max()) + 1 if hosts.size else 0
         self.src, self.dst, self.b = s.src, s.dst, s.nbytes
-        self.waits = s.waits
+        self.waits, self.prepost = s.waits, s.prepost
         src, dst, b = self.src, self.dst, self.b
         self.inter = fl = hosts[src] != hosts[dst]
         sizes, bi = np.unique(b, return_inverse=True)  # the costs depend on the types, the host boundary, the size
@@ -125,6 +125,7 @@ class _Rounds:
 
     def __init__(self, n: int, cap: np.ndarray, burst: float, weighted: bool) -> None:
         self.clock, self.recv_t, self.done, self.posted = (np.zeros(n) for _ in range(4))
+        self.rreach = np.full(n, _INF)  # when each rank reached its last step with a receive (a prepost posts then)
         self.first = np.ones(n, dtype=bool)
         self.cap, self.burst, self.weighted = cap, burst, weighted
         self.free = np.zeros(cap.size)  # when each link carried its last flow (and its bucket started refilling)
@@ -146,7 +147,9 @@ class _Rounds:
         t[src] = after
         self.posted[src] = after
         self.clock[p.ranks] = t[p.ranks]
-        start = np.where(p.rdv, np.maximum(t_post, reach[dst]), t_post)
+        posted_recv = np.minimum(self.rreach[dst], reach[dst]) if p.prepost else reach[dst]
+        self.rreach[dst] = reach[dst]
+        start = np.where(p.rdv, np.maximum(t_post, posted_recv), t_post)
         arrival = np.empty(src.size)
         arrival[~p.inter] = start[~p.inter] + p.x_shm
         if p.e.size:
@@ -195,7 +198,7 @@ class _Rounds:
     def snapshot(self, p: _Plan) -> tuple[np.ndarray, ...]:
         """The times the step reads and writes (which one repetition must advance uniformly), then its other state."""
         times = (self.clock[p.ranks], self.recv_t[p.dst], self.done[p.holders], self.posted[p.src], self.free[p.links])
-        times += (self.vclock[p.links],)
+        times += (self.vclock[p.links], self.rreach[p.dst]) if p.prepost else (self.vclock[p.links],)
         return np.concatenate(times), self.tok[p.links].copy(), self.first[p.src].copy()
 
     def inert(self, p: _Plan) -> bool:
@@ -206,6 +209,7 @@ class _Rounds:
         """Advance every clock the step reads and writes by ``lam`` µs."""
         for arr, idx in ((self.clock, p.ranks), (self.recv_t, p.dst), (self.done, p.holders), (self.posted, p.src)):
             arr[idx] += lam
+        self.rreach[p.dst] += lam  # written by every step (reach[dst]); read by a prepost one
         self.free[p.links] += lam
         self.vclock[p.links] += lam
 

@@ -13,7 +13,8 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
   :meth:`~hnowmodel.flow.costs.MessageCosts.posts` counts it), and its next step starts after that;
 * an **eager** message flows as soon as it is posted; a **rendezvous** one (``profile.rendezvous_from_bytes``, the
   same threshold inside a host, or marked so in its step: ``Step.rendezvous``, a synchronous send or a relay's
-  struct datatype) once its receiver has reached the step too;
+  struct datatype) once its receiver has reached the step too, or, in a step that ``prepost`` s, its previous step
+  with a receive (the receive posted one step early);
 * a message between hosts is a flow through the sender host's egress and the receiver host's ingress
   (:func:`hnowmodel.flow.network.send`), delivered ``Xc`` after its last byte; between two ranks of one host it is
   a fixed shared-memory transfer;
@@ -81,8 +82,8 @@ EVENTS_UP_TO = 10_000
 
 def _actions(schedule: MessageSchedule) -> list[list[tuple]]:
     """Each rank's steps, in order: ``(k, waits, copy_bytes, dst, send_bytes, rendezvous, src, recv_bytes,
-    reduce_bytes)`` with ``k`` the step's index counted with repeats, ``dst``/``src`` -1 when it sends/receives
-    nothing, ``rendezvous`` whether its send is marked so."""
+    reduce_bytes, prepost)`` with ``k`` the step's index counted with repeats, ``dst``/``src`` -1 when it
+    sends/receives nothing, ``rendezvous`` whether its send is marked so, ``prepost`` the step's."""
     per_rank: list[list[tuple]] = [[] for _ in range(schedule.n)]
     k = 0
     for s in schedule.steps:
@@ -97,7 +98,7 @@ def _actions(schedule: MessageSchedule) -> list[list[tuple]]:
                 y = acts.setdefault(b, [0.0, -1, 0.0, False, -1, 0.0, 0.0])
                 y[4], y[5], y[6] = a, nb, red
             for r, x in acts.items():
-                per_rank[r].append((k, s.waits, *x))
+                per_rank[r].append((k, s.waits, *x, s.prepost))
             k += 1
     return per_rank
 
@@ -133,13 +134,14 @@ class _Ranks:
         """Rank ``r`` works through its steps until one waits for a receive not yet completed."""
         acts, cost = self.acts[r], self.cost
         while self.i[r] < len(acts):
-            k, waits, cb, dst, sb, sync, src, rb, red = acts[self.i[r]]
+            k, waits, cb, dst, sb, sync, src, rb, red, _ = acts[self.i[r]]
             if waits and self.queue[r]:
                 self.blocked[r] = True
                 return
             t = max(self.clock[r], self.recv_t[r]) if waits else self.clock[r]
             if src >= 0:
                 self._post_receive(r, k, t)
+                self._prepost(r, t)
             if cb > 0:
                 t = t + cost.copy(r, cb)
                 self.done[r] = max(self.done[r], t)
@@ -158,7 +160,19 @@ class _Ranks:
                 self._complete(r)
         self.blocked[r] = False
 
+    def _prepost(self, r: int, t: float) -> None:
+        """Rank ``r`` reached a step with a receive at ``t``: its next receive is posted now too if its step
+        ``prepost`` s (Open MPI's reduce: the next child's receive before it waits for the current one's)."""
+        acts = self.acts[r]
+        for j in range(self.i[r] + 1, len(acts)):
+            if acts[j][6] >= 0:
+                if acts[j][9]:
+                    self._post_receive(r, acts[j][0], t)
+                return
+
     def _post_receive(self, r: int, k: int, t: float) -> None:
+        if (r, k) in self.reached:  # posted early (prepost)
+            return
         self.reached[(r, k)] = t
         held = self.waiting.pop((r, k), None)
         if held is not None:

@@ -23,6 +23,9 @@ evaluate exactly this):
   its sender has posted it and its receiver has reached the step: a synchronous send, a struct datatype that waits
   for the posted receive (:class:`hnowmodel.runopts.Schedule`'s ``sync``, ``relay_waits``). The flow engine also
   takes every message from the profile's rendezvous size so; the closed form only the marked ones;
+* in a step that ``prepost`` s, a receiver posts its receive one step early, when it reached its previous step
+  with a receive (Open MPI's reduce keeps two receives posted: the next child's before it waits for the current
+  one's); only a rendezvous message, which waits for its posted receive, flows earlier for it (flow engine);
 * the messages of one pair (sender, receiver) are transferred one after another (one connection per pair, MPI's
   non-overtaking order): a pipelined tree's segments of one edge.
 
@@ -88,8 +91,8 @@ class Step:
     locally at the start of the step (a per-rank array, or None: none); ``waits``: the step's sends wait for the
     sender's previous receive (see the module's rules); ``repeat``: the step runs this many times in a row, unchanged
     (a ring's steps); ``rendezvous``: which messages flow only once their receiver has reached the step (a bool per
-    message, or None: none; :meth:`of` stores None when none is). A rank sends at most one message and receives at
-    most one per step.
+    message, or None: none; :meth:`of` stores None when none is); ``prepost``: the step's receives are posted one
+    step early (see the module's rules). A rank sends at most one message and receives at most one per step.
 
     >>> Step.of([0, 0], [1, 2], 4)
     Traceback (most recent call last):
@@ -105,6 +108,7 @@ class Step:
     waits: bool = True
     repeat: int = 1
     rendezvous: np.ndarray | None = None
+    prepost: bool = False
     _recv: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -119,6 +123,7 @@ class Step:
         waits: bool = True,
         repeat: int = 1,
         rendezvous: bool | Sequence[bool] | np.ndarray | None = None,
+        prepost: bool = False,
     ) -> Step:
         """A checked step (scalars broadcast over the messages).
 
@@ -134,8 +139,9 @@ class Step:
         cb = None if copy_bytes is None else _floats(copy_bytes, len(copy_bytes), "copy_bytes")
         rdv = _flags(rendezvous, k)
         step = cls(
-            s, d, _floats(nbytes, k, "nbytes"), _floats(reduce_bytes, k, "reduce_bytes"), cb, bool(waits), repeat, rdv
-        )
+            s, d, _floats(nbytes, k, "nbytes"), _floats(reduce_bytes, k, "reduce_bytes"), cb, bool(waits), repeat, rdv,
+            bool(prepost),
+        )  # fmt: skip
         step.check()
         return step
 
@@ -201,7 +207,7 @@ class Step:
         cb = None if self.copy_bytes is None else self.copy_bytes * factor
         return Step.of(
             self.src, self.dst, self.nbytes * factor, self.reduce_bytes * factor, copy_bytes=cb,
-            waits=self.waits, repeat=self.repeat, rendezvous=self.rendezvous,
+            waits=self.waits, repeat=self.repeat, rendezvous=self.rendezvous, prepost=self.prepost,
         )  # fmt: skip
 
 

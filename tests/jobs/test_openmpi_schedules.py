@@ -62,12 +62,23 @@ def _modelled(op: str, n: int) -> list[str]:
     return [ops.NATIVE if a.algorithm == "default" else f"native:{a.algorithm}" for a in nats if a.tree_at(n, M)]
 
 
-def _wire(env: dict[str, str], n: int) -> Counter:
+_ALLREDUCE_PROBE = """
+import sys
+import numpy as np
+from mpi4py import MPI
+c, k = MPI.COMM_WORLD, int(sys.argv[1]) // 8
+out = np.zeros(k)
+c.Allreduce(np.full(k, c.rank + 1.0), out, MPI.SUM)
+assert (out == c.size * (c.size + 1) / 2).all(), "allreduce"
+"""
+
+
+def _wire(env: dict[str, str], n: int, probe: str = _PROBE) -> Counter:
     """(sender, receiver, size bucket) -> messages, and (sender, receiver) -> bytes, of the probe's messages (Open
     MPI's pml monitoring)."""
     where = Launch(np=n, mpi="openmpi").mpi_env
     mon = ["--mca", "pml_monitoring_enable", "2", "--mca", "pml_monitoring_enable_output", "2"]
-    cmd = [where.launcher, "-n", str(n), *where.launcher_args, *mon, where.python, "-c", _PROBE, str(M)]
+    cmd = [where.launcher, "-n", str(n), *where.launcher_args, *mon, where.python, "-c", probe, str(M)]
     with mpi_lock():
         p = subprocess.run(
             cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
@@ -110,6 +121,24 @@ def test_each_pinned_algorithm_sends_its_models_messages():
         env = {k: v for op, spec in specs.items() for k, v in ops.native_spec_env(spec, [op]).items()}
         want = sum((_model(op, spec, n) for op, spec in specs.items()), Counter())
         assert _wire(env, n) == want, specs
+
+
+@pytest.mark.mpi
+@pytest.mark.skipif(bool(MISSING), reason=f"no Open MPI environment here: {MISSING}")
+def test_rabenseifner_on_six_ranks_sends_open_mpis_own_messages():
+    """On 6 ranks (not a power of two) Open MPI's Rabenseifner allreduce folds its own way: 0 <-> 1 and 2 <-> 3 swap
+    halves (2 KiB each way at 4 KiB), 1 -> 0 and 3 -> 2 send a reduced half, the even ranks go on (MPICH's fold sends
+    0 -> 1 and 2 -> 3 the whole vector and the odd ones go on). The wire matches ``rabenseifner``'s schedule, and not
+    MPICH's ``reduce_scatter_allgather``."""
+    env = ops.native_spec_env("native:rabenseifner", ["allreduce"])
+    got = _wire(env, 6, _ALLREDUCE_PROBE)
+    assert got == _model("allreduce", "native:rabenseifner", 6)
+    assert got[(0, 1)] == 2048 + 4096 and got[(1, 0)] == 2048 + 2048  # half, whole result / half, reduced half
+    mpich = Counter()
+    for step in ops.get("allreduce").algorithm("reduce_scatter_allgather").schedule(6, M).unrolled():
+        for a, b, size in zip(step.src.tolist(), step.dst.tolist(), step.nbytes.tolist(), strict=True):
+            mpich[(a, b)] += int(size)
+    assert mpich[(0, 1)] == 4096 and got[(0, 1)] != mpich[(0, 1)]
 
 
 def test_the_models_tell_the_algorithms_apart_on_two_ranks():
@@ -164,9 +193,9 @@ def test_a_pinned_algorithm_is_predicted_where_it_runs_and_noted_where_open_mpi_
     rows = {r["size"]: r for r in json.loads(proc.stdout)["rows"]}
     assert rows[8]["predicted_us"] is None
     assert "Open MPI's rabenseifner allreduce on 2 ranks at 8 B: hnow does not model it" in rows[8]["note"]
-    want = hm.predict("allreduce", prof, ["fast", "fast"], "reduce_scatter_allgather", [1024])[0]
+    want = hm.predict("allreduce", prof, ["fast", "fast"], "rabenseifner", [1024])[0]
     assert rows[1024]["predicted_us"] == pytest.approx(want, rel=1e-9)
-    assert rows[1024]["model_tree"] == "reduce_scatter_allgather"
+    assert rows[1024]["model_tree"] == "rabenseifner"
 
 
 @pytest.mark.mpi

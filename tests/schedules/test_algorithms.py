@@ -378,3 +378,48 @@ def test_generators_refuse_bad_input():
         S.binomial_reduce(4, 8, root=4)
     with pytest.raises(InputError, match="throttle"):
         S.scattered_alltoall(4, 8, throttle=-1)
+
+
+# ---- Open MPI's Rabenseifner allreduce ----------------------------------------------------------------------------
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("extra", [0, 1, 3])
+def test_ompi_rabenseifner_allreduce(n, extra):
+    pof2 = 1 << (n.bit_length() - 1)
+    m = 4 * pof2 + extra  # 4 elements a window, or Open MPI's uneven halving
+    s = _check_allreduce(S.ompi_rabenseifner_allreduce, n, m)
+    rem, lg = n - pof2, pof2.bit_length() - 1
+    assert s.n_steps == 2 * lg + (3 if rem else 0)
+    assert s.bytes_sent().sum() == s.bytes_received().sum()
+    if extra == 0:  # the pairs swap halves, the odd one sends a half back; each new rank sends pof2 - 1 windows twice
+        both = 2 * 4 * (pof2 - 1)
+        want = [m / 2 + both + m if r < 2 * rem and r % 2 == 0 else m if r < 2 * rem else both for r in range(n)]
+        assert s.bytes_sent().tolist() == want
+
+
+def test_ompi_rabenseifner_allreduce_on_six_ranks_by_hand():
+    """6 ranks, 2048 doubles (16 KiB): 0 <-> 1 and 2 <-> 3 swap 8 KiB halves, 1 -> 0 and 3 -> 2 send their reduced
+    right half (8 KiB); the new ranks are 0, 2, 4, 5 (MPICH's: 1, 3, 4, 5): halving 0 <-> 2, 4 <-> 5 (8 KiB each way,
+    reduced), 0 <-> 4, 2 <-> 5 (4 KiB); doubling back 0 <-> 4, 2 <-> 5 (4 KiB), 0 <-> 2, 4 <-> 5 (8 KiB); 0 -> 1 and
+    2 -> 3 the whole 16 KiB."""
+    s = S.ompi_rabenseifner_allreduce(6, 16384, elem_bytes=8)
+    k = 1024.0
+    want = [
+        ([0, 1, 2, 3], [1, 0, 3, 2], [8 * k] * 4, [8 * k] * 4),
+        ([1, 3], [0, 2], [8 * k] * 2, [0.0] * 2),
+        ([0, 2, 4, 5], [2, 0, 5, 4], [8 * k] * 4, [8 * k] * 4),
+        ([0, 2, 4, 5], [4, 5, 0, 2], [4 * k] * 4, [4 * k] * 4),
+        ([0, 2, 4, 5], [4, 5, 0, 2], [4 * k] * 4, [0.0] * 4),
+        ([0, 2, 4, 5], [2, 0, 5, 4], [8 * k] * 4, [0.0] * 4),
+        ([0, 2], [1, 3], [16 * k] * 2, [0.0] * 2),
+    ]
+    got = [(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist(), st.reduce_bytes.tolist()) for st in s.steps]
+    assert got == want
+
+
+def test_ompi_rabenseifner_halves_windows_as_open_mpi():
+    # 7 doubles on 4 ranks: 7 -> 3 | 4 -> 1 2 | 2 2 (wsize / 2 to the left); MPICH's blocks would be 2 2 2 1
+    tr = S.BlockTrace()
+    S.ompi_rabenseifner_allreduce(4, 56, elem_bytes=8, trace=tr)
+    assert tr.block_bytes.tolist() == [8.0, 16.0, 16.0, 16.0]
+    with pytest.raises(InputError, match="at least 4 elements"):
+        S.ompi_rabenseifner_allreduce(6, 24, elem_bytes=8)

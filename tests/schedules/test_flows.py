@@ -321,3 +321,38 @@ def test_bad_input_is_an_input_error(kw, match):
 def test_a_layout_of_another_size_is_an_input_error():
     with pytest.raises(InputError, match="layout has 3 ranks"):
         simulate(_equal_nodes(), ["f"] * 3, _ring(4, 10.0))
+
+
+def test_open_mpis_linear_reduce_takes_the_vectors_one_after_another_above_its_eager_limit():
+    """Open MPI's linear reduce on 4 ranks: a fast root (300 bytes/µs in and out), three slow senders (100); the
+    root receives from 3, then 2, then 1 (blocking), S = 3, R = 4, Xc = 20 µs. Above the profile's rendezvous size
+    (Open MPI over TCP: 64 KiB, ``btl_tcp_eager_limit`` with its header; ob1 then sends nothing before the receive
+    is matched) rank 2's vector flows only once the root has received 3's, and so on: 3 + 3·(m/100 + 20 + 4).
+    Eager (an MPICH profile, which export_gain_ops used for Open MPI too) the three flow at once from 3, each at
+    its sender's 100 within the root's 300: 3 + m/100 + 20, then one R each: about a third of the time."""
+    m = 1e5
+    ms = S.linear_reduce(4, m)
+    lay = ["fast", "slow", "slow", "slow"]
+    prof = flow_profile({"fast": 300.0, "slow": 100.0}, S=3.0, R=4.0, Xc=20.0, rendezvous=65536)
+    assert simulate(prof, lay, ms).done_us[0] == pytest.approx(3 + 3 * (m / 100 + 24), rel=1e-12)
+    eager = dataclasses.replace(prof, rendezvous_from_bytes=None)
+    assert simulate(eager, lay, ms).done_us[0] == pytest.approx(3 + m / 100 + 20 + 3 * 4, rel=1e-12)
+
+
+def test_open_mpis_binomial_reduce_posts_the_next_childs_receive_early():
+    """Open MPI's binomial reduce on 4 ranks (children of 0: 1, then 2, whose child is 3), rendezvous vectors of
+    m = 1e5 bytes; rank 1 slow (50 bytes/µs), the others 300; S = 3, R = 4, Xc = 20 µs. Rank 2 has 3's vector at
+    3 + m/300 + 24 and posts its own to 0 at + 3. Open MPI posted 0's receive from 2 before it waited for 1
+    (``prepost``): 2's vector flows at once, arrives at 716.67 and is taken right after 1's, received at
+    3 + m/50 + 24 = 2027: done at 2031. MPICH's (no prepost) posts it only at 2027: 2027 + m/300 + 24."""
+    m = 1e5
+    lay = ["fast", "slow", "fast", "fast"]
+    prof = flow_profile({"fast": 300.0, "slow": 50.0}, S=3.0, R=4.0, Xc=20.0, rendezvous=65536)
+    ompi = S.binomial_reduce(4, m, prepost=True)
+    assert all(st.prepost for st in ompi.steps) and not any(st.prepost for st in S.binomial_reduce(4, m).steps)
+    for fn in (simulate, simulate_rounds, functools.partial(simulate, sharing="rr")):
+        assert fn(prof, lay, ompi).done_us[0] == pytest.approx(2027 + 4, rel=1e-12)
+        assert fn(prof, lay, S.binomial_reduce(4, m)).done_us[0] == pytest.approx(2027 + m / 300 + 24, rel=1e-12)
+    # eager, the early receive changes nothing
+    eager = dataclasses.replace(prof, rendezvous_from_bytes=None)
+    assert simulate(eager, lay, ompi).done_us[0] == simulate(eager, lay, S.binomial_reduce(4, m)).done_us[0]

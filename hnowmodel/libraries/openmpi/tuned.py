@@ -150,8 +150,9 @@ def _ring_allreduce(n: int, m: int, one_per_host: bool) -> str | None:
 
 
 def _rabenseifner(n: int, m: int, one_per_host: bool) -> str | None:
-    # ompi_coll_base_allreduce_intra_redscat_allgather: fewer elements than the largest power of two <= n -> linear
-    return "reduce_scatter_allgather" if m // ELEM_BYTES >= _pof2(n) else None
+    # ompi_coll_base_allreduce_intra_redscat_allgather: fewer elements than the largest power of two <= n -> linear.
+    # Its own schedule, not MPICH's: its fold keeps the even ranks and swaps halves (hnowmodel/schedules/ompi.py)
+    return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else None
 
 
 def _rd_allgather(n: int, m: int, one_per_host: bool) -> str | None:
@@ -168,9 +169,10 @@ def _neighbor(n: int, m: int, one_per_host: bool) -> str | None:
 # fixed rules run them; faninout 0; coll_tuned_alltoall_algorithm_max_requests 0):
 # allreduce: 3 recursive doubling (MPICH's fold for non-powers of two: recursive_doubling); 4 ring (the
 #   reduce-scatter ring then the allgather ring, chunks of ceil/floor(count/n) elements); 5 segmented ring with
-#   segment size 0 is one segment, i.e. the ring; 6 Rabenseifner's (recursive halving + recursive doubling, MPICH's
-#   fold); not modelled: 1 basic_linear (linear reduce + linear bcast), 2 nonoverlapping (tuned's own reduce then
-#   bcast, each by its fixed rules).
+#   segment size 0 is one segment, i.e. the ring; 6 Rabenseifner's (recursive halving + recursive doubling; its own
+#   fold, which keeps the even ranks: rabenseifner, not MPICH's reduce_scatter_allgather); not modelled:
+#   1 basic_linear (linear reduce + linear bcast), 2 nonoverlapping (tuned's own reduce then bcast, each by its
+#   fixed rules).
 # allgather: 2 Bruck (sends to r - d, receives from r + d: brucks); 3 recursive doubling (powers of two); 4 ring;
 #   6 two_proc (one exchange, the own block copied after it) = the 2-rank recursive doubling; not modelled:
 #   1 linear (gather + bcast), 5 neighbour exchange (even n), 7 sparbit.
@@ -180,8 +182,9 @@ def _neighbor(n: int, m: int, one_per_host: bool) -> str | None:
 #   set, packed by a datatype, rotation back: brucks); 4 linear_sync with max_requests 0 (every request at once: the
 #   linear order); 5 two_proc = the 2-rank pairwise.
 # reduce: 1 linear (linear); 5 binomial over the in-order binomial tree (parent: the lowest set bit cleared,
-#   children r+1, r+2, r+4 received in that order: MPICH's binomial); not modelled: 2 chain, 3 pipeline, 4 binary,
-#   6 in-order binary, 7 Rabenseifner's (reduce-scatter + gather).
+#   children r+1, r+2, r+4 received in that order: MPICH's binomial's messages, but ompi_coll_base_reduce_generic
+#   posts the next child's receive before it waits for the current one: in_order_binomial); not modelled:
+#   2 chain, 3 pipeline, 4 binary, 6 in-order binary, 7 Rabenseifner's (reduce-scatter + gather).
 # reduce_scatter (MPI_Reduce_scatter_block): 3 recursive halving (MPICH's, with its fold); not modelled:
 #   1 basic_linear (reduce + scatterv), 2 recursive doubling, 4 butterfly.
 _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
@@ -215,7 +218,7 @@ _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
             2: ("chain", _always(None)),
             3: ("pipeline", _always(None)),
             4: ("binary", _always(None)),
-            5: ("binomial", _always("binomial")),
+            5: ("binomial", _always("in_order_binomial")),
             6: ("in-order_binary", _always(None)),
             7: ("rabenseifner", _always(None)),
         },
