@@ -27,7 +27,8 @@ import argparse
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,32 +86,70 @@ def target_spec(shape: Any, calibrated: Mapping[str, Any], name: str = "tvxrun")
     return {"schema": "hnowmodel.cluster/1", "name": name, "hosts": hosts}, layout
 
 
-def candidates(op: str, n: int, sizes: Sequence[int]) -> list[str]:
+def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = False) -> list[str]:
     """What the exhaustive baseline runs for ``op`` on ``n`` ranks: the default (``native``) and every algorithm
     hnow pins for the library whose model takes ``n`` ranks at every size (MPICH, pinned with its fallback an
-    error, would stop the job on one it cannot run).
+    error, would stop the job on one it cannot run). Without ``shared_hosts`` (one rank per host) a pinned ch4
+    composition is left out too: MPICH runs one only on a node-aware communicator, which it makes only where some
+    host has several ranks (``MPIR_Comm_create_subcomms``), and with the fallback an error the job stops.
 
     >>> candidates("allgather", 6, [16384])
     ['native', 'native:brucks', 'native:ring']
+    >>> [c for c in candidates("bcast", 6, [16384], shared_hosts=True) if "composition" in c]
+    ['native:composition:alpha']
     """
     return ["native"] + [
         f"native:{nat.algorithm}"
         for nat in ops.native_algorithms(op, LIBRARY)
-        if nat.algorithm != "default" and not refusal(op, nat.model_tree, n, sizes)
+        if nat.algorithm != "default"
+        and not refusal(op, nat.model_tree, n, sizes)
+        and (shared_hosts or not _needs_node_aware(nat.env))
     ]
+
+
+def _needs_node_aware(env: Mapping[str, str]) -> bool:
+    """A pinned MPICH ch4 composition (``MPIR_CVAR_<COLL>_COMPOSITION``) whose fallback is an error."""
+    pins = any(k.endswith("_COMPOSITION") and v != "0" for k, v in env.items())
+    return pins and env.get("MPIR_CVAR_COLLECTIVE_FALLBACK") == "error"
+
+
+class MachineClock:
+    """The machine time of MPI jobs (s): only while the job holds the machine's MPI lock, so that the wait for
+    other users' jobs on a shared machine is not counted (it is not what the job costs).
+
+    >>> clock = MachineClock()
+    >>> with clock.job(None):
+    ...     pass
+    >>> clock.s >= 0.0
+    True
+    """
+
+    def __init__(self) -> None:
+        self.s = 0.0
+
+    @contextmanager
+    def job(self, lock: str | None) -> Iterator[None]:
+        """Hold ``lock`` (:func:`~hnowmodel.jobs.mpi_lock`) for the body, and count the body's time."""
+        with mpi_lock(lock):
+            t0 = time.monotonic()
+            try:
+                yield
+            finally:
+                self.s += time.monotonic() - t0
 
 
 def exhaustive(prof: Any, spec: Path, layout: str, op_names: Sequence[str], sizes: Sequence[int], args: Any) -> Any:
     """Every candidate of every operation at every size, measured on ``spec``'s cluster (one job per operation;
     where a job fails, its candidates in halves, the failing ones left out as an autotuner leaves them); the best per
     (op, size), the candidates that failed and the machine time (s)."""
-    n = sum(h.slots for h in hm.cluster.load_spec(str(spec)).hosts)
-    t0 = time.monotonic()
+    hosts = hm.cluster.load_spec(str(spec)).hosts
+    n = sum(h.slots for h in hosts)
+    clock = MachineClock()
     rows: list[dict] = []
     failed: list[dict] = []
 
     def run(op: str, trees: list[str]) -> list[dict]:
-        with mpi_lock(args.lock):
+        with clock.job(args.lock):
             cmp = hm.compare(prof, n, ops=[op], trees=trees, sizes=sizes, reps=args.reps, both=False,
                              cluster=str(spec), layout=layout, progress=True)  # fmt: skip
         return rows_as_dicts(cmp.rows)
@@ -126,8 +165,8 @@ def exhaustive(prof: Any, spec: Path, layout: str, op_names: Sequence[str], size
                 halves(op, trees[len(trees) // 2 :])
 
     for op in op_names:
-        halves(op, candidates(op, n, sizes))
-    return best_by_case(rows), failed, time.monotonic() - t0
+        halves(op, candidates(op, n, sizes, shared_hosts=any(h.slots > 1 for h in hosts)))
+    return best_by_case(rows), failed, clock.s
 
 
 def best_by_case(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -242,14 +281,14 @@ def calibrated_side(out: Path, op_names: list[str], sizes: list[int], args: Any)
     times: dict[str, float] = {}
     best: dict = {}
     with hm.cluster.using(str(spec)):
-        t0 = time.monotonic()
+        clock = MachineClock()
         if args.profile:
             prof = hm.Profile.load(args.profile)
         else:
-            with mpi_lock(args.lock):
+            with clock.job(args.lock):
                 prof = hm.calibrate(n, layout="auto", output=out / "profile.json", force=True, cluster=str(spec),
                                     progress=True)  # fmt: skip
-        times["calibration_s"] = time.monotonic() - t0
+            times["calibration_s"] = clock.s  # given a profile: not measured here
         if not args.no_exhaustive_calibrated:
             lay = ",".join(prof.layout)
             best, _, times["exhaustive_calibrated_s"] = exhaustive(prof, spec, lay, op_names, sizes, args)
@@ -264,12 +303,12 @@ def target_side(prof: Any, shape: Any, out: Path, op_names: list[str], sizes: li
     doc, layout = target_spec(shape, calibration_spec(args.calibrate))
     spec = _write_spec(out, doc, f"spec-{shape.label}.json")
     with hm.cluster.using(str(spec)):
-        t1 = time.monotonic()
-        with mpi_lock(args.lock):
+        clock = MachineClock()
+        with clock.job(args.lock):
             ver = hm.tune(prof, np=shape.ranks, cluster=str(spec), layout=layout, verify=True, ops=op_names,
                           sizes=sizes, reps=args.reps, mpi="mpich", output=out / f"tune-{shape.label}", force=True,
                           progress=True)  # fmt: skip
-        verify_s = time.monotonic() - t1
+        verify_s = clock.s
         best, failed, ex_s = exhaustive(prof, spec, layout, op_names, sizes, args)
     rows = joined(tuned.rows, ver.rows, best)
     times = {"choose_s": choose_s, "verify_s": verify_s, "exhaustive_s": ex_s}
@@ -280,7 +319,9 @@ def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> s
     gained = [r for r in rows if (r["exhaustive_gain_pct"] or 0) >= MIN_GAIN_PCT]
     slower = [r for r in rows if r["verdict"] == "slower than the default"]
     short = [r for r in gained if r["verdict"].startswith("short")]
-    hnow_s = times["calibration_s"] + times["choose_calibrated_s"]
+    cal_s = times.get("calibration_s")  # None: a given profile (--profile), its calibration not timed here
+    hnow_s = None if cal_s is None else cal_s + times["choose_calibrated_s"]
+    what = f"{len({r['op'] for r in rows})} operations x {len({r['size'] for r in rows})} sizes"
     body = [
         f"Reproduce with: `{command_line()}` (as root). Library: {LIBRARY}; {args.reps} repetitions, medians.",
         "",
@@ -293,9 +334,11 @@ def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> s
               "same choice made again on the running cluster)", all(r["same_choice_when_run"] for r in rows),
               f"{sum(r['same_choice_when_run'] for r in rows)} of {len(rows)} rows the same"),  # fmt: skip
         "",
-        "## Machine time (s)",
+        "## Machine time (s, while holding the MPI lock; None: not measured in this run)",
         md_table([{"what": "hnow: calibration + choosing (calibrated shape)", "s": hnow_s},
-                  {"what": "exhaustive baseline on the calibrated shape", "s": times.get("exhaustive_calibrated_s")},
+                  {"what": "hnow: choosing alone (no MPI)", "s": times["choose_calibrated_s"]},
+                  {"what": f"exhaustive baseline on the calibrated shape ({what})",
+                   "s": times.get("exhaustive_calibrated_s")},
                   *({"what": f"{k}", "s": v} for k, v in times.items() if k.startswith(("target", "verify")))]),
         "",
         "## Rows (gains in % of the default's measured time)",
