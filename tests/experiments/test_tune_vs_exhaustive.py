@@ -94,3 +94,24 @@ def test_a_given_profile_reports_no_calibration_time(tvx):
     assert "| hnow: calibration + choosing (calibrated shape) | None |" in md
     md = tvx._markdown(rows, {"choose_calibrated_s": 0.5, "calibration_s": 300.0}, [], args)
     assert "| hnow: calibration + choosing (calibrated shape) | 300.5 |" in md
+
+
+def test_the_baselines_gain_is_over_the_librarys_default_not_over_native(tvx):
+    # MPICH's ``native`` bcast is its binomial pinned; its own choice on 12 ranks from 12288 B is a scatter + ring
+    # allgather (what hnow tune names the default and --verify pins); the 12 x 1 run's baseline measured its gains
+    # over the binomial
+    cases = (("native", 100.0), ("native:smp", 60.0), ("native:scatter_ring_allgather", 58.0))
+    rows = [{"op": "bcast", "size": 65536, "tree": t, "measured_us": us} for t, us in cases]
+    got = tvx.best_by_case(rows, {("bcast", 65536): "scatter_ring_allgather"})[("bcast", 65536)]
+    assert got["default"] == "native:scatter_ring_allgather" and got["gain_pct"] == 0.0
+    rows = [{"op": "allreduce", "size": 65536, "tree": t, "measured_us": us}
+            for t, us in (("native", 100.0), ("native:ring", 60.0))]  # fmt: skip
+    got = tvx.best_by_case(rows, {("allreduce", 65536): "recursive_doubling"})[("allreduce", 65536)]
+    assert got["default"] == "native" and got["gain_pct"] == 40.0  # its native is MPICH's own selection
+
+
+def test_a_cluster_name_is_checked_before_any_cluster(tvx):
+    p = tvx.build_parser()
+    assert tvx.check_args(p.parse_args(["--cluster-name", "tvxc"]))[0] == ["12x1"]
+    with pytest.raises(InputError):
+        tvx.check_args(p.parse_args(["--cluster-name", "Bad-Name"]))
