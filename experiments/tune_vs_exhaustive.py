@@ -24,10 +24,11 @@ every MPI job; every cluster it brings up is taken down.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,32 +86,75 @@ def target_spec(shape: Any, calibrated: Mapping[str, Any], name: str = "tvxrun")
     return {"schema": "hnowmodel.cluster/1", "name": name, "hosts": hosts}, layout
 
 
-def candidates(op: str, n: int, sizes: Sequence[int]) -> list[str]:
+def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = False) -> list[str]:
     """What the exhaustive baseline runs for ``op`` on ``n`` ranks: the default (``native``) and every algorithm
     hnow pins for the library whose model takes ``n`` ranks at every size (MPICH, pinned with its fallback an
-    error, would stop the job on one it cannot run).
+    error, would stop the job on one it cannot run). Without ``shared_hosts`` (one rank per host) a pinned ch4
+    composition is left out too: MPICH runs one only on a node-aware communicator, which it makes only where some
+    host has several ranks (``MPIR_Comm_create_subcomms``), and with the fallback an error the job stops.
 
     >>> candidates("allgather", 6, [16384])
     ['native', 'native:brucks', 'native:ring']
+    >>> [c for c in candidates("bcast", 6, [16384], shared_hosts=True) if "composition" in c]
+    ['native:composition:alpha']
     """
     return ["native"] + [
         f"native:{nat.algorithm}"
         for nat in ops.native_algorithms(op, LIBRARY)
-        if nat.algorithm != "default" and not refusal(op, nat.model_tree, n, sizes)
+        if nat.algorithm != "default"
+        and not refusal(op, nat.model_tree, n, sizes)
+        and (shared_hosts or not _needs_node_aware(nat.env))
     ]
 
 
-def exhaustive(prof: Any, spec: Path, layout: str, op_names: Sequence[str], sizes: Sequence[int], args: Any) -> Any:
-    """Every candidate of every operation at every size, measured on ``spec``'s cluster (one job per operation;
-    where a job fails, its candidates in halves, the failing ones left out as an autotuner leaves them); the best per
-    (op, size), the candidates that failed and the machine time (s)."""
-    n = sum(h.slots for h in hm.cluster.load_spec(str(spec)).hosts)
-    t0 = time.monotonic()
+def _needs_node_aware(env: Mapping[str, str]) -> bool:
+    """A pinned MPICH ch4 composition (``MPIR_CVAR_<COLL>_COMPOSITION``) whose fallback is an error."""
+    pins = any(k.endswith("_COMPOSITION") and v != "0" for k, v in env.items())
+    return pins and env.get("MPIR_CVAR_COLLECTIVE_FALLBACK") == "error"
+
+
+class MachineClock:
+    """The machine time of MPI jobs (s): only while the job holds the machine's MPI lock, so that the wait for
+    other users' jobs on a shared machine is not counted (it is not what the job costs).
+
+    >>> import tempfile
+    >>> clock = MachineClock()
+    >>> with tempfile.TemporaryDirectory() as d, clock.job(f"{d}/lock"):  # not the machine's lock
+    ...     pass
+    >>> clock.s >= 0.0
+    True
+    """
+
+    def __init__(self) -> None:
+        self.s = 0.0
+
+    @contextlib.contextmanager
+    def job(self, lock: str | None) -> Iterator[None]:
+        """Hold ``lock`` (:func:`~hnowmodel.jobs.mpi_lock`) for the body, and count the body's time."""
+        with mpi_lock(lock):
+            t0 = time.monotonic()
+            try:
+                yield
+            finally:
+                self.s += time.monotonic() - t0
+
+
+def exhaustive(prof: Any, spec: Path, layout: str, tuned: Any, args: Any, csv_path: Path) -> Any:
+    """Every candidate of every operation and size of ``tuned`` (a :class:`~hnowmodel.tuning.TuneResult` for this
+    shape: its rows name the library's default), measured on ``spec``'s cluster (one job per operation; where a job
+    fails, its candidates in halves, the failing ones left out as an autotuner leaves them), every measured row
+    written to ``csv_path``; the best per (op, size) (:func:`best_by_case`), the candidates that failed and the
+    machine time (s)."""
+    op_names = list(dict.fromkeys(r.op for r in tuned.rows))
+    sizes = sorted({r.size for r in tuned.rows})
+    hosts = hm.cluster.load_spec(str(spec)).hosts
+    n = sum(h.slots for h in hosts)
+    clock = MachineClock()
     rows: list[dict] = []
     failed: list[dict] = []
 
     def run(op: str, trees: list[str]) -> list[dict]:
-        with mpi_lock(args.lock):
+        with clock.job(args.lock):
             cmp = hm.compare(prof, n, ops=[op], trees=trees, sizes=sizes, reps=args.reps, both=False,
                              cluster=str(spec), layout=layout, progress=True)  # fmt: skip
         return rows_as_dicts(cmp.rows)
@@ -126,26 +170,51 @@ def exhaustive(prof: Any, spec: Path, layout: str, op_names: Sequence[str], size
                 halves(op, trees[len(trees) // 2 :])
 
     for op in op_names:
-        halves(op, candidates(op, n, sizes))
-    return best_by_case(rows), failed, time.monotonic() - t0
+        halves(op, candidates(op, n, sizes, shared_hosts=any(h.slots > 1 for h in hosts)))
+    write_csv(csv_path, rows)
+    return best_by_case(rows, {(r.op, r.size): r.default for r in tuned.rows}), failed, clock.s
 
 
-def best_by_case(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
-    """Per (op, size): the default's (``native``) measured µs, the fastest row's tree and µs, the measured gain.
+def best_by_case(
+    rows: Sequence[Mapping[str, Any]], defaults: Mapping[tuple[str, int], str]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Per (op, size): the library's default's measured µs, the fastest row's tree and µs, the measured gain over
+    the default. The default is the algorithm ``defaults`` names there (what ``hnow tune`` names the library's
+    default, as ``--verify`` pins it: ``native:ALGO``); where it is not among the rows, ``native`` if that is the
+    library's unpinned default for the operation (:func:`_native_is_unpinned`), else none (no gain). ``native`` is
+    not always the default: MPICH's ``native`` bcast is its binomial pinned, while MPICH's own choice from 9 ranks
+    is a scatter + allgather.
 
-    >>> best_by_case([{"op": "bcast", "size": 8, "tree": "native", "measured_us": 100.0},
-    ...               {"op": "bcast", "size": 8, "tree": "native:ring", "measured_us": 80.0}])[("bcast", 8)]
-    {'default_us': 100.0, 'best': 'native:ring', 'best_us': 80.0, 'gain_pct': 20.0, 'candidates': 2}
+    >>> rows = [{"op": "bcast", "size": 8, "tree": "native", "measured_us": 100.0},
+    ...         {"op": "bcast", "size": 8, "tree": "native:ring", "measured_us": 80.0},
+    ...         {"op": "bcast", "size": 8, "tree": "native:scatter_ring_allgather", "measured_us": 90.0}]
+    >>> got = best_by_case(rows, {("bcast", 8): "scatter_ring_allgather"})[("bcast", 8)]
+    >>> got["default"], got["default_us"], got["best"], round(got["gain_pct"], 1), got["candidates"]
+    ('native:scatter_ring_allgather', 90.0, 'native:ring', 11.1, 3)
+    >>> best_by_case(rows, {})[("bcast", 8)]["gain_pct"]  # bcast's native is no default
+    nan
     """
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for key in dict.fromkeys((r["op"], r["size"]) for r in rows):
-        mine = [r for r in rows if (r["op"], r["size"]) == key and math.isfinite(r["measured_us"])]
-        base = next((r["measured_us"] for r in mine if r["tree"] == "native"), math.nan)
-        best = min(mine, key=lambda r: r["measured_us"])
-        gain = 100.0 * (base - best["measured_us"]) / base if base > 0 else math.nan
-        out[key] = {"default_us": base, "best": best["tree"], "best_us": best["measured_us"], "gain_pct": gain,
+        mine = {r["tree"]: r["measured_us"] for r in rows if (r["op"], r["size"]) == key}
+        mine = {t: us for t, us in mine.items() if math.isfinite(us)}
+        named = f"native:{defaults[key]}" if key in defaults else None
+        default = named if named in mine else "native" if _native_is_unpinned(key[0]) and "native" in mine else None
+        base = mine[default] if default else math.nan
+        best = min(mine, key=mine.__getitem__)
+        gain = 100.0 * (base - mine[best]) / base if base > 0 else math.nan
+        out[key] = {"default": default, "default_us": base, "best": best, "best_us": mine[best], "gain_pct": gain,
                     "candidates": len(mine)}  # fmt: skip
     return out
+
+
+def _native_is_unpinned(op: str) -> bool:
+    """Whether the library's ``native`` for ``op`` is its own selection, nothing pinned.
+
+    >>> _native_is_unpinned("allreduce"), _native_is_unpinned("bcast")
+    (True, False)
+    """
+    return ops.get(op).native[LIBRARY].algorithm == "default"
 
 
 def verdict(row: Mapping[str, Any]) -> str:
@@ -183,7 +252,8 @@ def joined(tuned: Sequence[Any], verified: Sequence[Any], best: Mapping[tuple[st
                "measured_gain_pct": _kept_is_zero(v),
                "measured_gain_min_pct": v.measured_gain_min_pct if v else None,
                "measured_gain_max_pct": v.measured_gain_max_pct if v else None,
-               "exhaustive_best": b.get("best"), "exhaustive_gain_pct": b.get("gain_pct"),
+               "exhaustive_default_us": b.get("default_us"), "exhaustive_best": b.get("best"),
+               "exhaustive_best_us": b.get("best_us"), "exhaustive_gain_pct": b.get("gain_pct"),
                "exhaustive_candidates": b.get("candidates")}  # fmt: skip
         out.append({**row, "verdict": verdict(row)})
     return out
@@ -208,6 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reps", type=int, default=5, help="timed calls per measurement, their median (default 5)")
     p.add_argument("--profile", default=None, help="a profile calibrated on the calibration shape (skips step 1)")
     p.add_argument("--no-exhaustive-calibrated", action="store_true", help="skip the baseline on the calibrated shape")
+    p.add_argument("--cluster-name", default="tvx", help="the clusters' names: NAMEcal, NAMErun (default tvx)")
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
     return p
 
@@ -218,7 +289,7 @@ def check_args(args: argparse.Namespace) -> tuple[list[str], list[int], list[str
     >>> check_args(build_parser().parse_args(["--calibrate", "3x2", "--ops", "bcast"]))
     (['4x3'], [16384, 65536, 262144], ['bcast'])
     """
-    calibration_spec(args.calibrate)
+    hm.cluster.load_spec(calibration_spec(args.calibrate, f"{args.cluster_name}cal"))  # the name, checked
     shapes = check_shape_syntax(args.shapes or ("4x3" if _dims(args.calibrate)[1] > 1 else "12x1"))
     sizes = list(parse_sizes(args.sizes, "--sizes"))
     op_names = hm.options.check_ops(args.ops, "--ops")
@@ -234,26 +305,33 @@ def _write_spec(out: Path, doc: Mapping[str, Any], name: str) -> Path:
     return path
 
 
-def calibrated_side(out: Path, op_names: list[str], sizes: list[int], args: Any) -> tuple[Any, dict, dict]:
-    """Step 1 on the calibration cluster: the profile, the exhaustive baseline there, the machine times (s)."""
-    doc = calibration_spec(args.calibrate)
+def calibrated_side(out: Path, op_names: list[str], sizes: list[int], args: Any) -> tuple[Any, Any, dict, dict]:
+    """Step 1 on the calibration cluster: the profile, hnow's choice there (no MPI), the exhaustive baseline
+    there, the machine times (s)."""
+    doc = calibration_spec(args.calibrate, f"{args.cluster_name}cal")
     spec = _write_spec(out, doc, "spec-calibrate.json")
     n = sum(h["slots"] for h in doc["hosts"])
     times: dict[str, float] = {}
     best: dict = {}
-    with hm.cluster.using(str(spec)):
-        t0 = time.monotonic()
+    # a given profile and no baseline here: nothing runs on the calibration cluster, none comes up
+    idle = args.profile and args.no_exhaustive_calibrated
+    with contextlib.nullcontext() if idle else hm.cluster.using(str(spec)):
+        clock = MachineClock()
         if args.profile:
             prof = hm.Profile.load(args.profile)
         else:
-            with mpi_lock(args.lock):
+            with clock.job(args.lock):
                 prof = hm.calibrate(n, layout="auto", output=out / "profile.json", force=True, cluster=str(spec),
                                     progress=True)  # fmt: skip
-        times["calibration_s"] = time.monotonic() - t0
+            times["calibration_s"] = clock.s  # given a profile: not measured here
+        t0 = time.monotonic()
+        tuned = hm.tune(prof, ops=op_names, sizes=sizes, mpi="mpich")
+        times["choose_calibrated_s"] = time.monotonic() - t0
         if not args.no_exhaustive_calibrated:
             lay = ",".join(prof.layout)
-            best, _, times["exhaustive_calibrated_s"] = exhaustive(prof, spec, lay, op_names, sizes, args)
-    return prof, best, times
+            csv_path = out / f"exhaustive-{args.calibrate}.csv"
+            best, _, times["exhaustive_calibrated_s"] = exhaustive(prof, spec, lay, tuned, args, csv_path)
+    return prof, tuned, best, times
 
 
 def target_side(prof: Any, shape: Any, out: Path, op_names: list[str], sizes: list[int], args: Any) -> Any:
@@ -261,16 +339,16 @@ def target_side(prof: Any, shape: Any, out: Path, op_names: list[str], sizes: li
     t0 = time.monotonic()
     tuned = hm.tune(prof, shapes=shape.label, ops=op_names, sizes=sizes, mpi="mpich")
     choose_s = time.monotonic() - t0
-    doc, layout = target_spec(shape, calibration_spec(args.calibrate))
+    doc, layout = target_spec(shape, calibration_spec(args.calibrate), f"{args.cluster_name}run")
     spec = _write_spec(out, doc, f"spec-{shape.label}.json")
     with hm.cluster.using(str(spec)):
-        t1 = time.monotonic()
-        with mpi_lock(args.lock):
+        clock = MachineClock()
+        with clock.job(args.lock):
             ver = hm.tune(prof, np=shape.ranks, cluster=str(spec), layout=layout, verify=True, ops=op_names,
                           sizes=sizes, reps=args.reps, mpi="mpich", output=out / f"tune-{shape.label}", force=True,
                           progress=True)  # fmt: skip
-        verify_s = time.monotonic() - t1
-        best, failed, ex_s = exhaustive(prof, spec, layout, op_names, sizes, args)
+        verify_s = clock.s
+        best, failed, ex_s = exhaustive(prof, spec, layout, tuned, args, out / f"exhaustive-{shape.label}.csv")
     rows = joined(tuned.rows, ver.rows, best)
     times = {"choose_s": choose_s, "verify_s": verify_s, "exhaustive_s": ex_s}
     return rows, times, [{"shape": shape.label, **f} for f in failed]
@@ -280,7 +358,9 @@ def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> s
     gained = [r for r in rows if (r["exhaustive_gain_pct"] or 0) >= MIN_GAIN_PCT]
     slower = [r for r in rows if r["verdict"] == "slower than the default"]
     short = [r for r in gained if r["verdict"].startswith("short")]
-    hnow_s = times["calibration_s"] + times["choose_calibrated_s"]
+    cal_s = times.get("calibration_s")  # None: a given profile (--profile), its calibration not timed here
+    hnow_s = None if cal_s is None else cal_s + times["choose_calibrated_s"]
+    what = f"{len({r['op'] for r in rows})} operations x {len({r['size'] for r in rows})} sizes"
     body = [
         f"Reproduce with: `{command_line()}` (as root). Library: {LIBRARY}; {args.reps} repetitions, medians.",
         "",
@@ -293,9 +373,11 @@ def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> s
               "same choice made again on the running cluster)", all(r["same_choice_when_run"] for r in rows),
               f"{sum(r['same_choice_when_run'] for r in rows)} of {len(rows)} rows the same"),  # fmt: skip
         "",
-        "## Machine time (s)",
+        "## Machine time (s, while holding the MPI lock; None: not measured in this run)",
         md_table([{"what": "hnow: calibration + choosing (calibrated shape)", "s": hnow_s},
-                  {"what": "exhaustive baseline on the calibrated shape", "s": times.get("exhaustive_calibrated_s")},
+                  {"what": "hnow: choosing alone (no MPI)", "s": times["choose_calibrated_s"]},
+                  {"what": f"exhaustive baseline on the calibrated shape ({what})",
+                   "s": times.get("exhaustive_calibrated_s")},
                   *({"what": f"{k}", "s": v} for k, v in times.items() if k.startswith(("target", "verify")))]),
         "",
         "## Rows (gains in % of the default's measured time)",
@@ -315,10 +397,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except HnowError as e:
         p.error(str(e))
     out = outdir(args.out)
-    prof, cal_best, times = calibrated_side(out, op_names, sizes, args)
-    t0 = time.monotonic()
-    cal_tuned = hm.tune(prof, ops=op_names, sizes=sizes, mpi="mpich")
-    times["choose_calibrated_s"] = time.monotonic() - t0
+    prof, cal_tuned, cal_best, times = calibrated_side(out, op_names, sizes, args)
     rows: list[dict] = []
     failed: list[dict] = []
     for shape in parse_shapes(",".join(shape_items), prof):
