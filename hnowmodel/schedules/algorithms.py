@@ -138,6 +138,14 @@ def pof2_below(n: int) -> int:
     return 1 << (int(n).bit_length() - 1)
 
 
+def _at_least_pof2(name: str, count: int, n: int, pof2: int, library: str, below: str) -> None:
+    """Refuse ``name`` on ``n`` ranks with fewer than ``pof2`` elements (:class:`InputError`): ``library`` runs it only
+    from ``pof2`` elements on, and ``below`` (what it runs instead) under that."""
+    if n > 1 and count < pof2:
+        raise InputError(f"{name}: {count} elements on {n} ranks: {library} runs it only with at least {pof2} "
+                         f"elements ({below} below that)")  # fmt: skip
+
+
 def _rows(k: int, nb: int, rows: Any, cols: Any) -> np.ndarray:
     """A ``(k, nb)`` boolean matrix with True at ``(rows[i], cols[i])``."""
     out = np.zeros((k, nb), dtype=bool)
@@ -366,9 +374,7 @@ def rabenseifner_allreduce(
     n, m = _ranks(n), _size(m)
     count = _count(m, elem_bytes)
     pof2, rem, real, _ = _fold(n)
-    if n > 1 and count < pof2:
-        raise InputError(f"rabenseifner_allreduce: {count} elements on {n} ranks: MPICH runs it only with at least "
-                         f"{pof2} elements (it runs recursive doubling below that)")  # fmt: skip
+    _at_least_pof2("rabenseifner_allreduce", count, n, pof2, "MPICH", "it runs recursive doubling")
     cnts = _rabenseifner_counts(count, pof2) * elem_bytes
     cum = np.r_[0, np.cumsum(cnts)].astype(float)
     b = _Builder(n, "rabenseifner_allreduce", trace, cnts)

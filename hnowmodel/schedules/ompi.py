@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from .algorithms import BlockTrace, _Builder, _count, _ranges, _ranks, _size, pof2_below
+from .algorithms import BlockTrace, _at_least_pof2, _Builder, _count, _ranges, _ranks, _size, pof2_below
 from .steps import MessageSchedule
 
 __all__ = ["ompi_rabenseifner_allreduce", "window_counts"]
@@ -62,9 +61,7 @@ def ompi_rabenseifner_allreduce(
     count = _count(m, elem_bytes)
     pof2 = pof2_below(n)
     rem = n - pof2
-    if n > 1 and count < pof2:
-        raise InputError(f"ompi_rabenseifner_allreduce: {count} elements on {n} ranks: Open MPI runs it only with at "
-                         f"least {pof2} elements (its basic linear allreduce below that)")  # fmt: skip
+    _at_least_pof2("ompi_rabenseifner_allreduce", count, n, pof2, "Open MPI", "its basic linear allreduce")
     levels = pof2.bit_length() - 1
     leaf = (window_counts(count, levels) * elem_bytes).astype(float)
     cum = np.r_[0.0, np.cumsum(leaf)]

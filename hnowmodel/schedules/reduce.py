@@ -15,8 +15,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
-from .algorithms import BlockTrace, _Builder, _count, _rabenseifner_counts, _ranges, _ranks, _root, _size, pof2_below
+from .algorithms import (
+    BlockTrace,
+    _at_least_pof2,
+    _Builder,
+    _count,
+    _rabenseifner_counts,
+    _ranges,
+    _ranks,
+    _root,
+    _size,
+    pof2_below,
+)
 from .steps import MessageSchedule
 
 __all__ = ["rabenseifner_reduce"]
@@ -48,9 +58,7 @@ def rabenseifner_reduce(
     count = _count(m, elem_bytes)
     pof2 = pof2_below(n)
     rem = n - pof2
-    if n > 1 and count < pof2:
-        raise InputError(f"rabenseifner_reduce: {count} elements on {n} ranks: MPICH runs it only with at least "
-                         f"{pof2} elements (it runs the binomial reduce below that)")  # fmt: skip
+    _at_least_pof2("rabenseifner_reduce", count, n, pof2, "MPICH", "it runs the binomial reduce")
     cnts = _rabenseifner_counts(count, pof2) * elem_bytes
     cum = np.r_[0, np.cumsum(cnts)].astype(float)
     b = _Builder(n, f"rabenseifner_reduce(root={root})" if root else "rabenseifner_reduce", trace, cnts)
