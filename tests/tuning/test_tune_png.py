@@ -5,8 +5,6 @@ written, and not named by ``hnow tune``, when there is nothing to draw; ``tune.m
 from __future__ import annotations
 
 import csv
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from hnowmodel.params import Profile
 from hnowmodel.tuning import tune
 from hnowmodel.tuning.figure import _draw, gain_panels
 from hnowmodel.tuning.files import markdown_report, write_report
-from tests.helpers import run_hnow
+from tests.helpers import fresh_python, run_hnow
 
 DATA = Path(__file__).parent.parent / "data" / "golden"
 PROFILE = DATA / "cluster_profile.json"  # 6 hosts, one rank each
@@ -106,6 +104,4 @@ def test_the_figure_module_leaves_matplotlib_unloaded_until_it_draws():
         "import sys, hnowmodel.tuning.files as f; print('matplotlib' in sys.modules); "
         "f.plot_gains([], 'unused.png'); print('matplotlib' in sys.modules)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["False", "False"]  # nothing to draw: not even imported
+    assert fresh_python(code) == ["False", "False"]  # nothing to draw: not even imported
