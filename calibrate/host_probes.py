@@ -172,6 +172,28 @@ def _flow_arrivals(
     return [(np.asarray(f) - s0).tolist() for f in finishes]
 
 
+def _slowest_bucket(pc: dict[str, Any], flows: Sequence[tuple[str, str, int]]) -> tuple[float, int]:
+    """``(per-byte cost µs/byte, bytes)`` of the NIC these flows ``(from host, to host, bytes)`` drain longest: each
+    host's bytes out at the per-byte cost of its fastest pair from it, bytes in at its fastest pair's into it (a
+    pair's cost bounds each of its NICs' from above) - what the idle gap after the flows must let refill
+    (:func:`calibrate.protocol.refill_gap_us`).
+
+    >>> pc = {"hosts": ["f", "s"], "cost": np.array([[np.nan, 0.4], [0.4, np.nan]])}
+    >>> _slowest_bucket(pc, [("f", "s", 100), ("f", "s", 100)])
+    (0.4, 200)
+    """
+    names, cost = pc["hosts"], pc["cost"]
+    out_cost, in_cost = np.nanmin(cost, axis=1), np.nanmin(cost, axis=0)
+    sent: dict[str, int] = {}
+    got: dict[str, int] = {}
+    for a, b, m in flows:
+        sent[a] = sent.get(a, 0) + m
+        got[b] = got.get(b, 0) + m
+    buckets = [(float(out_cost[names.index(h)]), m) for h, m in sent.items()]
+    buckets += [(float(in_cost[names.index(h)]), m) for h, m in got.items()]
+    return max(buckets, key=lambda km: km[0] * km[1])
+
+
 def _egress(pk: PairKernels, hosts: Sequence[str], pc: dict[str, Any], h: str, reps: int, gap: float) -> dict:
     """Host ``h``'s egress from one fan-out of every rank of ``h`` (:func:`egress_plan`; the module docstring)."""
     names, cost = pc["hosts"], pc["cost"]
@@ -183,7 +205,7 @@ def _egress(pk: PairKernels, hosts: Sequence[str], pc: dict[str, Any], h: str, r
     members = list(dict.fromkeys(r for pair in plan for r in pair))  # h's first rank first: it starts the flows
     k = len(plan)
     m = NIC_SIZE
-    idle = refill_gap_us(float(np.nanmax(cost)), m * k, gap)
+    idle = refill_gap_us(*_slowest_bucket(pc, [(hosts[a], hosts[b], m) for a, b in plan]), gap)
     flows = [(members.index(a), members.index(b), m) for a, b in plan]
     arr = group_call(pk, members, lambda sub: _flow_arrivals(sub, flows, reps, idle))
     alone = m * float(cost[i, names.index(probe_host)])  # the probe's message by itself (µs)
@@ -212,7 +234,7 @@ def _ingress(pk: PairKernels, hosts: Sequence[str], pc: dict[str, Any], h: str, 
     top = max(rate.values())
     sizes = {x: max(1024, int(NIC_SIZE * rate[x] / top)) for x in senders}
     members = [hosts.index(h), *(hosts.index(x) for x in senders)]
-    idle = refill_gap_us(float(np.nanmax(cost)), NIC_SIZE * len(senders), gap)
+    idle = refill_gap_us(*_slowest_bucket(pc, [(x, h, sizes[x]) for x in senders]), gap)
     arr = group_call(pk, members, lambda sub: _arrivals(sub, "in", [0] + [sizes[x] for x in senders], reps, idle))
     total = sum(sizes.values())
     alone = max(sizes[x] / rate[x] for x in senders)

@@ -55,9 +55,9 @@ def probe_slope(
     """One-way per-byte cost a → b (µs/byte) from isolated messages at two sizes, on every rank.
 
     A pilot (two back-to-back 32 KiB messages) bounds the cost; then ``m2`` = the largest 64 KiB·2^j up to
-    ``max_bytes`` whose message fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times
-    with a refill gap; the slope is the difference of the medians over ``m2 − m1``, with the distribution-free 95 %
-    CI of the per-repetition slopes' median."""
+    ``max_bytes`` whose message fits half the budget (at least 64 KiB) and ``m1 = m2/4`` are timed ``reps`` times,
+    each with the refill gap of its size (:func:`refill_gap_us`); the slope is the difference of the medians over
+    ``m2 − m1``, with the distribution-free 95 % CI of the per-repetition slopes' median."""
     from .stats import median_ci
 
     comm = pk.comm
@@ -67,9 +67,9 @@ def probe_slope(
     while m2 * 2 <= max_bytes and k0 * m2 * 2 <= budget_us / 2:
         m2 *= 2
     m1 = m2 // 4
-    gap = refill_gap_us(k0, m2, gap_min_us)
-    r1 = pk.call(a, b, "oneway", m1, reps, gap_us=gap)
-    r2 = pk.call(a, b, "oneway", m2, reps, gap_us=gap)
+    # each size with its own gap: the rule's bucket is drained by at most the message just sent
+    r1 = pk.call(a, b, "oneway", m1, reps, gap_us=refill_gap_us(k0, m1, gap_min_us))
+    r2 = pk.call(a, b, "oneway", m2, reps, gap_us=refill_gap_us(k0, m2, gap_min_us))
     out = None
     if r1 is not None:
         ks = (np.asarray(r2) - np.asarray(r1)) / (m2 - m1)
