@@ -1,7 +1,8 @@
-"""``hnow`` through a real Slurm on 4 virtual hosts with node-local ``/tmp``: calibrate, measure and compare with
-``--launcher srun`` outside an allocation (``--cluster``) and inside one (``salloc``, and ``sbatch`` of the script
-``hnow slurm-script`` writes); singletons refused; a cancelled step ends with one line and leaves no rank behind.
-Behaviour, not timing. Skipped, with the reason, where there is no root, no namespaces or no Slurm."""
+"""``hnow`` through a real Slurm on 4 virtual hosts with node-local ``/tmp``: measure and compare with ``--launcher
+srun`` outside an allocation (``--cluster``) and inside one (``salloc``, and ``sbatch`` of the script ``hnow
+slurm-script`` writes: its calibration is the profile the compare reads); singletons refused; a cancelled step ends
+with one line and leaves no rank behind. Behaviour, not timing. Skipped, with the reason, where there is no root, no
+namespaces or no Slurm."""
 
 from __future__ import annotations
 
@@ -64,28 +65,46 @@ def slurm4(slurm_ok, python_on_hosts, tmp_path_factory):
     yield from slurm_cluster(tmp_path_factory.mktemp("spec"), name, _RATES)
 
 
-@pytest.fixture
-def shared_dir():
-    """A folder every virtual host sees (their /tmp is their own): under /var/tmp, removed after the test."""
-    d = Path(f"/var/tmp/hnow-test-{os.getpid()}-{time.monotonic_ns()}")
-    d.mkdir(parents=True)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+@pytest.fixture(scope="module")
+def sbatch_job(slurm4):
+    """``sbatch`` of the script ``hnow slurm-script`` writes (the job runs ``hnow calibrate`` on its first node, srun
+    inside it), in a folder every virtual host sees (their /tmp is their own; under /var/tmp, removed after the
+    module): ``{"script": its text as written, "layout", "state": the job's final state, "log", "profile": path}``.
+    One 4-host calibration for the module: the compare through srun below reads its profile. The layout is given
+    (slurm-script --layout): the grouping of hosts by measuring them (--layout auto, the script's default) is
+    tests/cluster/test_cluster_mpi.py's, and through srun tests/cluster/test_intelmpi_srun.py's."""
+    st, _ = slurm4
+    env = hc.slurm_env(st)
+    shared = Path(f"/var/tmp/hnow-test-{os.getpid()}-{time.monotonic_ns()}")
+    shared.mkdir(parents=True)
+    try:
+        script, prof = shared / "job.sh", shared / "profile.json"
+        layout = ",".join("fast" if r == max(_RATES) else "slow" for r in _RATES)
+        res = hnow(
+            "slurm-script", "-N", "4", "--ranks-per-node", "1", "--profile-out", str(prof), "-o", str(script),
+            "--time", "10", "--layout", layout,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        written = script.read_text()
+        script.write_text(written.replace(f"--layout {layout}", f"--layout {layout} --quick --rounds 1"))  # short
+        res = run(st, "sbatch", "--parsable", "--chdir", str(shared), str(script), env=env)
+        assert res.returncode == 0, res.stderr
+        job = res.stdout.strip().split(";")[0]
+        state = ""
+        for _ in range(600):
+            q = run(st, "scontrol", "show", "job", job, env=env).stdout
+            state = next((w.split("=", 1)[1] for w in q.split() if w.startswith("JobState=")), "")
+            if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
+                break
+            time.sleep(0.5)
+        log = "".join(p.read_text() for p in shared.glob("hnow-calibrate-*.log"))
+        yield {"script": written, "layout": layout, "state": state, "log": log, "profile": prof}
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
-def test_calibrate_measure_compare_through_srun_outside_an_allocation(slurm4, tmp_path):
+def test_measure_compare_through_srun_outside_an_allocation(slurm4, sbatch_job):
     st, spec = slurm4
-    prof = tmp_path / "prof.json"
-    # one round of the network measurement (--quick has two): the types come from the hosts' NICs, measured before
-    res = hnow(
-        "calibrate", "--np", "4", "--cluster", spec, "--launcher", "srun", "--layout", "auto", "--quick",
-        "--rounds", "1", "-o", str(prof),
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr[-3000:]
-    doc = json.loads(prof.read_text())
-    assert [n["host"] for n in doc["nodes"]] == ["h1", "h2", "h3", "h4"]  # Slurm node names, in rank order
-    types = [n["type"] for n in doc["nodes"]]
-    assert types[0] == types[2] != types[1] == types[3]  # the two speeds, found by measuring
     res = hnow(
         "measure", "--np", "4", "--cluster", spec, "--launcher", "srun", "--op", "bcast", "--tree", "binomial",
         "--sizes", "16K", "--reps", "2", "--json",
@@ -94,6 +113,10 @@ def test_calibrate_measure_compare_through_srun_outside_an_allocation(slurm4, tm
     (row,) = json.loads(res.stdout)["rows"]
     assert (row["op"], row["tree"], row["size"]) == ("bcast", "binomial", 16384)
     check_measured_row(row)  # payload verified, spread ordered, measured = its stat
+    # the profile the sbatch job calibrated through srun on these hosts
+    assert sbatch_job["state"] == "COMPLETED", sbatch_job["log"][-3000:]
+    prof = sbatch_job["profile"]
+    types = [n["type"] for n in json.loads(prof.read_text())["nodes"]]
     res = hnow(
         "compare", "--np", "4", "--cluster", spec, "--launcher", "srun", "--profile", str(prof), "--ops", "bcast",
         "--trees", "native,binomial", "--sizes", "16K", "--reps", "2", "--json",
@@ -113,9 +136,8 @@ def test_calibrate_measure_compare_through_srun_outside_an_allocation(slurm4, tm
     assert _ranks_inside(st.name) == {}
 
 
-def test_hnow_inside_salloc_and_sbatch(slurm4, shared_dir):
+def test_hnow_inside_salloc_and_sbatch(slurm4, sbatch_job):
     st, _ = slurm4
-    env = hc.slurm_env(st)
     # salloc runs hnow here (a login node) with the allocation in its environment; srun starts the ranks on it
     res = run(
         st, "salloc", "-N", "4", sys.executable, "-m", "hnowmodel.cli", "info", "--np", "4", "--launcher", "srun",
@@ -123,33 +145,12 @@ def test_hnow_inside_salloc_and_sbatch(slurm4, shared_dir):
     )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     assert json.loads(res.stdout)["hosts"] == ["h1", "h2", "h3", "h4"]
-    # sbatch of the script hnow slurm-script writes: the job runs hnow on its first node, srun inside it. The
-    # layout is given (slurm-script --layout): the grouping of these hosts by measuring them (--layout auto, the
-    # script's default) is the test above's; measuring the NICs and CPUs again here would only double its minute
-    script, prof = shared_dir / "job.sh", shared_dir / "profile.json"
-    layout = ",".join("fast" if r == max(_RATES) else "slow" for r in _RATES)
-    res = hnow(
-        "slurm-script", "-N", "4", "--ranks-per-node", "1", "--profile-out", str(prof), "-o", str(script),
-        "--time", "10", "--layout", layout,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    assert f"--layout {layout} " in script.read_text()
-    text = script.read_text().replace(f"--layout {layout}", f"--layout {layout} --quick --rounds 1")  # short
-    script.write_text(text)
-    res = run(st, "sbatch", "--parsable", "--chdir", str(shared_dir), str(script), env=env)
-    assert res.returncode == 0, res.stderr
-    job = res.stdout.strip().split(";")[0]
-    state = ""
-    for _ in range(600):
-        q = run(st, "scontrol", "show", "job", job, env=env).stdout
-        state = next((w.split("=", 1)[1] for w in q.split() if w.startswith("JobState=")), "")
-        if state in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"):
-            break
-        time.sleep(0.5)
-    log = "".join(p.read_text() for p in shared_dir.glob("hnow-calibrate-*.log"))
-    assert state == "COMPLETED", log[-3000:]
-    doc = json.loads(prof.read_text())
-    assert [n["host"] for n in doc["nodes"]] == ["h1", "h2", "h3", "h4"]
+    # sbatch of the script hnow slurm-script writes (the module's job): hnow ran on the job's first node
+    assert f"--layout {sbatch_job['layout']} " in sbatch_job["script"]
+    assert sbatch_job["state"] == "COMPLETED", sbatch_job["log"][-3000:]
+    doc = json.loads(sbatch_job["profile"].read_text())
+    assert [n["host"] for n in doc["nodes"]] == ["h1", "h2", "h3", "h4"]  # Slurm node names, in rank order
+    assert [n["type"] for n in doc["nodes"]] == sbatch_job["layout"].split(",")
 
 
 def test_singletons_from_srun_mpi_none_are_refused(slurm4):
