@@ -137,3 +137,14 @@ def test_verify_measures_every_size_the_baseline_measures(tvx, tmp_path, monkeyp
     tvx.target_side(None, Shape("6x1", tuple(pool)), tmp_path, ["alltoall"], [262144], args)
     verify = [kw for kw in calls if kw.get("verify")]
     assert len(verify) == 1 and not verify[0]["verify_max_us"]  # None or 0: every size measured
+
+
+def test_a_row_not_measured_where_the_baseline_gains_does_not_hold(tvx):
+    # the 12 x 1 alltoall at 64 and 256 KiB, not measured by --verify, were counted "2 of 2 rows" within the points
+    args = tvx.build_parser().parse_args([])
+    row = {"shape": "12x1", "op": "alltoall", "size": 65536, "measured_gain_pct": None, "exhaustive_gain_pct": 26.2,
+           "same_choice_when_run": True}  # fmt: skip
+    row["verdict"] = tvx.verdict(row)
+    md = tvx._markdown([row], {"choose_calibrated_s": 0.3}, [], args)
+    line = next(ln for ln in md.splitlines() if "within 5 points" in ln)
+    assert row["verdict"] == "not measured" and "**does not hold**" in line and "0 of 1 rows" in line
