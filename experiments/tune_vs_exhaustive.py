@@ -49,6 +49,8 @@ MIN_GAIN_PCT, POINTS = 10.0, 5.0
 LIBRARY = "MPICH"
 SIZES = "16K,64K,256K"
 OPS = "bcast,allreduce,alltoall"
+#: How hnow tune names a ch4 composition it keeps as MPICH's default (``hnowmodel/libraries/mpich/export.py``).
+COMPOSITION = "composition:"
 
 
 def calibration_spec(shape: str, name: str = "tvxcal") -> dict[str, Any]:
@@ -181,9 +183,11 @@ def best_by_case(
     """Per (op, size): the library's default's measured µs, the fastest row's tree and µs, the measured gain over
     the default. The default is the algorithm ``defaults`` names there (what ``hnow tune`` names the library's
     default, as ``--verify`` pins it: ``native:ALGO``); where it is not among the rows, ``native`` if that is the
-    library's unpinned default for the operation (:func:`_native_is_unpinned`), else none (no gain). ``native`` is
-    not always the default: MPICH's ``native`` bcast is its binomial pinned, while MPICH's own choice from 9 ranks
-    is a scatter + allgather.
+    library's unpinned default for the operation (:func:`_native_is_unpinned`) and the default named is no ch4
+    composition, else none (the gain not known). ``native`` is not always the default: MPICH's ``native`` bcast is
+    its binomial pinned, while MPICH's own choice from 9 ranks is a scatter + allgather; and ``native`` runs with
+    MPICH's device collectives off, so never the ch4 composition MPICH runs by default where hosts have several ranks
+    (``composition:alpha`` for allreduce on 4 x 3: ``native`` there is MPIR's reduce_scatter_allgather).
 
     >>> rows = [{"op": "bcast", "size": 8, "tree": "native", "measured_us": 100.0},
     ...         {"op": "bcast", "size": 8, "tree": "native:ring", "measured_us": 80.0},
@@ -193,13 +197,18 @@ def best_by_case(
     ('native:scatter_ring_allgather', 90.0, 'native:ring', 11.1, 3)
     >>> best_by_case(rows, {})[("bcast", 8)]["gain_pct"]  # bcast's native is no default
     nan
+    >>> rows = [{"op": "allreduce", "size": 8, "tree": t, "measured_us": us}
+    ...         for t, us in (("native", 9.0), ("native:ring", 3.0))]
+    >>> best_by_case(rows, {("allreduce", 8): "composition:alpha"})[("allreduce", 8)]["default"] is None
+    True
     """
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for key in dict.fromkeys((r["op"], r["size"]) for r in rows):
         mine = {r["tree"]: r["measured_us"] for r in rows if (r["op"], r["size"]) == key}
         mine = {t: us for t, us in mine.items() if math.isfinite(us)}
         named = f"native:{defaults[key]}" if key in defaults else None
-        default = named if named in mine else "native" if _native_is_unpinned(key[0]) and "native" in mine else None
+        unpinned = _native_is_unpinned(key[0]) and not (named or "").startswith(f"native:{COMPOSITION}")
+        default = named if named in mine else "native" if unpinned and "native" in mine else None
         base = mine[default] if default else math.nan
         best = min(mine, key=mine.__getitem__)
         gain = 100.0 * (base - mine[best]) / base if base > 0 else math.nan
@@ -228,13 +237,17 @@ def verdict(row: Mapping[str, Any]) -> str:
     'short by 12.0 points'
     >>> verdict({"measured_gain_pct": -9.0, "measured_gain_max_pct": -2.0, "exhaustive_gain_pct": 1.0})
     'slower than the default'
+    >>> verdict({"measured_gain_pct": 0.0, "exhaustive_gain_pct": float("nan")})  # the baseline never ran the default
+    'not known'
     """
     g, hi, ex = (row.get(k) for k in ("measured_gain_pct", "measured_gain_max_pct", "exhaustive_gain_pct"))
     if g is None or not math.isfinite(g):
         return "not measured"
     if hi is not None and hi < 0:
         return "slower than the default"
-    if ex is not None and ex >= MIN_GAIN_PCT and g < ex - POINTS:
+    if ex is None or not math.isfinite(ex):
+        return "not known"
+    if ex >= MIN_GAIN_PCT and g < ex - POINTS:
         return f"short by {ex - g:.1f} points"
     return "holds"
 
@@ -358,6 +371,7 @@ def target_side(prof: Any, shape: Any, out: Path, op_names: list[str], sizes: li
 
 def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> str:
     gained = [r for r in rows if (r["exhaustive_gain_pct"] or 0) >= MIN_GAIN_PCT]
+    unknown = sum(r["verdict"] == "not known" for r in rows)  # the library's default not run by the baseline
     slower = [r for r in rows if r["verdict"] == "slower than the default"]
     short = [r for r in gained if r["verdict"] != "holds"]  # a row not measured is no row within the points
     cal_s = times.get("calibration_s")  # None: a given profile (--profile), its calibration not timed here
@@ -370,7 +384,8 @@ def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> s
         claim("every chosen setting measures at least as fast as the default within the spread", not slower,
               f"{len(slower)} of {len(rows)} rows slower"),  # fmt: skip
         claim(f"where the exhaustive baseline gains >= {MIN_GAIN_PCT:g} %, hnow's measured gain is within "
-              f"{POINTS:g} points of it (or above)", not short, f"{len(gained) - len(short)} of {len(gained)} rows"),
+              f"{POINTS:g} points of it (or above)", not short and not unknown,
+              f"{len(gained) - len(short)} of {len(gained)} rows; {unknown} rows not known (default not run)"),
         claim("no machine time on a target shape before --verify (the choice made from the profile alone; the "
               "same choice made again on the running cluster)", all(r["same_choice_when_run"] for r in rows),
               f"{sum(r['same_choice_when_run'] for r in rows)} of {len(rows)} rows the same"),  # fmt: skip
