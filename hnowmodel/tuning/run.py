@@ -35,7 +35,7 @@ from ..stepfiles import read_steps
 from .choose import ShapeTuning, TuneRow, tune_shape
 from .files import write_report, write_shape
 from .shapes import Shape, check_shape_syntax, oversubscribed, parse_shapes, ranks_per_host, shape_from_layout
-from .verify import VERIFY_MAX_US, too_long, verify
+from .verify import VERIFY_MAX_US, one_run_us, too_long, verify
 
 __all__ = ["DEFAULT_SIZES", "STEPS_FOLDER", "TuneSettings", "TuneResult", "tune", "cut_short"]
 
@@ -201,9 +201,7 @@ def _too_long_note(rows: tuple[TuneRow, ...], max_us: float | None) -> list[str]
     gone = too_long(rows, max_us)
     if not gone:
         return []
-    what = ", ".join(
-        f"{r.op} {format_size(r.size)} ({max(r.default_us or 0.0, r.chosen_us or 0.0) / 1e6:.1f} s)" for r in gone
-    )
+    what = ", ".join(f"{r.op} {format_size(r.size)} ({one_run_us(r) / 1e6:.1f} s)" for r in gone)
     return [f"not measured, one run predicted over {max_us:,.0f} µs (--verify-max-us): {what}"]
 
 

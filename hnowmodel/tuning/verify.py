@@ -29,7 +29,7 @@ from ..options import check_op_sizes
 from ..params import Profile
 from .choose import ShapeTuning, TuneRow, gain_pct
 
-__all__ = ["VERIFY_MAX_US", "verify", "tuned_launch", "measured_gains", "too_long"]
+__all__ = ["VERIFY_MAX_US", "verify", "tuned_launch", "measured_gains", "too_long", "one_run_us"]
 
 #: ``--verify``'s default limit: a size whose one run of the default or the chosen setting hnow predicts longer
 #: than this (µs) is tuned and written but not measured. The timing runs each setting once untimed and 15 times
@@ -57,6 +57,12 @@ def _runs(op: str, size: int) -> bool:
     return True
 
 
+def one_run_us(r: TuneRow) -> float:
+    """The longer of the default's and the chosen setting's predicted times of one run (µs; 0 where neither is
+    predicted): what :func:`too_long` holds against ``--verify-max-us``."""
+    return max(r.default_us or 0.0, r.chosen_us or 0.0)
+
+
 def too_long(rows: Sequence[TuneRow], max_us: float | None) -> list[TuneRow]:
     """The rows whose one run of the default or of the chosen setting hnow predicts longer than ``max_us`` (µs;
     None or 0: none): :func:`verify` leaves them unmeasured.
@@ -69,7 +75,7 @@ def too_long(rows: Sequence[TuneRow], max_us: float | None) -> list[TuneRow]:
     """
     if not max_us:
         return []
-    return [r for r in rows if max(r.default_us or 0.0, r.chosen_us or 0.0) > max_us]
+    return [r for r in rows if one_run_us(r) > max_us]
 
 
 def _blocks(hosts: Sequence[str]) -> list[tuple[str, int]]:
