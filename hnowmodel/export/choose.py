@@ -36,6 +36,7 @@ __all__ = [
     "OpChoice",
     "Backend",
     "choose",
+    "fastest",
     "export_layout",
     "table_rows",
     "range_entries",
@@ -243,16 +244,16 @@ def _predicted(op: str, library: str, profile: Profile, layout: Any, sizes: list
 
 
 def _skipped(op: str, t: float) -> bool:
-    """A candidate left out at one size: its message schedule does not run there (NaN from :func:`_predicted`;
-    a tree algorithm's time is kept as it is)."""
-    return bool(np.isnan(t)) and _ops.get(op).movement is None
+    """A candidate left out at one size: its message schedule does not run there, or it is an algorithm whose steps
+    depend on the hosts and size that hnow does not model there (NaN from :func:`_predicted`)."""
+    return bool(np.isnan(t))
 
 
-def _fastest(cand_us: Mapping[str, float], default: str) -> str:
+def fastest(cand_us: Mapping[str, float], default: str) -> str:
     """The fastest candidate; ties (within a relative 1e-9: the same time reached by other sums) go to ``default``,
     then to the registry's order.
 
-    >>> _fastest({"a": 2.0, "b": 1.0 + 1e-12, "c": 1.0}, "b")
+    >>> fastest({"a": 2.0, "b": 1.0 + 1e-12, "c": 1.0}, "b")
     'b'
     """
     order = list(cand_us)
@@ -283,11 +284,11 @@ def _ranges(op: str, picked: Sequence[Pick]) -> tuple[list[NativeChoice], list[t
 def _pick(d: Default, backend: Backend, m: int, cands: Any, alias: Mapping[str, str], cand_us: Any) -> Pick:
     """The choice at ``m`` bytes against the default ``d``: the fastest candidate, or the default (its leaf kept)
     where it is as fast or is not modelled (or not predicted there)."""
-    if d.algorithm is None or alias[d.algorithm.algorithm] not in cand_us:
+    if d.algorithm is None or alias.get(d.algorithm.algorithm) not in cand_us:
         name = d.name or d.algorithm.algorithm  # type: ignore[union-attr]
         return Pick(m, name, d.leaf, name, None, None, cand_us)
     dflt = d.algorithm.algorithm
-    best = _fastest(cand_us, alias[dflt])
+    best = fastest(cand_us, alias[dflt])
     if best == alias[dflt]:
         return Pick(m, dflt, d.leaf, dflt, cand_us[alias[dflt]], cand_us[alias[dflt]], cand_us)
     nat = next(c for c in cands if c.algorithm == best)
@@ -317,9 +318,9 @@ def choose(
         picks = []
         for i, m in enumerate(size_list):
             d = backend.default(op, n, m, choices)
-            if d.algorithm is None:
-                notes.append(f"{op} at {format_size(m)}: {backend.library}'s default {d.label} is not modelled; kept")
             runs = {name: float(t[i]) for name, t in times.items() if not _skipped(op, t[i])}
+            if d.algorithm is None or alias.get(d.algorithm.algorithm) not in runs:  # not modelled (there)
+                notes.append(f"{op} at {format_size(m)}: {backend.library}'s default {d.label} is not modelled; kept")
             picks.append(_pick(d, backend, m, cands, alias, runs))
         picks = _constrained(backend, op, picks)
         rows, ranges = _ranges(op, picks)

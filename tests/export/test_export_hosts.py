@@ -144,7 +144,9 @@ def test_mpich_file_on_shared_hosts_selects_the_flat_winner_and_smp_where_alpha_
     r2 = next(r for r in sel.rows if r.size_bytes == 16384)
     assert r2.chosen_us == min(r2.candidates_us.values()) < r2.default_us
     assert sel.device_collectives_off
-    assert "export MPIR_CVAR_DEVICE_COLLECTIVES=none" in mpich_env_text(sel, "/x/mpich-coll.json")
+    env = mpich_env_text(sel, "/x/mpich-coll.json")  # bcast's device collective off, the others' stay on
+    assert "export MPIR_CVAR_DEVICE_COLLECTIVES=percoll" in env and "MPIR_CVAR_DEVICE_COLLECTIVES=none" not in env
+    assert "export MPIR_CVAR_BCAST_DEVICE_COLLECTIVE=0" in env and "ALLREDUCE_DEVICE" not in env
     at = {m: mpich.select(sel.table, "bcast", comm_size=7, msg_bytes=m, hierarchy="parent") for m in got}
     assert at[1024] == SMP_LEAF  # the same two-level tree, MPICH's own
     chosen = next(a for a in ops.native_choices("bcast", "MPICH") if a.algorithm == got[16384])
@@ -164,13 +166,25 @@ def test_mpich_flat_layout_has_no_composition_candidate():
     assert sel.device_collectives_off  # as before on one rank per host
 
 
-def test_mpich_kept_ch4_composition_it_does_not_model_is_named():
+def test_mpich_ch4_composition_beta_is_modelled_by_alphas_steps_where_the_leaders_run_binomial():
     prof = paper_shm_profile()
     lay = parse_layout("SS.F.F.F.F.F.F", prof.type_names)  # 8 ranks: ch4 picks beta from 12288 B
     sel = choose_mpich(prof, lay, ops=["bcast"], sizes=[16384])
     (row,) = sel.rows
+    alpha = next(a for a in ops.native_algorithms("bcast", "MPICH") if a.algorithm == "composition:alpha")
+    want = ops.native_predict("bcast", "MPICH", prof, lay, [16384], algorithm=alpha)[0]
+    assert row.default == "composition:alpha" and row.default_us == pytest.approx(want, rel=1e-12)
+    assert not any("not modelled" in x for x in sel.notes)
+
+
+def test_mpich_kept_ch4_composition_it_does_not_model_is_named():
+    prof = paper_shm_profile()
+    lay = parse_layout("SS.FF.FF.FF.FF.FF.FF.FF", prof.type_names)  # 16 ranks: beta, its 8 leaders scatter+allgather
+    sel = choose_mpich(prof, lay, ops=["bcast"], sizes=[16384])
+    (row,) = sel.rows
     assert (row.default, row.chosen, row.default_us) == ("composition:beta", "composition:beta", None)
-    assert any("composition:beta" in x for x in sel.notes)
+    assert any("composition:beta" in x and "not modelled" in x for x in sel.notes)
+    assert not sel.entries["bcast"] and not sel.device_off
 
 
 @pytest.mark.parametrize(

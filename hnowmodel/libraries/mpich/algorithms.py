@@ -18,6 +18,7 @@ from types import MappingProxyType
 from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
 from . import defaults as _defaults
+from .ch4 import leaders_run, smp_run
 
 __all__ = ["ALGORITHMS", "MPICH_TREE_KS"]
 
@@ -53,18 +54,18 @@ def _mpich_tree_bcast(tree_type: str, k: int) -> NativeAlgorithm:
     return NativeAlgorithm(f"tree:{tree_type}:{k}", env, f"{model}:{k}", leaf=leaf)
 
 
-# MPIR_Bcast_intra_smp (src/mpi/coll/bcast/bcast_intra_smp.c, MPICH 5.0.1). Below MPIR_CVAR_BCAST_SHORT_MSG_SIZE
+# MPIR_Bcast_intra_smp (src/mpi/coll/bcast/bcast_intra_smp.c, MPICH 5.0.x). Below MPIR_CVAR_BCAST_SHORT_MSG_SIZE
 # (12288 B) or on fewer than MPIR_CVAR_BCAST_MIN_PROCS (8) ranks: a root that is not its node's leader (node_comm
 # rank 0, the node's lowest rank) sends the message to it, MPIR_Bcast over node_roots_comm (the leaders, in rank
-# order) from the root's leader, then MPIR_Bcast over every node_comm from its leader, the root's node included
-# (so the leader sends the root its own message back: no tree edge, left out). Those inner calls run on child
-# communicators, where the forced "smp" does not apply: MPICH falls back (MPIR_CVAR_COLLECTIVE_FALLBACK=silent; with
-# "error" the call fails) to its auto selection, which for a child communicator (comm_hierarchy=any in the built-in
-# table) picks binomial below 8 ranks at any size and up to 12288 B beyond. So the model tree
-# mpich-smp:binomial/binomial is the algorithm for every size on fewer than 8 ranks, and below 12288 B on any
-# number; from 8 ranks and 12288 B smp runs an intra-node bcast on the root's node first (power-of-two sizes below
-# MPIR_CVAR_BCAST_LONG_MSG_SIZE) or scatter + ring allgather, and the leaders' bcast is scatter + allgather: no tree,
-# not modelled (docs/native-algorithms.md). Device collectives off, so MPIR_Bcast is MPICH's own for every level.
+# order), then MPIR_Bcast over every node_comm from its leader (the root's node included, so the leader sends the
+# root its own message back: no tree edge, left out). Those inner calls run on child communicators, where the forced
+# "smp" does not apply: MPICH falls back (MPIR_CVAR_COLLECTIVE_FALLBACK=silent; with "error" the call fails) to its
+# auto selection (comm_hierarchy=any in the built-in table): binomial below 8 ranks at any size and up to 12288 B
+# beyond, else a scatter + allgather. From 8 ranks and 12288 B: on a power of two of ranks below
+# MPIR_CVAR_BCAST_LONG_MSG_SIZE (524288 B) the same two levels (the root's node first: not so for root 0), else
+# MPIR_Bcast_intra_scatter_ring_allgather over all the ranks. :func:`.ch4.smp_run` says which runs on given hosts
+# (the two levels modelled by mpich-smp:binomial/binomial where each level is binomial, else not modelled;
+# docs/native-algorithms.md). Device collectives off, so MPIR_Bcast is MPICH's own for every level.
 _MPICH_SMP_BCAST = NativeAlgorithm(
     "smp",
     {
@@ -74,21 +75,24 @@ _MPICH_SMP_BCAST = NativeAlgorithm(
     },
     "mpich-smp:binomial/binomial",
     leaf={"algorithm=MPIR_Bcast_intra_smp": {}},
+    per_layout=smp_run,
 )
 # MPICH's default bcast with its device collectives on (MPIR_CVAR_DEVICE_COLLECTIVES=percoll, the default): ch4's
 # MPID_Bcast selects by its own table (maint/tuning/coll/ch4/generic.json): on a node-aware (parent) communicator of
-# fewer than 8 ranks composition alpha at every size, from 8 ranks alpha below 12288 B, beta (power-of-two sizes,
-# below 524288 B) or gamma beyond. Composition alpha (MPIDI_Bcast_intra_composition_alpha, ch4_coll_impl.h): the
-# root sends to its node's leader if it is not the leader, the netmod bcast over node_roots_comm (MPIR's auto
-# selection for a child communicator: binomial, as for smp), then the shm bcast over every node_comm from its leader
-# (the root's node included, the duplicate again). The shm bcast (MPIDI_POSIX_mpi_bcast, posix_generic.json) is
+# fewer than 8 ranks composition alpha at every size, from 8 ranks alpha below 12288 B, beta (on a power of two of
+# ranks, below 524288 B) or gamma beyond (the netmod's bcast on the whole communicator: MPIR's own selection, so a
+# scatter + ring allgather on 12 ranks; .ch4.composition_model). Composition alpha (MPIDI_Bcast_intra_composition_
+# alpha, ch4_coll_impl.h): the root sends to its node's leader if it is not the leader, the netmod bcast over
+# node_roots_comm (MPIR's auto selection for a child communicator: binomial below 8 leaders or up to 12288 B, as for
+# smp; else a scatter + allgather, not modelled: .ch4.leaders_run), then the shm bcast over every node_comm from its
+# leader (the root's node included, the duplicate again). The shm bcast (MPIDI_POSIX_mpi_bcast, posix_generic.json) is
 # release_gather: the first MPIR_CVAR_POSIX_NUM_COLLS_THRESHOLD - 1 (4) calls on a node_comm fall back to MPIR's
 # binomial, later ones copy the message through a shared-memory buffer that the node's ranks read (flags, not
-# messages). Modelled by the same two-level binomial tree, an intra-host edge costing one shared-memory message:
-# exact for the inter-host part, an approximation inside hosts (release_gather is no tree). Pinned by
-# MPIR_CVAR_BCAST_COMPOSITION=1 (alpha at every size and communicator size); MPICH's own selection file cannot
-# name a composition (pinned_only). So for 6 ranks on 3 hosts x 2 at 16-256 KiB MPICH's default runs exactly this.
-# Scatter and gather have no smp algorithm in MPICH: their ch4 composition alpha is the netmod's call on the whole
+# messages). Modelled by the same two-level binomial tree, an intra-host edge costing one shared-memory message: exact
+# for the inter-host part, an approximation inside hosts (release_gather is no tree). Pinned by
+# MPIR_CVAR_BCAST_COMPOSITION=1 (alpha at every size and communicator size); MPICH's own selection file cannot name a
+# composition (pinned_only). So for 6 ranks on 3 hosts x 2 at 16-256 KiB MPICH's default runs exactly this. Scatter
+# and gather have no smp algorithm in MPICH: their ch4 composition alpha is the netmod's call on the whole
 # communicator (MPIR's binomial: the pinned "binomial" entries).
 _MPICH_ALPHA_BCAST = NativeAlgorithm(
     "composition:alpha",
@@ -99,6 +103,7 @@ _MPICH_ALPHA_BCAST = NativeAlgorithm(
         "MPIR_CVAR_COLLECTIVE_FALLBACK": "error",
     },
     "mpich-smp:binomial/binomial",
+    per_layout=leaders_run,
 )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -25,13 +25,16 @@ from ...export.choose import (
     LibraryFormat,
     NativeChoice,
     OpChoice,
+    Pick,
     choose,
     export_layout,
+    fastest,
     table_rows,
     usage_text,
 )
 from ...params import Profile
 from ..native import NativeAlgorithm
+from . import ch4
 from . import selection as table_io
 
 __all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files", "FORMAT"]
@@ -83,10 +86,28 @@ class MpichSelection:
 
     @property
     def device_collectives_off(self) -> bool:
-        """Whether the settings switch MPICH's device collectives off (``MPIR_CVAR_DEVICE_COLLECTIVES=none``, which
-        the file needs to apply): always on one rank per node (as before), and on a ``parent`` communicator only
-        when the file changes something (else the device's own default, composition alpha, keeps running)."""
-        return self.hierarchy != "parent" or any(self.entries.values())
+        """Whether the settings switch some of MPICH's device collectives off (:attr:`device_off`)."""
+        return bool(self.device_off)
+
+    @property
+    def device_off(self) -> tuple[str, ...]:
+        """The settings (``VAR=value``) that switch MPICH's device collectives off where the file must apply: on one
+        rank per node all of them (``MPIR_CVAR_DEVICE_COLLECTIVES=none``, as before: the device runs MPIR's own
+        there); on a ``parent`` communicator only those of the operations the file changes
+        (``MPIR_CVAR_<COLL>_DEVICE_COLLECTIVE=0`` under ``MPIR_CVAR_DEVICE_COLLECTIVES=percoll``, MPICH's default), so
+        every other operation keeps the ch4 composition it runs by default.
+
+        >>> sel = MpichSelection("", "", ("a", "a"), "parent", {}, (), {"bcast": ((65536, "smp"),)}, {})
+        >>> sel.device_off
+        ('MPIR_CVAR_DEVICE_COLLECTIVES=percoll', 'MPIR_CVAR_BCAST_DEVICE_COLLECTIVE=0')
+        >>> replace(sel, hierarchy="flat", entries={}).device_off
+        ('MPIR_CVAR_DEVICE_COLLECTIVES=none',)
+        """
+        if self.hierarchy != "parent":
+            return ("MPIR_CVAR_DEVICE_COLLECTIVES=none",)
+        ops = [table_io.collective(op).upper() for op, e in self.entries.items() if e]
+        changed = [f"MPIR_CVAR_{coll}_DEVICE_COLLECTIVE=0" for coll in ops]
+        return ("MPIR_CVAR_DEVICE_COLLECTIVES=percoll", *changed) if changed else ()
 
 
 def _hierarchy(hosts: Sequence[str]) -> str:
@@ -96,10 +117,8 @@ def _hierarchy(hosts: Sequence[str]) -> str:
     return "flat" if distinct == len(hosts) else "node" if distinct == 1 else "parent"
 
 
-#: The ch4 device's leaf of MPICH's default bcast on a node-aware communicator (its table, on a ``parent``
-#: communicator of fewer than 8 ranks, and below 12288 B beyond): composition alpha, modelled as ``composition:alpha``.
-_ALPHA_LEAF = {"composition=MPIDI_Bcast_intra_composition_alpha": {}}
-_ALPHA, _SMP = "composition:alpha", "smp"
+#: How hnow names MPICH's algorithms that ch4 compositions run (bcast's ``composition:alpha``), and MPIR's smp bcast.
+_ALPHA, _SMP, _COMPOSITION = "composition:alpha", "smp", "composition:"
 
 
 def _algorithm(op: str, name: str) -> NativeAlgorithm | None:
@@ -136,27 +155,67 @@ class MpichBackend:
         leaf = table_io.select(self.lib.table, op, comm_size=n, msg_bytes=size, hierarchy=self.hierarchy)
         if leaf is None:
             raise InputError(f"the MPICH default table selects nothing for {op} on {n} ranks at {size} B")
-        # on a node-aware communicator the ch4 device's table runs (bcast: composition alpha, modelled; the message
-        # schedule operations' compositions are not)
-        if self.hierarchy == "parent" and (op == "bcast" or _ops.get(op).movement is None) and self.lib.ch4:
-            comp = table_io.select(self.lib.ch4, op, comm_size=n, msg_bytes=size, hierarchy="parent")
-            alpha = next((c for c in choices if c.algorithm == _ALPHA), None)
-            if comp == _ALPHA_LEAF and alpha is not None:
-                return Default(alpha, self.leaf(alpha), _ALPHA, _ALPHA)
-            if comp is not None:  # beta, gamma: not modelled (the file, with the device's collectives off, runs leaf)
-                name = "composition:" + next(iter(comp)).rpartition("_")[2]
-                return Default(None, leaf, name, f"{name} (ch4 device)")
+        comp = self._composition(op, n, size)
+        if comp is not None:  # on a node-aware communicator the ch4 device's table runs
+            model = ch4.composition_model(op, comp)
+            if model != ch4.MPIR:  # else the netmod's call on the whole communicator: MPIR's own selection (below)
+                name = f"{_COMPOSITION}{comp}"
+                nat = next((c for c in choices if c.algorithm == model), None)
+                if nat is None:
+                    return Default(None, leaf, name, f"{name} (ch4 device)")
+                return Default(nat, self.leaf(nat), name, name)
         by_leaf = {json.dumps(c.leaf, sort_keys=True): c for c in choices if c.leaf}
         nat = by_leaf.get(json.dumps(leaf, sort_keys=True))
         name = next(iter(leaf)).partition("=")[2]
         return Default(nat, leaf, name, name)
 
+    def _composition(self, op: str, n: int, size: int) -> str | None:
+        """The ch4 composition MPICH's device runs for ``op`` (``alpha``, ``beta``, ...), None where it runs MPIR's
+        own selection directly (one rank per node)."""
+        if self.hierarchy != "parent" or not self.lib.ch4:
+            return None
+        comp = table_io.select(self.lib.ch4, op, comm_size=n, msg_bytes=size, hierarchy="parent")
+        return None if comp is None else next(iter(comp)).rpartition("_")[2]
+
     def leaf(self, nat: NativeAlgorithm) -> Any:
-        if nat.algorithm == _ALPHA:  # with the file in force the device's collectives are off: MPIR's smp
-            smp = _algorithm("bcast", _SMP)
-            assert smp is not None
-            return dict(smp.leaf)
-        return dict(nat.leaf)
+        if nat.algorithm == _ALPHA:  # with the file in force the device's collectives are off: MPIR's smp (bcast)
+            smp = _algorithm("bcast", _SMP) if nat in _ops.native_algorithms("bcast", "MPICH") else None
+            return None if smp is None else dict(smp.leaf)
+        return None if nat.leaf is None else dict(nat.leaf)
+
+    def constrain(self, op: str, picks: Sequence[Pick]) -> list[Pick]:
+        """``picks`` as one file can run them on a node-aware communicator, where the file applies to ``op`` only
+        with its device collective off (:attr:`MpichSelection.device_off`): a ch4 composition is chosen only where
+        it is the default (no file selects one; the fastest other candidate instead), and ``op`` is changed only
+        where every size that keeps a composition runs the same steps with the device off (bcast's composition
+        alpha as MPIR's smp, predicted the same there); else every size keeps the default (nothing written)."""
+        if self.hierarchy != "parent":
+            return list(picks)
+        out = [self._file_pick(op, p) for p in picks]
+        if all(p.chosen == p.default for p in out) or all(self._kept_exactly(op, p) for p in out):
+            return out
+        return [p if p.chosen == p.default else replace(p, chosen=p.default, chosen_us=p.default_us) for p in picks]
+
+    def _file_pick(self, op: str, p: Pick) -> Pick:
+        if p.chosen == p.default or not p.chosen.startswith(_COMPOSITION):
+            return p
+        allowed = {a: us for a, us in p.cand_us.items() if not a.startswith(_COMPOSITION) or a == p.default}
+        best = fastest(allowed, p.default)
+        nat = _algorithm(op, best)
+        if best == p.default or nat is None:
+            return replace(p, chosen=p.default, chosen_us=p.default_us)
+        return replace(p, chosen=best, leaf=self.leaf(nat), chosen_us=allowed[best])
+
+    def _kept_exactly(self, op: str, p: Pick) -> bool:
+        """Whether the default kept at ``p`` (where the file changes ``op`` elsewhere) runs the same with ``op``'s
+        device collective off: MPIR's own leaf does; a composition only where the leaf the file keeps for it is a
+        candidate predicted the same (bcast alpha: smp)."""
+        if p.chosen != p.default or not p.default.startswith(_COMPOSITION):
+            return True
+        same = [a for a, us in p.cand_us.items() if a != p.default and _algorithm(op, a) is not None
+                and self.leaf(_algorithm(op, a)) == p.leaf]  # fmt: skip
+        us = p.default_us
+        return us is not None and p.leaf is not None and any(abs(p.cand_us[a] - us) <= 1e-9 * us for a in same)
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> MpichSelection:
         """The default table with the choices put in, checked as MPICH reads it and read back: every size asked
@@ -183,9 +242,10 @@ class MpichBackend:
         if self.hierarchy == "parent" and any(entries.values()):
             notes = [
                 *notes,
-                "the file applies with MPICH's device collectives off (MPIR_CVAR_DEVICE_COLLECTIVES=none): where "
-                "composition alpha is kept the file runs MPIR_Bcast_intra_smp, the same two-level tree; where "
-                "another ch4 composition (beta, gamma) is kept, MPICH's own table's algorithm runs instead",
+                "the file applies to the operations it changes with their device collective off "
+                "(MPIR_CVAR_<COLL>_DEVICE_COLLECTIVE=0): there a size that keeps bcast's composition alpha runs "
+                "MPIR_Bcast_intra_smp, the same two-level steps, and sizes above the largest asked for run MPICH's "
+                "own table instead of the ch4 composition; every other operation keeps its ch4 composition",
             ]
         variants = {oc.op: oc.variant for oc in chosen}
         lib, notes = self.lib, tuple(notes)
@@ -228,7 +288,7 @@ def choose_mpich(
 def _run_line(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
     unset = " ".join(f"-u {v}" for v in _overrides(sel))
     where = f" -f {hostfile}" if hostfile else ""
-    dev = "MPIR_CVAR_DEVICE_COLLECTIVES=none " if sel.device_collectives_off else ""
+    dev = "".join(f"{v} " for v in sel.device_off)
     return (
         f"env {unset} MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path} {dev}"
         f"mpiexec -n {len(sel.layout)}{where} ./app"
@@ -239,8 +299,8 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
     """The settings that make MPICH run ``sel``'s file ``json_path``: a file ``sh`` can source, with the one-line
     form (``mpiexec -f hostfile`` when the ranks are to run in an exported order) and how to check it."""
     device = (
-        "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset; without\n"
-        "# MPIR_CVAR_DEVICE_COLLECTIVES=none the ch4 device's own collectives run instead of the file's choice.\n"
+        "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset; with the device\n"
+        "# collectives on (below), the ch4 device's own collectives run instead of the file's choice.\n"
         if sel.device_collectives_off
         else "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset. The file changes\n"
         "# nothing here: the ch4 device's own collectives stay on (its bcast on ranks sharing nodes: composition\n"
@@ -254,7 +314,7 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
         f"{device}"
         "# Check: MPIR_CVAR_DEBUG_SUMMARY=1 prints the file under 'collective selection' ('MPIR: <path>').\n"
         f"export MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path}\n"
-        + ("export MPIR_CVAR_DEVICE_COLLECTIVES=none\n" if sel.device_collectives_off else "")
+        + "".join(f"export {v}\n" for v in sel.device_off)
         + f"unset {' '.join(_overrides(sel))}\n"
     )
 
