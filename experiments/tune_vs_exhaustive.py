@@ -51,6 +51,8 @@ SIZES = "16K,64K,256K"
 OPS = "bcast,allreduce,alltoall"
 #: How hnow tune names a ch4 composition it keeps as MPICH's default (``hnowmodel/libraries/mpich/export.py``).
 COMPOSITION = "composition:"
+#: MPICH's default as users run it, pinned by nothing (``native:ch4``: hnowmodel/libraries/mpich/algorithms.py).
+DEVICE_DEFAULT = "ch4"
 
 
 def calibration_spec(shape: str, name: str = "tvxcal") -> dict[str, Any]:
@@ -97,15 +99,18 @@ def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = Fa
 
     >>> candidates("allgather", 6, [16384])
     ['native', 'native:brucks', 'native:ring']
-    >>> [c for c in candidates("bcast", 6, [16384], shared_hosts=True) if "composition" in c]
-    ['native:composition:alpha']
+    >>> [c for c in candidates("bcast", 6, [16384], shared_hosts=True) if "composition" in c or "ch4" in c]
+    ['native:composition:alpha', 'native:ch4']
+
+    ``native:ch4`` (MPICH's default as users run it: nothing pinned, its device collectives on) runs only where hosts
+    share ranks: on one rank per host it is MPIR's own selection, which ``native`` (or ``native:default``) runs.
     """
     return ["native"] + [
         f"native:{nat.algorithm}"
         for nat in ops.native_algorithms(op, LIBRARY)
         if nat.algorithm != "default"
         and not refusal(op, nat.model_tree, n, sizes)
-        and (shared_hosts or not _needs_node_aware(nat.env))
+        and (shared_hosts or not (_needs_node_aware(nat.env) or nat.algorithm == DEVICE_DEFAULT))
     ]
 
 
@@ -184,10 +189,12 @@ def best_by_case(
     the default. The default is the algorithm ``defaults`` names there (what ``hnow tune`` names the library's
     default, as ``--verify`` pins it: ``native:ALGO``); where it is not among the rows, ``native`` if that is the
     library's unpinned default for the operation (:func:`_native_is_unpinned`) and the default named is no ch4
-    composition, else none (the gain not known). ``native`` is not always the default: MPICH's ``native`` bcast is
-    its binomial pinned, while MPICH's own choice from 9 ranks is a scatter + allgather; and ``native`` runs with
-    MPICH's device collectives off, so never the ch4 composition MPICH runs by default where hosts have several ranks
-    (``composition:alpha`` for allreduce on 4 x 3: ``native`` there is MPIR's reduce_scatter_allgather).
+    composition, else none (the gain not known); ``native:ch4`` wherever it ran (MPICH's default as users run it,
+    nothing pinned: the baseline runs it on hosts with several ranks). ``native`` is not always the default: MPICH's
+    ``native`` bcast is its binomial pinned, while MPICH's own choice from 9 ranks is a scatter + allgather; and
+    ``native`` runs with MPICH's device collectives off, so never the ch4 composition MPICH runs by default where
+    hosts have several ranks (``composition:alpha`` for allreduce on 4 x 3: ``native`` there is MPIR's
+    reduce_scatter_allgather).
 
     >>> rows = [{"op": "bcast", "size": 8, "tree": "native", "measured_us": 100.0},
     ...         {"op": "bcast", "size": 8, "tree": "native:ring", "measured_us": 80.0},
@@ -201,6 +208,10 @@ def best_by_case(
     ...         for t, us in (("native", 9.0), ("native:ring", 3.0))]
     >>> best_by_case(rows, {("allreduce", 8): "composition:alpha"})[("allreduce", 8)]["default"] is None
     True
+    >>> rows.append({"op": "allreduce", "size": 8, "tree": "native:ch4", "measured_us": 4.0})
+    >>> got = best_by_case(rows, {("allreduce", 8): "composition:alpha"})[("allreduce", 8)]
+    >>> got["default"], round(got["gain_pct"], 1)
+    ('native:ch4', 25.0)
     """
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for key in dict.fromkeys((r["op"], r["size"]) for r in rows):
@@ -209,6 +220,8 @@ def best_by_case(
         named = f"native:{defaults[key]}" if key in defaults else None
         unpinned = _native_is_unpinned(key[0]) and not (named or "").startswith(f"native:{COMPOSITION}")
         default = named if named in mine else "native" if unpinned and "native" in mine else None
+        real = f"native:{DEVICE_DEFAULT}"
+        default = real if real in mine else default  # the library's default itself, measured where it ran
         base = mine[default] if default else math.nan
         best = min(mine, key=mine.__getitem__)
         gain = 100.0 * (base - mine[best]) / base if base > 0 else math.nan

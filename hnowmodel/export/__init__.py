@@ -23,8 +23,8 @@ and the fastest is chosen; adjacent sizes with the same choice become one range 
 ``mpich-coll.json`` is MPICH's own default table (read from the installed ``libmpi``:
 :mod:`hnowmodel.libraries.mpich.selection`) with the choices put in for a communicator of exactly that many ranks; sizes
 above the largest one asked for, other communicator sizes, and sizes where the library's default is an algorithm hnow
-does not model (e.g. the ch4 composition beta of a bcast across nodes) keep the library's default. ``mpich-env.txt``
-has the settings that make MPICH use it.
+does not model (e.g. a ch4 composition whose leaders run a scatter + allgather) keep the library's default.
+``mpich-env.txt`` has the settings that make MPICH use it.
 
 **Open MPI's algorithm per operation and message size** (:func:`choose_ompi`, format ``ompi-rules``:
 :mod:`hnowmodel.libraries.openmpi.export`). The same choice among what Open MPI's coll/tuned can be told to run by a

@@ -94,3 +94,20 @@ def test_a_composition_predicted_fastest_is_not_written_where_it_is_not_the_defa
     (got,) = MpichBackend(hierarchy="parent").constrain("bcast", [pick])
     assert (got.chosen, got.chosen_us) == ("tree:knomial_2:3", 25.0)
     assert got.leaf == _nat("bcast", "tree:knomial_2:3").leaf
+
+
+def test_native_ch4_is_mpichs_default_as_users_run_it():
+    # nothing pinned, the device collectives on: ch4's table picks per communicator; hnow runs the steps it names
+    lay = _hosts(3, 3, 3, 3)
+    bcast = ops.native_for("native:ch4", "bcast", "MPICH")
+    assert bcast.env["MPIR_CVAR_DEVICE_COLLECTIVES"] == "percoll" and "MPIR_CVAR_BCAST_COMPOSITION" in bcast.unset
+    assert bcast.leaf is None and bcast not in ops.native_choices("bcast", "MPICH")  # no file selects it
+    # alpha below 12288 B, then gamma: MPIR's scatter + ring allgather on the whole communicator
+    assert [bcast.tree_on(lay, m) for m in (4096, 16384)] == [TWO_LEVEL, "scatter_ring_allgather"]
+    assert bcast.tree_on(["f"] * 12, 4096) == "binomial"  # one rank per host: MPIR's own selection
+    assert bcast.tree_on(_hosts(4), 4096) is None  # one host: the shared-memory layer's own, not modelled
+    allgather = ops.native_for("native:ch4", "allgather", "MPICH")
+    default = ops.native_for("native:default", "allgather", "MPICH")
+    assert allgather.tree_on(lay, 65536) == default.tree_on(lay, 65536) == "ring"
+    scatter = ops.native_for("native:ch4", "scatter", "MPICH")  # MPICH's only scatter, with its root's copy
+    assert scatter.on(lay, 4096) == ops.native_for("native", "scatter", "MPICH").on(lay, 4096)

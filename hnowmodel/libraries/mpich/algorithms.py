@@ -12,13 +12,19 @@ what the file cannot name (a ch4 composition). :data:`ALGORITHMS` is what the op
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from types import MappingProxyType
 
+import numpy as np
+
+from ...layout import hosts_of
 from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
 from . import defaults as _defaults
-from .ch4 import leaders_run, smp_run
+from . import selection as _selection
+from .ch4 import MPIR, composition_model, leaders_run, smp_run
 
 __all__ = ["ALGORITHMS", "MPICH_TREE_KS"]
 
@@ -203,7 +209,7 @@ def _default(op: str) -> NativeAlgorithm:
 #: call on the whole communicator, MPIR's binomial: the pinned entries). MPIR_Gather_intra_binomial: blocking receives
 #: from rank+1, +2, +4, ...; a relay sends its block and the received ones as one struct datatype, which moves only
 #: into a posted receive (docs/native-algorithms.md).
-ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
+_OWN: Mapping[str, OpAlgorithms] = MappingProxyType(
     {
         # MPIR_Bcast_intra_tree: a rank receives from its parent, then sends to its children in the tree's order
         "bcast": OpAlgorithms(
@@ -221,5 +227,51 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
         # MPICH's default (auto: no leaf, it is what the selection table says) and the algorithms hnow models,
         # pinned by the environment or selected by a selection-JSON leaf (what hnow export chooses among)
         **{op: OpAlgorithms(_default(op), _pinned_schedules(op)) for op in _SCHEDULE_CVARS},
+    }
+)
+
+
+def _ch4_run(op: str, layout: Sequence[str], size: int) -> tuple[str, Schedule] | None:
+    """What MPICH runs for ``op`` with nothing pinned and its device collectives on (its defaults as users run it):
+    the ch4 device's table (read from ``libmpi``: :attr:`.selection.DefaultTable.ch4`) picks a composition for the
+    communicator (node-aware where a host has several ranks); :func:`.ch4.composition_model` says which of
+    MPICH's algorithms runs its steps (MPIR's own selection, ``native:default``, or ``composition:alpha``); None
+    where hnow does not model it (one host: the shared-memory layer's own collectives)."""
+    hosts = hosts_of(layout)
+    n, n_hosts = len(layout), int(np.unique(hosts).size)
+    if n > 1 and n_hosts == 1:
+        return None
+    hierarchy = "flat" if n_hosts == n else "parent"
+    table = _selection.default_table().ch4
+    comp = _selection.select(table, op, comm_size=n, msg_bytes=int(size), hierarchy=hierarchy) if table else None
+    model = MPIR if comp is None else composition_model(op, next(iter(comp)).rpartition("_")[2])
+    own = _OWN[op]
+    want = "default" if model == MPIR else model
+    nat = next((a for a in (own.native, *own.pinned_only) if a is not None and a.algorithm == want), None)
+    if nat is None and model == MPIR:  # scatter, gather: MPICH's only algorithm (binomial) is its default
+        nat = own.native
+    return None if nat is None else nat.on(layout, int(size))
+
+
+def _ch4_default(op: str, cvar: str) -> NativeAlgorithm:
+    """``native:ch4``: MPICH's default for ``op`` as users run it (nothing pinned, the device collectives on:
+    ``MPIR_CVAR_DEVICE_COLLECTIVES=percoll``), modelled per hosts and size by :func:`_ch4_run`. No file selects it
+    (pinned only); ``cvar`` (the operation's ``..._INTRA_ALGORITHM``) and its ``..._COMPOSITION`` must be unset."""
+    coll = cvar.removeprefix("MPIR_CVAR_").removesuffix("_INTRA_ALGORITHM")
+    env = {"MPIR_CVAR_DEVICE_COLLECTIVES": "percoll", "MPIR_CVAR_COLLECTIVE_FALLBACK": "silent"}
+    unset = (cvar, f"MPIR_CVAR_{coll}_COMPOSITION", f"MPIR_CVAR_{coll}_DEVICE_COLLECTIVE")
+    return NativeAlgorithm("ch4", env, "by size", unset=unset, per_layout=partial(_ch4_run, op))
+
+
+def _pin_cvar(op: str) -> str:
+    """``op``'s ``MPIR_CVAR_<COLL>_INTRA_ALGORITHM``."""
+    return _SCHEDULE_CVARS[op][0] if op in _SCHEDULE_CVARS else f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM"
+
+
+#: MPICH's algorithms by operation, each with ``native:ch4`` (its default as users run it) among the pinned ones.
+ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
+    {
+        op: replace(algos, pinned_only=(*algos.pinned_only, _ch4_default(op, _pin_cvar(op))))
+        for op, algos in _OWN.items()
     }
 )

@@ -89,6 +89,8 @@ _MODELS: Mapping[tuple[str, str], str] = MappingProxyType(
         ("reduce_scatter", "alpha"): MPIR,
         ("scatter", "alpha"): MPIR,
         ("gather", "alpha"): MPIR,
+        ("allreduce", "beta"): MPIR,
+        ("reduce", "gamma"): MPIR,
         ("allreduce", "alpha"): "composition:alpha",
         ("reduce", "alpha"): "composition:alpha",
     }

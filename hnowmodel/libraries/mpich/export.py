@@ -3,7 +3,7 @@
 ranks, checked as MPICH reads it, and the settings that make MPICH use it (``mpich-env.txt``).
 
 Sizes above the largest one asked for, other communicator sizes, and sizes where the library's default is an
-algorithm hnow does not model (e.g. the ch4 composition beta of a bcast across nodes) keep the library's
+algorithm hnow does not model (e.g. a ch4 composition whose leaders run a scatter + allgather) keep the library's
 default. The message schedule operations (reduce, allreduce, allgather, reduce_scatter, alltoall) are written too:
 their size keys, and the conditions an algorithm needs, as :func:`.selection.with_entries` writes them
 (docs/exporting.md).
