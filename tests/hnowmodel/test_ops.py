@@ -52,7 +52,9 @@ def test_every_schedule_entry_is_complete(name):
                           reduce_us_per_byte=gamma)  # fmt: skip
             assert t.shape == (2,) and (t > 0).all() and t[1] > t[0], (name, alg, variant)
     for nat in ops.native_algorithms(name, "MPICH"):
-        modelled = nat.model_tree if nat.by_size is None else nat.tree_at(4, 8)
+        modelled = nat.tree_on(["fast"] * 4, 8) if nat.varies else nat.model_tree
+        if modelled is None and nat.per_layout is not None:
+            continue  # depends on the hosts (a ch4 composition needs nodes shared): not run on one rank per host
         assert modelled in o.algorithms, (name, nat.algorithm)
         got = ops.native_predict(name, "MPICH", hm.paper_profile(), ["fast"] * 4, [64], algorithm=nat,
                                  reduce_us_per_byte=gamma)  # fmt: skip

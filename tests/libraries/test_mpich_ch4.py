@@ -3,6 +3,8 @@ hosts with several ranks, as the export and ``hnow tune`` weigh it (hnowmodel/li
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import hnowmodel as hm
@@ -10,8 +12,10 @@ from hnowmodel import ops
 from hnowmodel.export.choose import Pick
 from hnowmodel.layout import Layout
 from hnowmodel.libraries.mpich.ch4 import TWO_LEVEL, composition_model, leaders_run, smp_run
-from hnowmodel.libraries.mpich.export import MpichBackend, choose_mpich
+from hnowmodel.libraries.mpich.export import MpichBackend, choose_mpich, mpich_env_text
 from tests.helpers import paper_shm_profile
+
+GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden"
 
 
 def _hosts(*slots: int, kind: str = "fast") -> Layout:
@@ -88,12 +92,36 @@ def test_an_operation_is_not_changed_where_a_kept_composition_would_not_run_the_
 
 
 def test_a_composition_predicted_fastest_is_not_written_where_it_is_not_the_default():
-    # no selection file runs a ch4 composition: where MPICH's default is another algorithm, the fastest other one
+    # no selection file runs a ch4 composition: where MPICH's default is another algorithm, the fastest other one;
+    # the environment pins it for every size only where it is the fastest at every size
     us = {"scatter_ring_allgather": 40.0, "composition:alpha": 20.0, "tree:knomial_2:3": 25.0, "binomial": 60.0}
     pick = Pick(65536, "composition:alpha", None, "scatter_ring_allgather", 40.0, 20.0, us)
-    (got,) = MpichBackend(hierarchy="parent").constrain("bcast", [pick])
-    assert (got.chosen, got.chosen_us) == ("tree:knomial_2:3", 25.0)
-    assert got.leaf == _nat("bcast", "tree:knomial_2:3").leaf
+    small = {"scatter_ring_allgather": 9.0, "composition:alpha": 8.0, "tree:knomial_2:3": 5.0, "binomial": 7.0}
+    other = Pick(16384, "tree:knomial_2:3", {"leaf": 1}, "scatter_ring_allgather", 9.0, 5.0, small)
+    got = MpichBackend(hierarchy="parent").constrain("bcast", [other, pick])
+    assert [(p.chosen, p.chosen_us) for p in got] == [("tree:knomial_2:3", 5.0), ("tree:knomial_2:3", 25.0)]
+    assert got[1].leaf == _nat("bcast", "tree:knomial_2:3").leaf
+    (alone,) = MpichBackend(hierarchy="parent").constrain("bcast", [pick])
+    assert (alone.chosen, alone.leaf, alone.chosen_us) == ("composition:alpha", None, 20.0)
+
+
+def test_a_composition_fastest_at_every_size_is_pinned_by_the_environment():
+    # 4 hosts x 3 of the golden cluster's types: alpha (4 leaders, binomial) is predicted fastest at 16 and 64 KiB,
+    # where MPICH's default is gamma (MPIR's scatter + ring on all 12 ranks): no file names alpha, the environment
+    # pins it for every size
+    prof = paper_shm_profile(hm.Profile.load(str(GOLDEN / "cluster_profile.json")))
+    lay = Layout(
+        ["fast"] * 3 + ["slow"] * 3 + ["medium"] * 3 + ["fast"] * 3, hosts=[h for h in range(4) for _ in range(3)]
+    )
+    sizes = [16384, 65536]
+    sel = choose_mpich(prof, lay, ops=["bcast"], sizes=sizes)
+    times = ops.native_predict("bcast", "MPICH", prof, lay, sizes, algorithm=_nat("bcast", "composition:alpha"))
+    assert [(r.default, r.chosen) for r in sel.rows] == [("scatter_ring_allgather", "composition:alpha")] * 2
+    assert [r.chosen_us for r in sel.rows] == pytest.approx(times, rel=1e-12)
+    assert all(r.chosen_us == min(r.candidates_us.values()) for r in sel.rows)
+    assert sel.pins == {"bcast": {"MPIR_CVAR_BCAST_COMPOSITION": "1"}} and not sel.entries["bcast"]
+    env = mpich_env_text(sel, "/x/mpich-coll.json")
+    assert "export MPIR_CVAR_BCAST_COMPOSITION=1" in env and "BCAST_DEVICE_COLLECTIVE" not in env
 
 
 def test_native_ch4_is_mpichs_default_as_users_run_it():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,15 @@ from ..native import NativeAlgorithm
 from . import ch4
 from . import selection as table_io
 
-__all__ = ["MpichSelection", "MpichBackend", "choose_mpich", "mpich_env_text", "mpich_files", "FORMAT"]
+__all__ = [
+    "MpichSelection",
+    "MpichBackend",
+    "choose_mpich",
+    "composition_pin",
+    "mpich_env_text",
+    "mpich_files",
+    "FORMAT",
+]
 
 #: Control variables that beat MPICH's selection file for the tree operations (unset by every export, as before).
 _OVERRIDES = tuple(f"MPIR_CVAR_{op.upper()}_INTRA_ALGORITHM" for op in ("bcast", "scatter", "gather"))
@@ -66,6 +74,8 @@ class MpichSelection:
     entries: Mapping[str, tuple[tuple[int, str], ...]]
     table: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+    #: operations whose ch4 composition the environment pins for every size (``{op: {VAR: value}}``)
+    pins: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +88,7 @@ class MpichSelection:
             "rows": [r.to_dict() for r in self.rows],
             "entries": {op: [{"upto_bytes": b, "algorithm": a} for b, a in ent] for op, ent in self.entries.items()},
             "notes": list(self.notes),
+            "pins": {op: dict(env) for op, env in self.pins.items()},
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
@@ -108,6 +119,20 @@ class MpichSelection:
         ops = [table_io.collective(op).upper() for op, e in self.entries.items() if e]
         changed = [f"MPIR_CVAR_{coll}_DEVICE_COLLECTIVE=0" for coll in ops]
         return ("MPIR_CVAR_DEVICE_COLLECTIVES=percoll", *changed) if changed else ()
+
+
+def composition_pin(nat: NativeAlgorithm) -> dict[str, str]:
+    """The variable(s) that pin ``nat``'s ch4 composition for every size (``MPIR_CVAR_<COLL>_COMPOSITION``), empty
+    for an algorithm that is none.
+
+    >>> composition_pin(_algorithm("bcast", "composition:alpha"))
+    {'MPIR_CVAR_BCAST_COMPOSITION': '1'}
+    """
+    return {k: v for k, v in nat.env.items() if k.endswith("_COMPOSITION") and v != "0"}
+
+
+def _pin_text(env: Mapping[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in env.items())
 
 
 def _hierarchy(hosts: Sequence[str]) -> str:
@@ -191,10 +216,28 @@ class MpichBackend:
         alpha as MPIR's smp, predicted the same there); else every size keeps the default (nothing written)."""
         if self.hierarchy != "parent":
             return list(picks)
+        pinned = self._pinned_everywhere(op, picks)
+        if pinned is not None:
+            return pinned
         out = [self._file_pick(op, p) for p in picks]
         if all(p.chosen == p.default for p in out) or all(self._kept_exactly(op, p) for p in out):
             return out
         return [p if p.chosen == p.default else replace(p, chosen=p.default, chosen_us=p.default_us) for p in picks]
+
+    def _pinned_everywhere(self, op: str, picks: Sequence[Pick]) -> list[Pick] | None:
+        """The picks with a ch4 composition chosen at every size, where one that the environment can pin for every
+        size (``MPIR_CVAR_<COLL>_COMPOSITION``: bcast's alpha) is predicted fastest at every size asked for (ties
+        included) and faster than the default at one at least; else None."""
+        names = dict.fromkeys(a for p in picks for a in p.cand_us if a.startswith(_COMPOSITION))
+        for name in names:
+            nat = _algorithm(op, name)
+            if nat is None or not composition_pin(nat) or not picks:
+                continue
+            if all(name in p.cand_us and fastest(p.cand_us, name) == name for p in picks) and any(
+                p.default != name for p in picks
+            ):
+                return [replace(p, chosen=name, leaf=None, chosen_us=p.cand_us[name]) for p in picks]
+        return None
 
     def _file_pick(self, op: str, p: Pick) -> Pick:
         if p.chosen == p.default or not p.chosen.startswith(_COMPOSITION):
@@ -223,9 +266,16 @@ class MpichBackend:
         n = len(layout)
         table: Mapping[str, Any] = self.lib.table
         entries: dict[str, tuple[tuple[int, str], ...]] = {}
+        pins: dict[str, dict[str, str]] = {}
         for oc in chosen:
             if all(p.chosen == p.default for p in oc.picks):
                 entries[oc.op] = ()
+                continue
+            nat = _algorithm(oc.op, oc.picks[0].chosen)
+            if nat is not None and all(p.leaf is None and p.chosen == nat.algorithm for p in oc.picks):
+                entries[oc.op], pins[oc.op] = (), composition_pin(nat)  # the environment pins it at every size
+                notes = [*notes, f"{oc.op}: {nat.algorithm} pinned for every size ({_pin_text(pins[oc.op])}): "
+                         "predicted fastest at every size asked for"]  # fmt: skip
                 continue
             last = [p for _, _, p in oc.ranges]
             entries[oc.op] = tuple((p.size, p.chosen) for p in last)
@@ -249,7 +299,9 @@ class MpichBackend:
             ]
         variants = {oc.op: oc.variant for oc in chosen}
         lib, notes = self.lib, tuple(notes)
-        return MpichSelection(lib.path, lib.version, layout, self.hierarchy, variants, rows, entries, table, notes)
+        return MpichSelection(
+            lib.path, lib.version, layout, self.hierarchy, variants, rows, entries, table, notes, pins
+        )
 
 
 def choose_mpich(
@@ -288,7 +340,7 @@ def choose_mpich(
 def _run_line(sel: MpichSelection, json_path: str, hostfile: str | None) -> str:
     unset = " ".join(f"-u {v}" for v in _overrides(sel))
     where = f" -f {hostfile}" if hostfile else ""
-    dev = "".join(f"{v} " for v in sel.device_off)
+    dev = "".join(f"{v} " for v in sel.device_off) + "".join(f"{_pin_text(e)} " for e in sel.pins.values())
     return (
         f"env {unset} MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path} {dev}"
         f"mpiexec -n {len(sel.layout)}{where} ./app"
@@ -303,8 +355,12 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
         "# collectives on (below), the ch4 device's own collectives run instead of the file's choice.\n"
         if sel.device_collectives_off
         else "# MPIR_CVAR_<OP>_INTRA_ALGORITHM (other than auto) beats the file, hence the unset. The file changes\n"
-        "# nothing here: the ch4 device's own collectives stay on (its bcast on ranks sharing nodes: composition\n"
-        "# alpha, predicted best).\n"
+        "# nothing here: the ch4 device's own collectives stay on (on ranks sharing nodes, its compositions).\n"
+    ) + (
+        "# MPIR_CVAR_<COLL>_COMPOSITION pins a ch4 composition for every size of that operation (predicted\n"
+        "# fastest at every size asked for; no selection file can name one).\n"
+        if sel.pins
+        else ""
     )
     return (
         f"# MPICH {sel.version or '?'} collective selection by hnow export ({len(sel.layout)} ranks; default table "
@@ -315,6 +371,7 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
         "# Check: MPIR_CVAR_DEBUG_SUMMARY=1 prints the file under 'collective selection' ('MPIR: <path>').\n"
         f"export MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE={json_path}\n"
         + "".join(f"export {v}\n" for v in sel.device_off)
+        + "".join(f"export {k}={v}\n" for env in sel.pins.values() for k, v in env.items())
         + f"unset {' '.join(_overrides(sel))}\n"
     )
 
