@@ -29,9 +29,11 @@ def _nat(op: str, name: str):
 @pytest.mark.parametrize(
     ("layout", "size", "want"),
     [
-        (["f"] * 12, 8192, TWO_LEVEL),  # below MPIR_CVAR_BCAST_SHORT_MSG_SIZE
-        (["f"] * 12, 16384, "scatter_ring_allgather"),  # 12 ranks, not a power of two: flat
-        (["f"] * 7, 262144, TWO_LEVEL),  # fewer than MPIR_CVAR_BCAST_MIN_PROCS
+        (["f"] * 12, 8192, "binomial"),  # one rank per host: no node-aware communicator, MPIR's own choice
+        (["f"] * 8, 65536, "scatter_recursive_doubling_allgather"),
+        (_hosts(*[1] * 10, 2), 8192, TWO_LEVEL),  # below MPIR_CVAR_BCAST_SHORT_MSG_SIZE
+        (_hosts(*[1] * 10, 2), 16384, "scatter_ring_allgather"),  # 12 ranks, not a power of two: flat
+        (_hosts(1, 1, 1, 1, 1, 2), 262144, TWO_LEVEL),  # fewer than MPIR_CVAR_BCAST_MIN_PROCS
         (_hosts(4, 4), 65536, TWO_LEVEL),  # a power of two below 512 KiB: two levels, binomial on each
         (_hosts(8, 8), 65536, None),  # ... but hosts of 8 ranks run a scatter + allgather inside: not modelled
         (_hosts(4, 4), 1 << 20, "scatter_ring_allgather"),  # from 512 KiB: flat

@@ -13,6 +13,8 @@ ranks or up to 12288 B, else a scatter + allgather (:data:`.defaults.RULES`); th
 >>> lay = Layout(["f"] * 12, hosts=[0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3])
 >>> smp_run(lay, 8192)[0], smp_run(lay, 16384)[0], leaders_run(lay, 16384)[0]
 ('mpich-smp:binomial/binomial', 'scatter_ring_allgather', 'mpich-smp:binomial/binomial')
+>>> smp_run(["f"] * 8, 65536)[0]  # one rank per host: MPIR's own choice
+'scatter_recursive_doubling_allgather'
 >>> composition_model("bcast", "gamma"), composition_model("bcast", "beta"), composition_model("reduce", "beta")
 ('mpir', 'composition:alpha', None)
 """
@@ -66,8 +68,12 @@ def smp_run(layout: Sequence[str], size: int) -> tuple[str, Schedule] | None:
     bcast_intra_smp.c): the two levels (the leaders' bcast, then each host's, both MPIR's auto selection on a child
     communicator) below 12288 B or on fewer than 8 ranks, and on a power
     of two of ranks below 524288 B (the root's host first when the root is no leader: not so for root 0); else a
-    flat scatter + ring allgather over all the ranks."""
+    flat scatter + ring allgather over all the ranks. On one rank per host (no node-aware communicator) smp does
+    not run: the fallback (``MPIR_CVAR_COLLECTIVE_FALLBACK=silent``) runs MPIR's own selection."""
     n, m = len(layout), int(size)
+    if len(np.unique(hosts_of(layout))) == n:  # no node-aware communicator: the silent fallback, MPIR's own choice
+        name = _defaults.RULES["bcast"](n, m, True)
+        return None if name is None else (name, DEFAULT)
     if m < _SHORT or n < _MIN_PROCS or (m < _LONG and _pof2(n)):
         return _two_levels(layout, m, hosts_too=True)
     return ("scatter_ring_allgather", DEFAULT)
