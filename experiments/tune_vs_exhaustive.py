@@ -101,6 +101,8 @@ def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = Fa
     ['native', 'native:brucks', 'native:ring']
     >>> [c for c in candidates("bcast", 6, [16384], shared_hosts=True) if "composition" in c or "ch4" in c]
     ['native:composition:alpha', 'native:ch4']
+    >>> candidates("allgather", 6, [16384], shared_hosts=True)
+    ['native', 'native:brucks', 'native:ring', 'native:ch4']
 
     ``native:ch4`` (MPICH's default as users run it: nothing pinned, its device collectives on) runs only where hosts
     share ranks: on one rank per host it is MPIR's own selection, which ``native`` (or ``native:default``) runs.
@@ -109,7 +111,7 @@ def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = Fa
         f"native:{nat.algorithm}"
         for nat in ops.native_algorithms(op, LIBRARY)
         if nat.algorithm != "default"
-        and not refusal(op, nat.model_tree, n, sizes)
+        and (nat.varies or not refusal(op, nat.model_tree, n, sizes))  # a default runs what is right at each size
         and (shared_hosts or not (_needs_node_aware(nat.env) or nat.algorithm == DEVICE_DEFAULT))
     ]
 
