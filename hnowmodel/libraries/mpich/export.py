@@ -227,12 +227,12 @@ class MpichBackend:
     def _pinned_everywhere(self, op: str, picks: Sequence[Pick]) -> list[Pick] | None:
         """The picks with a ch4 composition chosen at every size, where one that the environment can pin for every
         size (``MPIR_CVAR_<COLL>_COMPOSITION``: bcast's alpha) is predicted fastest at every size asked for (ties
-        included) and faster than the default at one at least; else None."""
+        included) and faster than the default at one at least, every default modelled; else None."""
         names = dict.fromkeys(a for p in picks for a in p.cand_us if a.startswith(_COMPOSITION))
         for name in names:
             nat = _algorithm(op, name)
-            if nat is None or not composition_pin(nat) or not picks:
-                continue
+            if nat is None or not composition_pin(nat) or any(p.default_us is None for p in picks):
+                continue  # nothing to pin by, or a default hnow does not model: not swapped out
             if all(name in p.cand_us and fastest(p.cand_us, name) == name for p in picks) and any(
                 p.default != name for p in picks
             ):
