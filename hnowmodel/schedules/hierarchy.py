@@ -13,7 +13,7 @@ chooses among (:func:`two_level`: each operation's levels, :class:`Levels`, name
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,6 +30,7 @@ from .steps import MessageSchedule, Step, concat
 
 __all__ = [
     "on_groups",
+    "on_hosts",
     "phases",
     "Levels",
     "two_level",
@@ -73,6 +74,45 @@ def on_groups(part: MessageSchedule, groups: Sequence[Sequence[int]] | np.ndarra
             )  # fmt: skip
         )
     return MessageSchedule(n, tuple(steps), part.name)
+
+
+def on_hosts(part: Callable[[int], MessageSchedule], groups: Sequence[Sequence[int]], n: int) -> MessageSchedule:
+    """``part(k)`` (a schedule of ``k`` ranks) run by every group of ``groups`` at once, the groups of any sizes
+    (hosts holding different numbers of ranks): :func:`on_groups` for the groups of each size, their steps then
+    merged index by index (the groups' ranks are disjoint, so a step holds each group's step of that index; a rank
+    waits only for its own receives). Groups of one rank send nothing.
+
+    >>> from hnowmodel.schedules.algorithms import binomial_reduce
+    >>> s = on_hosts(lambda k: binomial_reduce(k, 8.0), [[0, 1, 2], [3, 4], [5]], 6)
+    >>> [(s.src.tolist(), s.dst.tolist()) for s in s.steps]
+    [([4, 1], [3, 0]), ([2], [0])]
+    """
+    sizes = sorted({len(g) for g in groups if len(g) > 1})
+    parts = [on_groups(part(k), [list(g) for g in groups if len(g) == k], n) for k in sizes]
+    if len(parts) == 1:
+        return parts[0]
+    name = parts[0].name if parts else ""
+    unrolled = [list(p.unrolled()) for p in parts]
+    steps = []
+    for i in range(max((len(u) for u in unrolled), default=0)):
+        here = [u[i] for u in unrolled if i < len(u)]
+        if len({(s.waits, s.prepost) for s in here}) > 1:
+            raise InputError("on_hosts: the groups' steps of one index must wait (and prepost) alike")
+        copies = [s.copy_bytes for s in here if s.copy_bytes is not None]
+        rdv = [np.zeros(s.n_messages, bool) if s.rendezvous is None else s.rendezvous for s in here]
+        steps.append(
+            Step.of(
+                np.concatenate([s.src for s in here]),
+                np.concatenate([s.dst for s in here]),
+                np.concatenate([s.nbytes for s in here]),
+                np.concatenate([s.reduce_bytes for s in here]),
+                copy_bytes=np.sum(copies, axis=0) if copies else None,
+                waits=here[0].waits,
+                rendezvous=np.concatenate(rdv),
+                prepost=here[0].prepost,
+            )  # fmt: skip
+        )
+    return MessageSchedule(n, tuple(steps), name)
 
 
 def _waiting(s: Step) -> Step:

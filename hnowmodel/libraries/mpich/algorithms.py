@@ -25,6 +25,7 @@ from ..native import NativeAlgorithm, OpAlgorithms
 from . import defaults as _defaults
 from . import selection as _selection
 from .ch4 import MPIR, composition_model, leaders_run, smp_run
+from .compositions import allreduce_alpha_run, reduce_alpha_run
 
 __all__ = ["ALGORITHMS", "MPICH_TREE_KS"]
 
@@ -197,6 +198,33 @@ def _pinned_schedules(op: str) -> tuple[NativeAlgorithm, ...]:
     return tuple(out)
 
 
+# ch4's composition alpha of allreduce and of reduce (MPIDI_{Allreduce,Reduce}_intra_composition_alpha,
+# ch4_coll_impl.h): a shared-memory reduce on each host to its leader, the netmod's allreduce / reduce over the
+# leaders (MPIR's auto selection for a child communicator of that many leaders: .defaults), then a shared-memory bcast
+# on each host (allreduce) or a send from rank 0 to a root other than rank 0 (reduce): .compositions, the host levels
+# modelled as binomial (release_gather is no tree: the approximation bcast's alpha makes). MPICH's default on a
+# node-aware communicator (its ch4 table, a commutative op): allreduce alpha at every size, reduce alpha above 2048 B.
+# Pinned by MPIR_CVAR_<COLL>_COMPOSITION=1 with the device collectives on for every call; the leaders' level is MPIR's
+# auto selection (MPIR_CVAR_<COLL>_INTRA_ALGORITHM=auto). No selection file names a composition: pinned_only.
+def _alpha(coll: str, rule) -> NativeAlgorithm:
+    """``composition:alpha`` of ``coll`` (``ALLREDUCE``, ``REDUCE``), modelled per hosts and size by ``rule``."""
+    env = {
+        "MPIR_CVAR_DEVICE_COLLECTIVES": "all",
+        f"MPIR_CVAR_{coll}_COMPOSITION": "1",
+        f"MPIR_CVAR_{coll}_INTRA_ALGORITHM": "auto",
+        "MPIR_CVAR_COLLECTIVE_FALLBACK": "error",
+    }
+    return NativeAlgorithm("composition:alpha", env, "by hosts", per_layout=rule)
+
+
+_COMPOSITIONS: Mapping[str, tuple[NativeAlgorithm, ...]] = MappingProxyType(
+    {
+        "allreduce": (_alpha("ALLREDUCE", allreduce_alpha_run),),
+        "reduce": (_alpha("REDUCE", reduce_alpha_run),),
+    }
+)
+
+
 def _default(op: str) -> NativeAlgorithm:
     """MPICH's own choice (its ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` unset, i.e. ``auto``: the built-in selection
     JSON of ``MPIR_Csel``, :mod:`.defaults`), with the device's collectives off: what ``--tree native`` runs for
@@ -225,8 +253,9 @@ _OWN: Mapping[str, OpAlgorithms] = MappingProxyType(
             )
         ),
         # MPICH's default (auto: no leaf, it is what the selection table says) and the algorithms hnow models,
-        # pinned by the environment or selected by a selection-JSON leaf (what hnow export chooses among)
-        **{op: OpAlgorithms(_default(op), _pinned_schedules(op)) for op in _SCHEDULE_CVARS},
+        # pinned by the environment or selected by a selection-JSON leaf (what hnow export chooses among); ch4's
+        # composition alpha of allreduce and reduce pinned by the environment only
+        **{op: OpAlgorithms(_default(op), _pinned_schedules(op), _COMPOSITIONS.get(op, ())) for op in _SCHEDULE_CVARS},
     }
 )
 
