@@ -12,6 +12,10 @@
    rates), **verify** (``hm.tune(..., verify=True)``: the library's default pinned in the launched order against
    the tuned setting in the tuned order) and run the exhaustive baseline there too.
 
+``--mpi mpich|openmpi|intelmpi`` (default ``mpich``) is the library every step runs and tunes for: the baseline pins
+that library's algorithms (``native:ALGO``, :func:`hnowmodel.ops.native_algorithms`), ``--verify`` its default and
+choices. A profile calibrated under one library can be tuned for another (``--profile``: its costs are the hosts').
+
 The claims (the issue's): every chosen setting measures at least as fast as the default within the spread; where
 the exhaustive baseline measures a gain of 10 % or more, hnow's measured gain is within 5 points of it (or above
 it: hnow also reorders the ranks, which the autotuners do not); hnow spends no machine time on a target shape
@@ -39,14 +43,16 @@ from common import claim, command_line, md_table, outdir, parser, write_csv, wri
 import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.errors import HnowError, InputError, MPIRunError
-from hnowmodel.jobs import mpi_lock
+from hnowmodel.jobs import MPI_LIBRARIES, mpi_lock
 from hnowmodel.jobs.results import rows_as_dicts
 from hnowmodel.sizes import parse_sizes
 from hnowmodel.tuning.shapes import check_shape_syntax, parse_shapes, ranks_per_host
 
 #: The issue's targets: a gain the exhaustive baseline finds from this % on is one hnow must find within POINTS.
 MIN_GAIN_PCT, POINTS = 10.0, 5.0
-LIBRARY = "MPICH"
+#: ``--mpi``'s default, and the library each ``--mpi`` runs (:data:`~hnowmodel.jobs.MPI_LIBRARIES`).
+MPI = "mpich"
+LIBRARY = MPI_LIBRARIES[MPI].library
 SIZES = "16K,64K,256K"
 OPS = "bcast,allreduce,alltoall"
 #: How hnow tune names a ch4 composition it keeps as MPICH's default (``hnowmodel/libraries/mpich/export.py``).
@@ -90,12 +96,16 @@ def target_spec(shape: Any, calibrated: Mapping[str, Any], name: str = "tvxrun")
     return {"schema": "hnowmodel.cluster/1", "name": name, "hosts": hosts}, layout
 
 
-def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = False) -> list[str]:
+def candidates(
+    op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = False, library: str = LIBRARY
+) -> list[str]:
     """What the exhaustive baseline runs for ``op`` on ``n`` ranks: the default (``native``) and every algorithm
-    hnow pins for the library whose model takes ``n`` ranks at every size (MPICH, pinned with its fallback an
-    error, would stop the job on one it cannot run). Without ``shared_hosts`` (one rank per host) a pinned ch4
-    composition is left out too: MPICH runs one only on a node-aware communicator, which it makes only where some
-    host has several ranks (``MPIR_Comm_create_subcomms``), and with the fallback an error the job stops.
+    hnow pins for ``library`` (``MPICH``, ``Open MPI``, ``Intel MPI``) whose model takes ``n`` ranks at every size
+    (MPICH, pinned with its fallback an error, would stop the job on one it cannot run; :func:`_model_takes`), and
+    that the library runs on ``n`` ranks (``only_ranks``: Open MPI's ``two_proc`` only on 2). Without
+    ``shared_hosts`` (one rank per host) a pinned ch4 composition is left out too: MPICH runs one only on a
+    node-aware communicator, which it makes only where some host has several ranks (``MPIR_Comm_create_subcomms``),
+    and with the fallback an error the job stops.
 
     >>> candidates("allgather", 6, [16384])
     ['native', 'native:brucks', 'native:ring']
@@ -103,17 +113,39 @@ def candidates(op: str, n: int, sizes: Sequence[int], *, shared_hosts: bool = Fa
     ['native:composition:alpha', 'native:ch4']
     >>> candidates("allgather", 6, [16384], shared_hosts=True)
     ['native', 'native:brucks', 'native:ring', 'native:ch4']
+    >>> candidates("alltoall", 12, [16384], library="Open MPI")
+    ['native', 'native:linear', 'native:pairwise', 'native:modified_bruck', 'native:linear_sync']
 
     ``native:ch4`` (MPICH's default as users run it: nothing pinned, its device collectives on) runs only where hosts
     share ranks: on one rank per host it is MPIR's own selection, which ``native`` (or ``native:default``) runs.
     """
     return ["native"] + [
         f"native:{nat.algorithm}"
-        for nat in ops.native_algorithms(op, LIBRARY)
+        for nat in ops.native_algorithms(op, library)
         if nat.algorithm != "default"
-        and (nat.varies or not refusal(op, nat.model_tree, n, sizes))  # a default runs what is right at each size
+        and nat.only_ranks in (None, n)
+        # a default by hosts (native:ch4) runs what is right at each size
+        and (nat.per_layout is not None or _model_takes(op, nat, n, sizes, not shared_hosts))
         and (shared_hosts or not (_needs_node_aware(nat.env) or nat.algorithm == DEVICE_DEFAULT))
     ]
+
+
+def _model_takes(op: str, nat: Any, n: int, sizes: Sequence[int], one_per_host: bool) -> bool:
+    """Whether the model of ``nat`` (a :class:`~hnowmodel.libraries.NativeAlgorithm`) runs on ``n`` ranks at every
+    size: its model tree or schedule (:func:`~collectives_accuracy.refusal`); for one chosen by size (Open MPI's
+    tuned algorithms, each with the fallback the library runs where it cannot: ``ring`` allreduce of fewer
+    elements than ranks is recursive doubling), the one that runs at each size, and where hnow models none there
+    the algorithm runs all the same, unpredicted (Open MPI's ``basic_linear`` allreduce).
+
+    >>> from hnowmodel import ops
+    >>> [a.algorithm for a in ops.native_algorithms("allreduce", "Open MPI")
+    ...  if _model_takes("allreduce", a, 12, [16384], True)][:4]
+    ['default', 'basic_linear', 'nonoverlapping', 'recursive_doubling']
+    """
+    if nat.by_size is None or nat.per_layout is not None:
+        return not refusal(op, nat.model_tree, n, sizes)
+    runs = (nat.tree_at(n, m, one_per_host) for m in sizes)
+    return all(not refusal(op, name, n, [m]) for name, m in zip(runs, sizes, strict=True) if name is not None)
 
 
 def _needs_node_aware(env: Mapping[str, str]) -> bool:
@@ -158,6 +190,7 @@ def exhaustive(prof: Any, spec: Path, layout: str, tuned: Any, args: Any, csv_pa
     sizes = sorted({r.size for r in tuned.rows})
     hosts = hm.cluster.load_spec(str(spec)).hosts
     n = sum(h.slots for h in hosts)
+    lib = MPI_LIBRARIES[args.mpi].library
     clock = MachineClock()
     rows: list[dict] = []
     failed: list[dict] = []
@@ -165,7 +198,7 @@ def exhaustive(prof: Any, spec: Path, layout: str, tuned: Any, args: Any, csv_pa
     def run(op: str, trees: list[str]) -> list[dict]:
         with clock.job(args.lock):
             cmp = hm.compare(prof, n, ops=[op], trees=trees, sizes=sizes, reps=args.reps, both=False,
-                             cluster=str(spec), layout=layout, progress=True)  # fmt: skip
+                             cluster=str(spec), layout=layout, mpi=args.mpi, progress=True)  # fmt: skip
         return rows_as_dicts(cmp.rows)
 
     def halves(op: str, trees: list[str]) -> None:
@@ -179,13 +212,13 @@ def exhaustive(prof: Any, spec: Path, layout: str, tuned: Any, args: Any, csv_pa
                 halves(op, trees[len(trees) // 2 :])
 
     for op in op_names:
-        halves(op, candidates(op, n, sizes, shared_hosts=any(h.slots > 1 for h in hosts)))
+        halves(op, candidates(op, n, sizes, shared_hosts=any(h.slots > 1 for h in hosts), library=lib))
     write_csv(csv_path, rows)
-    return best_by_case(rows, {(r.op, r.size): r.default for r in tuned.rows}), failed, clock.s
+    return best_by_case(rows, {(r.op, r.size): r.default for r in tuned.rows}, lib), failed, clock.s
 
 
 def best_by_case(
-    rows: Sequence[Mapping[str, Any]], defaults: Mapping[tuple[str, int], str]
+    rows: Sequence[Mapping[str, Any]], defaults: Mapping[tuple[str, int], str], library: str = LIBRARY
 ) -> dict[tuple[str, int], dict[str, Any]]:
     """Per (op, size): the library's default's measured µs, the fastest row's tree and µs, the measured gain over
     the default. The default is the algorithm ``defaults`` names there (what ``hnow tune`` names the library's
@@ -220,7 +253,7 @@ def best_by_case(
         mine = {r["tree"]: r["measured_us"] for r in rows if (r["op"], r["size"]) == key}
         mine = {t: us for t, us in mine.items() if math.isfinite(us)}
         named = f"native:{defaults[key]}" if key in defaults else None
-        unpinned = _native_is_unpinned(key[0]) and not (named or "").startswith(f"native:{COMPOSITION}")
+        unpinned = _native_is_unpinned(key[0], library) and not (named or "").startswith(f"native:{COMPOSITION}")
         default = named if named in mine else "native" if unpinned and "native" in mine else None
         real = f"native:{DEVICE_DEFAULT}"
         default = real if real in mine else default  # the library's default itself, measured where it ran
@@ -232,13 +265,14 @@ def best_by_case(
     return out
 
 
-def _native_is_unpinned(op: str) -> bool:
-    """Whether the library's ``native`` for ``op`` is its own selection, nothing pinned.
+def _native_is_unpinned(op: str, library: str = LIBRARY) -> bool:
+    """Whether ``library``'s ``native`` for ``op`` is its own selection, nothing pinned.
 
-    >>> _native_is_unpinned("allreduce"), _native_is_unpinned("bcast")
-    (True, False)
+    >>> _native_is_unpinned("allreduce"), _native_is_unpinned("bcast"), _native_is_unpinned("alltoall", "Open MPI")
+    (True, False, True)
     """
-    return ops.get(op).native[LIBRARY].algorithm == "default"
+    nat = ops.get(op).native.get(library)
+    return nat is not None and nat.algorithm == "default"
 
 
 def verdict(row: Mapping[str, Any]) -> str:
@@ -307,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default=None, help="a profile calibrated on the calibration shape (skips step 1)")
     p.add_argument("--no-exhaustive-calibrated", action="store_true", help="skip the baseline on the calibrated shape")
     p.add_argument("--cluster-name", default="tvx", help="the clusters' names: NAMEcal, NAMErun (default tvx)")
+    what = "the MPI library whose default and algorithms are measured and tuned for"
+    p.add_argument("--mpi", default=MPI, choices=list(MPI_LIBRARIES), help=f"{what} (default {MPI})")
     p.add_argument("--lock", default=None, help="flock this file around every MPI job (a machine shared with others)")
     return p
 
@@ -350,10 +386,10 @@ def calibrated_side(out: Path, op_names: list[str], sizes: list[int], args: Any)
         else:
             with clock.job(args.lock):
                 prof = hm.calibrate(n, layout="auto", output=out / "profile.json", force=True, cluster=str(spec),
-                                    progress=True)  # fmt: skip
+                                    mpi=args.mpi, progress=True)  # fmt: skip
             times["calibration_s"] = clock.s  # given a profile: not measured here
         t0 = time.monotonic()
-        tuned = hm.tune(prof, ops=op_names, sizes=sizes, mpi="mpich")
+        tuned = hm.tune(prof, ops=op_names, sizes=sizes, mpi=args.mpi)
         times["choose_calibrated_s"] = time.monotonic() - t0
         if not args.no_exhaustive_calibrated:
             lay = ",".join(prof.layout)
@@ -365,7 +401,7 @@ def calibrated_side(out: Path, op_names: list[str], sizes: list[int], args: Any)
 def target_side(prof: Any, shape: Any, out: Path, op_names: list[str], sizes: list[int], args: Any) -> Any:
     """Steps 2-3 for one target shape: tune (no MPI), then on its cluster verify and the exhaustive baseline."""
     t0 = time.monotonic()
-    tuned = hm.tune(prof, shapes=shape.label, ops=op_names, sizes=sizes, mpi="mpich")
+    tuned = hm.tune(prof, shapes=shape.label, ops=op_names, sizes=sizes, mpi=args.mpi)
     choose_s = time.monotonic() - t0
     doc, layout = target_spec(shape, calibration_spec(args.calibrate), f"{args.cluster_name}run")
     spec = _write_spec(out, doc, f"spec-{shape.label}.json")
@@ -375,7 +411,7 @@ def target_side(prof: Any, shape: Any, out: Path, op_names: list[str], sizes: li
             # every size measured, as the baseline measures it: hm.tune's default --verify-max-us leaves a size
             # predicted over 0.25 s unmeasured (on 12 x 1: alltoall 64 and 256 KiB, the rows with hnow's gains)
             ver = hm.tune(prof, np=shape.ranks, cluster=str(spec), layout=layout, verify=True, ops=op_names,
-                          sizes=sizes, reps=args.reps, mpi="mpich", output=out / f"tune-{shape.label}", force=True,
+                          sizes=sizes, reps=args.reps, mpi=args.mpi, output=out / f"tune-{shape.label}", force=True,
                           verify_max_us=None, progress=True)  # fmt: skip
         verify_s = clock.s
         best, failed, ex_s = exhaustive(prof, spec, layout, tuned, args, out / f"exhaustive-{shape.label}.csv")
@@ -393,7 +429,8 @@ def _markdown(rows: list[dict], times: dict, failed: list[dict], args: Any) -> s
     hnow_s = None if cal_s is None else cal_s + times["choose_calibrated_s"]
     what = f"{len({r['op'] for r in rows})} operations x {len({r['size'] for r in rows})} sizes"
     body = [
-        f"Reproduce with: `{command_line()}` (as root). Library: {LIBRARY}; {args.reps} repetitions, medians.",
+        f"Reproduce with: `{command_line()}` (as root). Library: {MPI_LIBRARIES[args.mpi].library}; "
+        f"{args.reps} repetitions, medians.",
         "",
         "## Claims",
         claim("every chosen setting measures at least as fast as the default within the spread", not slower,

@@ -52,7 +52,9 @@ class NativeAlgorithm:
     (:func:`hnowmodel.ops.native_spec_unset`). ``per_layout``: for a default whose tree depends on the hosts
     (coll/han's: its levels run tuned's fixed rules on the hosts and on each host's ranks) or whose schedule
     depends on the tree that runs (Intel MPI's bcast: its chunk), a :data:`LayoutRule`; it overrides ``by_size``
-    and ``schedule`` (:meth:`on`).
+    and ``schedule`` (:meth:`on`). ``only_ranks``: the one communicator size the library runs it on (Open MPI's
+    ``two_proc``: 2), None for any; on another it fails or runs something that is not the operation, so nothing
+    that measures every algorithm (``experiments/tune_vs_exhaustive.py``) pins it there.
     """
 
     algorithm: str
@@ -64,6 +66,7 @@ class NativeAlgorithm:
     by_size: SizeRule | None = None
     unset: tuple[str, ...] = ()
     per_layout: LayoutRule | None = field(default=None, compare=False)
+    only_ranks: int | None = None
 
     @property
     def varies(self) -> bool:

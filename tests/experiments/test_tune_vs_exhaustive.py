@@ -168,3 +168,44 @@ def test_a_default_the_baseline_never_ran_is_not_known_not_a_hold(tvx):
     md = tvx._markdown([row], {"choose_calibrated_s": 0.3}, [], tvx.build_parser().parse_args([]))
     line = next(ln for ln in md.splitlines() if "within 5 points" in ln)
     assert "**does not hold**" in line and "1 rows not known" in line
+
+
+def test_mpi_picks_the_library_whose_algorithms_are_pinned_tuned_and_run(tvx, tmp_path, monkeypatch):
+    # --mpi openmpi: the baseline pins Open MPI's algorithms (its schedule operations' tuned algorithms are chosen
+    # by size: each kept where its model, or none, runs), hm.tune and hm.compare run Open MPI; two_proc, which
+    # Open MPI runs only on 2 ranks, is left out on others
+    args = tvx.build_parser().parse_args(["--mpi", "openmpi", "--out", str(tmp_path), "--lock", str(tmp_path / "l")])
+    assert tvx.build_parser().parse_args([]).mpi == "mpich"
+    sizes = [16384, 262144]
+    got = tvx.candidates("alltoall", 12, sizes, library="Open MPI")
+    ompi = {f"native:{a.algorithm}" for a in ops.native_algorithms("alltoall", "Open MPI")}
+    assert got[0] == "native" and set(got[1:]) <= ompi and "native:pairwise" in got and len(got) > 3
+    assert "native:two_proc" not in got and "native:two_proc" in tvx.candidates(
+        "alltoall", 2, sizes, library="Open MPI"
+    )
+    assert "native:ring" in tvx.candidates("allreduce", 12, sizes, library="Open MPI")
+    calls = []
+
+    def fake(name):
+        def run(*a, **kw):
+            calls.append((name, kw))
+            return types.SimpleNamespace(rows=())
+
+        return run
+
+    monkeypatch.setattr(tvx.hm, "tune", fake("tune"))
+    monkeypatch.setattr(tvx.hm, "compare", fake("compare"))
+    monkeypatch.setattr(tvx.hm.cluster, "using", lambda spec: contextlib.nullcontext())
+    monkeypatch.setattr(tvx, "joined", lambda *a: [])
+    cal = tvx.calibration_spec("6x1")
+    pool = [ShapeHost(h["name"], "fast") for h in cal["hosts"]]
+    tuned = types.SimpleNamespace(rows=[types.SimpleNamespace(op="alltoall", size=m, default="linear") for m in sizes])
+    spec = tvx._write_spec(tmp_path, tvx.target_spec(Shape("6x1", tuple(pool)), cal)[0], "spec.json")
+    tvx.exhaustive(None, spec, "fast," * 5 + "fast", tuned, args, tmp_path / "ex.csv")
+    tvx.target_side(None, Shape("6x1", tuple(pool)), tmp_path, ["alltoall"], sizes, args)
+    assert {kw["mpi"] for _, kw in calls} == {"openmpi"} and {n for n, _ in calls} == {"tune", "compare"}
+    trees = [kw["trees"] for n, kw in calls if n == "compare"]
+    assert trees[0] == tvx.candidates("alltoall", 6, sizes, library="Open MPI")
+    # Open MPI's native alltoall is its fixed rules, nothing pinned: the default where the named one did not run
+    rows = [{"op": "alltoall", "size": 8, "tree": t, "measured_us": us} for t, us in (("native", 9.0), ("x", 6.0))]
+    assert tvx.best_by_case(rows, {("alltoall", 8): "linear"}, "Open MPI")[("alltoall", 8)]["default"] == "native"

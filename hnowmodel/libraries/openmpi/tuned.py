@@ -139,6 +139,10 @@ def _always(name: str | None) -> SizeRule:
     return lambda n, m, one_per_host: name
 
 
+#: The algorithm only a 2-rank communicator runs (allgather's, alltoall's): ``NativeAlgorithm.only_ranks`` 2.
+_TWO_PROCS = "two_proc"
+
+
 def _on_two(name: str) -> SizeRule:
     # two_proc: only a 2-rank communicator runs it (on others it returns MPI_ERR_UNSUPPORTED_OPERATION)
     return lambda n, m, one_per_host: name if n == 2 else None
@@ -284,7 +288,8 @@ def _pinned(op: str, number: int) -> NativeAlgorithm:
     name, model = _IDS[op][number]
     mca = f"OMPI_MCA_coll_tuned_{MCA_NAMES[op]}_algorithm"
     env = {mca: str(number), f"{mca}_segmentsize": "0", "OMPI_MCA_coll_tuned_use_dynamic_rules": "1", **_COMMON}
-    return NativeAlgorithm(name, env, "by size", leaf=(number, 0, 0), by_size=model)
+    only = 2 if name == _TWO_PROCS else None
+    return NativeAlgorithm(name, env, "by size", leaf=(number, 0, 0), by_size=model, only_ranks=only)
 
 
 def _default(op: str) -> NativeAlgorithm:
