@@ -19,7 +19,7 @@ are MPICH's are modelled by MPICH's schedules, each seen on the wire sending exa
 (docs/intel-mpi.md). A model is a :data:`~hnowmodel.libraries.native.SizeRule` ``(ranks, m bytes, one rank per
 host)`` -> the schedule algorithm's name, None where hnow does not model what runs (there: no prediction, a note).
 The default (nothing pinned) is modelled where the wire showed which schedule it runs (:data:`_DEFAULT_ROWS`: 2 and
-4 ranks, one per host).
+4 ranks, and allreduce and reduce_scatter at some sizes on 12, one per host).
 
 >>> [a.algorithm for a in OP_ALGORITHMS["allreduce"].alternatives]
 ['recursive_doubling', 'rabenseifner', 'ring']
