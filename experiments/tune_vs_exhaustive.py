@@ -124,8 +124,7 @@ def candidates(
         for nat in ops.native_algorithms(op, library)
         if nat.algorithm != "default"
         and nat.only_ranks in (None, n)
-        # a default by hosts (native:ch4) runs what is right at each size
-        and (nat.per_layout is not None or _model_takes(op, nat, n, sizes, not shared_hosts))
+        and _model_takes(op, nat, n, sizes, not shared_hosts)
         and (shared_hosts or not (_needs_node_aware(nat.env) or nat.algorithm == DEVICE_DEFAULT))
     ]
 
@@ -142,7 +141,9 @@ def _model_takes(op: str, nat: Any, n: int, sizes: Sequence[int], one_per_host: 
     ...  if _model_takes("allreduce", a, 12, [16384], True)][:4]
     ['default', 'basic_linear', 'nonoverlapping', 'recursive_doubling']
     """
-    if nat.by_size is None or nat.per_layout is not None:
+    if nat.per_layout is not None:
+        return True  # what runs depends on the hosts (MPICH's native:ch4, a ch4 composition): it runs, modelled or not
+    if nat.by_size is None:
         return not refusal(op, nat.model_tree, n, sizes)
     runs = (nat.tree_at(n, m, one_per_host) for m in sizes)
     return all(not refusal(op, name, n, [m]) for name, m in zip(runs, sizes, strict=True) if name is not None)
@@ -225,10 +226,11 @@ def best_by_case(
     default, as ``--verify`` pins it: ``native:ALGO``); where it is not among the rows, ``native`` if that is the
     library's unpinned default for the operation (:func:`_native_is_unpinned`) and the default named is no ch4
     composition, else none (the gain not known); ``native:ch4`` wherever it ran (MPICH's default as users run it,
-    nothing pinned: the baseline runs it on hosts with several ranks). ``native`` is not always the default: MPICH's
-    ``native`` bcast is its binomial pinned, while MPICH's own choice from 9 ranks is a scatter + allgather; and
-    ``native`` runs with MPICH's device collectives off, so never the ch4 composition MPICH runs by default where
-    hosts have several ranks (``composition:alpha`` for allreduce on 4 x 3: ``native`` there is MPIR's
+    nothing pinned: the baseline runs it on hosts with several ranks), and then the algorithm ``defaults`` names,
+    pinned, is that default measured again (its "gain" is noise: none). ``native`` is not always the default:
+    MPICH's ``native`` bcast is its binomial pinned, while MPICH's own choice from 9 ranks is a scatter + allgather;
+    and ``native`` runs with MPICH's device collectives off, so never the ch4 composition MPICH runs by default
+    where hosts have several ranks (``composition:alpha`` for allreduce on 4 x 3: ``native`` there is MPIR's
     reduce_scatter_allgather).
 
     >>> rows = [{"op": "bcast", "size": 8, "tree": "native", "measured_us": 100.0},
@@ -247,6 +249,10 @@ def best_by_case(
     >>> got = best_by_case(rows, {("allreduce", 8): "composition:alpha"})[("allreduce", 8)]
     >>> got["default"], round(got["gain_pct"], 1)
     ('native:ch4', 25.0)
+    >>> rows[-1]["measured_us"] = 3.5  # native:ch4 runs ring here: pinned, ring is the default measured again
+    >>> got = best_by_case(rows, {("allreduce", 8): "ring"})[("allreduce", 8)]
+    >>> got["best"], got["gain_pct"]
+    ('native:ch4', 0.0)
     """
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for key in dict.fromkeys((r["op"], r["size"]) for r in rows):
@@ -259,6 +265,8 @@ def best_by_case(
         default = real if real in mine else default  # the library's default itself, measured where it ran
         base = mine[default] if default else math.nan
         best = min(mine, key=mine.__getitem__)
+        if default == real and best == named:  # the default's own algorithm pinned: the same run, measured twice
+            best = default
         gain = 100.0 * (base - mine[best]) / base if base > 0 else math.nan
         out[key] = {"default": default, "default_us": base, "best": best, "best_us": mine[best], "gain_pct": gain,
                     "candidates": len(mine)}  # fmt: skip
