@@ -93,6 +93,22 @@ def test_the_default_is_modelled_where_the_wire_showed_it():
     assert np.isfinite(t[0]) and np.isnan(t[1]) and np.isfinite(t[2])
 
 
+def test_the_default_on_12_ranks_is_modelled_where_the_wire_showed_it():
+    """12 ranks, one per host (the tune_vs_exhaustive shape): allreduce's reduce_scatter_allgather at 16 and 256 KiB
+    and reduce_scatter's recursive halving at 16 KiB; other partners at 64 KiB, and every other operation there,
+    not modelled (kept by hnow tune)."""
+    d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
+    sizes = (16384, 65536, 262144)
+    assert [d["allreduce"].tree_at(12, m) for m in sizes] == [
+        "reduce_scatter_allgather",
+        None,
+        "reduce_scatter_allgather",
+    ]
+    assert [d["reduce_scatter"].tree_at(12, m) for m in sizes] == ["recursive_halving", None, None]
+    assert all(d[op].tree_at(12, m) is None for op in ("reduce", "allgather", "alltoall") for m in sizes)
+    assert d["allreduce"].tree_at(12, 16384, one_per_host=False) is None
+
+
 def test_the_export_writes_the_strings_intel_mpi_reads_for_the_five_operations():
     """Where the default is modelled the fastest modelled algorithm is chosen against it and written as rules for
     exactly 4 ranks under the operation's variable (MPI_Reduce_scatter_block's: ..._REDUCE_SCATTER_BLOCK); read back,

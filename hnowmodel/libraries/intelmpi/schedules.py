@@ -19,7 +19,7 @@ are MPICH's are modelled by MPICH's schedules, each seen on the wire sending exa
 (docs/intel-mpi.md). A model is a :data:`~hnowmodel.libraries.native.SizeRule` ``(ranks, m bytes, one rank per
 host)`` -> the schedule algorithm's name, None where hnow does not model what runs (there: no prediction, a note).
 The default (nothing pinned) is modelled where the wire showed which schedule it runs (:data:`_DEFAULT_ROWS`: 2 and
-4 ranks, one per host).
+4 ranks, and allreduce and reduce_scatter at some sizes on 12, one per host).
 
 >>> [a.algorithm for a in OP_ALGORITHMS["allreduce"].alternatives]
 ['recursive_doubling', 'rabenseifner', 'ring']
@@ -133,7 +133,11 @@ def _pinned(op: str, number: int) -> NativeAlgorithm:
 # reduce-scatter, then a gather to the root) and from 16 KiB (the vector in 8 KiB or 32 KiB segments, a pipelined
 # tree), allreduce at 64 KiB (segmented), reduce_scatter at 256 KiB on 4 ranks (every rank to
 # every rank: pairwise), alltoall on 4 ranks (Isend/Irecv with each rank's own block sent to itself as a message);
-# alltoall on 2 ranks is one exchange, modelled as the Isend/Irecv family's schedule (scattered).
+# alltoall on 2 ranks is one exchange, modelled as the Isend/Irecv family's schedule (scattered). On 12 ranks (the
+# same reading, 16384, 65536 and 262144 bytes: experiments/intel_schedules_wire.py --np 12) allreduce runs MPICH's
+# reduce_scatter_allgather at 16 and 256 KiB (at 64 KiB other partners: not modelled) and reduce_scatter recursive
+# halving at 16 KiB (from 64 KiB every rank to every rank); reduce (8 KiB segments up a tree), allgather (no
+# schedule hnow has) and alltoall (Isend/Irecv, the own block sent to itself) are not modelled there.
 _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProxyType(
     {
         "reduce": ((2, 8, 4096, "binomial"), (4, 8, 1024, "binomial")),
@@ -145,9 +149,14 @@ _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProx
                 (n, 16384, 16384, "reduce_scatter_allgather"),
                 (n, 262144, 262144, "reduce_scatter_allgather"),
             )
-        ),
+        )
+        + ((12, 16384, 16384, "reduce_scatter_allgather"), (12, 262144, 262144, "reduce_scatter_allgather")),
         "allgather": ((2, 8, 262144, "recursive_doubling"), (4, 8, 262144, "recursive_doubling")),
-        "reduce_scatter": ((2, 8, 262144, "recursive_halving"), (4, 8, 65536, "recursive_halving")),
+        "reduce_scatter": (
+            (2, 8, 262144, "recursive_halving"),
+            (4, 8, 65536, "recursive_halving"),
+            (12, 16384, 16384, "recursive_halving"),
+        ),
         "alltoall": ((2, 8, 262144, "scattered"),),
     }
 )
