@@ -4,6 +4,8 @@ tests/cluster/test_export_ompi.py runs the file in Open MPI."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 import hnowmodel as hm
@@ -162,3 +164,24 @@ def test_export_takes_an_algorithm_request_and_every_library_format_is_one_entry
         export(hm.paper_profile(), ["ompi-rules"], sizez=[8])
     with pytest.raises(TypeError, match="layout"):  # the selection's inputs come in one AlgorithmRequest
         export(hm.paper_profile(), ["ompi-rules"], layout=SFSF)
+
+
+def test_the_knomial_radix_is_chosen_for_the_job_where_no_fixed_knomial_runs_with_it():
+    # 12 x 1 (tune_vs_exhaustive, Open MPI): knomial:6 at 16 KiB was predicted 7,116 µs (measured 6,742), the best
+    # radix-4 choice chain:6 8,606 µs; the radix is an MCA parameter, no rules file carries one: it was never offered
+    from hnowmodel.libraries.openmpi import fixed
+    from hnowmodel.libraries.openmpi.export import ompi_env_text
+
+    prof = hm.Profile.load(Path(__file__).parents[1] / "data" / "golden" / "cluster_profile.json")
+    sel = choose_ompi(prof, ops=["bcast"], sizes=[16384, 65536, 262144])
+    radix = sel.knomial_radix
+    assert radix != OMPI_KNOMIAL_RADIX and any(r.chosen == f"knomial:{radix}" for r in sel.rows)
+    assert all(not r.chosen.startswith("knomial:") or r.chosen == f"knomial:{radix}" for r in sel.rows)
+    for r in sel.rows:  # the default is Open MPI's as it runs without the export: the default radix
+        assert r.default_us is None or r.default != f"knomial:{radix}"
+    env = ompi_env_text(sel, "rules.conf")
+    assert f"OMPI_MCA_coll_tuned_bcast_algorithm_knomial_radix={radix}" in env
+    n = len(sel.layout)
+    for m in fixed.boundaries("bcast", n):  # nowhere does the file hand a fixed-rules k-nomial the new radix
+        rule = R.select(sel.rules, "bcast", n, m)
+        assert not ((rule is None or rule.algorithm == 0) and fixed.default_algorithm("bcast", n, m) == 7)

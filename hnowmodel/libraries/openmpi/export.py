@@ -5,7 +5,9 @@ communicator sizes, sizes where the default is kept - back to the fixed rules (a
 make Open MPI use it (``ompi-env.txt``).
 
 The candidates are what coll/tuned can be told to run by a rules file: bcast basic_linear, pipeline, chain with
-1..8 chains, binary_tree, binomial, knomial with the default radix 4; scatter and gather basic_linear and binomial;
+1..8 chains, binary_tree, binomial, knomial with one radix for the job (an MCA parameter, not the file: the default 4,
+or the radix 2..8 whose choices gain most where no k-nomial bcast of the fixed rules runs with it on these ranks,
+:func:`choose_ompi`); scatter and gather basic_linear and binomial;
 for reduce, allreduce, allgather, reduce_scatter (MPI_Reduce_scatter_block) and alltoall every tuned algorithm hnow
 models (:mod:`.tuned`: each is written as ``(number, 0, 0)``, as the fixed rules run it); no segmentation. Each
 operation's rules are looked up with its own message size (:func:`.rules.message_size`: the vector for reduce and
@@ -37,8 +39,9 @@ from ...layout import Layout
 from ...params import Profile
 from ...sizes import format_size
 from ..native import NativeAlgorithm
+from . import fixed as ompi_fixed
 from . import rules as ompi_rules
-from .algorithms import HAN_OPS, OMPI_KNOMIAL_RADIX, han_runs
+from .algorithms import HAN_OPS, OMPI_KNOMIAL_RADICES, OMPI_KNOMIAL_RADIX, han_runs
 from .tuned import MCA_NAMES
 
 __all__ = [
@@ -102,6 +105,8 @@ class OmpiSelection:
     #: han stays on, and only the operations in ``han_left`` go to coll/tuned (and its file).
     han_default: bool = False
     han_left: tuple[str, ...] = ()
+    #: The radix of every k-nomial bcast the job runs (``coll_tuned_bcast_algorithm_knomial_radix``).
+    knomial_radix: int = OMPI_KNOMIAL_RADIX
 
     @property
     def uses_knomial(self) -> bool:
@@ -120,6 +125,7 @@ class OmpiSelection:
             "entries": range_entries(self.entries),
             "han_default": self.han_default,
             "han_left": list(self.han_left),
+            "knomial_radix": self.knomial_radix,
             "notes": list(self.notes),
         }
 
@@ -204,6 +210,9 @@ class OmpiBackend:
     layout: Any = None
     #: its file selects the message-schedule operations' algorithms too (allreduce, ...)
     schedules: bool = True
+    #: the radix of the k-nomial bcast it offers (its rules-file leaf is the one of every radix: the job's MCA
+    #: parameter says which runs)
+    radix: int = OMPI_KNOMIAL_RADIX
 
     def _han_runs(self, op: str) -> bool:
         """Whether coll/han, not tuned, runs ``op`` by default here."""
@@ -214,6 +223,9 @@ class OmpiBackend:
 
     def candidates(self, op: str) -> Sequence[NativeAlgorithm]:
         tuned = [c for c in _ops.native_choices(op, "Open MPI") if c.leaf]
+        if op == "bcast" and self.radix != OMPI_KNOMIAL_RADIX:
+            mine = _ops.native_for(f"native:knomial:{self.radix}", op, "Open MPI")
+            tuned = [replace(mine, leaf=c.leaf) if c.algorithm.startswith("knomial:") else c for c in tuned]
         han = self._han(op) if self._han_runs(op) else None
         return tuned + [han] if han is not None else tuned
 
@@ -224,7 +236,8 @@ class OmpiBackend:
                 return Default(han, HAN_LEAF, han.algorithm, "coll/han (its own settings)")
             return Default(None, HAN_LEAF, "han", "coll/han (its own settings; its levels' algorithms not modelled)")
         number = ompi_rules.default_algorithm(op, n, size)
-        by_rule = {tuple(c.leaf): c for c in choices if c.leaf is not None}
+        # what runs without the export: the registry's (its k-nomial of the default radix), not this radix's
+        by_rule = {tuple(c.leaf): c for c in _ops.native_choices(op, "Open MPI") if c.leaf is not None}
         name = ompi_rules.algorithm_name(op, number)
         nat = by_rule.get(ompi_rules.canonical(op, number))
         if nat is not None and nat.varies and nat.on(("?",) * n if self.layout is None else self.layout, size) is None:
@@ -257,7 +270,8 @@ class OmpiBackend:
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
         left = tuple(oc.op for oc in chosen if self._han_runs(oc.op) and all(p.leaf != HAN_LEAF for p in oc.picks))
-        return OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default, left)
+        sel = OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default, left)
+        return replace(sel, knomial_radix=self.radix)
 
 
 def choose_ompi(
@@ -279,7 +293,59 @@ def choose_ompi(
     layout, _ = export_layout(profile, layout)
     backend = OmpiBackend(han_default=han_runs(layout), layout=layout)
     chosen, notes = choose(backend, profile, layout, ops, sizes)
+    if "bcast" in [oc.op for oc in chosen] and not backend._han_runs("bcast"):
+        backend, chosen, notes = _radix(backend, profile, layout, chosen, notes, sizes)
     return backend.render(layout, chosen, _han_notes(layout) + notes)
+
+
+def _mean_gain(oc: OpChoice) -> float:
+    """The mean predicted gain of ``oc``'s picks over the default (a fraction; 0 where a time is not predicted)."""
+    gains = [1.0 - p.chosen_us / p.default_us if p.default_us and p.chosen_us is not None else 0.0 for p in oc.picks]
+    return sum(gains) / len(gains)
+
+
+def _radix(backend: OmpiBackend, profile: Profile, layout: Any, chosen: list[OpChoice], notes: list[str], sizes: Any):
+    """The bcast choices with the k-nomial radix (an MCA parameter for the whole job: no rules file carries one)
+    whose picks gain most over the default, in the mean over the sizes (ties: the default radix, which changes
+    nothing else). A radix other than the default is taken only where it runs a k-nomial bcast of these ranks only
+    where one was chosen: where the file hands a size to the fixed rules (a size kept, above the largest one) and
+    they run a k-nomial bcast, it would run with that radix, not with the default's that was predicted (on 12 ranks
+    Open MPI's fixed rules run one from 64 B to 4 KiB). The backend, the choices and the notes kept."""
+    at = next(i for i, oc in enumerate(chosen) if oc.op == "bcast")
+    best = (_mean_gain(chosen[at]), backend, chosen, notes)
+    picks = chosen[at].picks
+    size_list = [p.size for p in picks]
+    variant = chosen[at].variant
+    for radix in OMPI_KNOMIAL_RADICES:
+        nat = _ops.native_for(f"native:knomial:{radix}", "bcast", "Open MPI")
+        if radix == OMPI_KNOMIAL_RADIX or nat is None:
+            continue
+        us = _ops.native_predict("bcast", "Open MPI", profile, layout, size_list, variant=variant, algorithm=nat)
+        if not any(p.chosen_us is not None and t < p.chosen_us for p, t in zip(picks, us, strict=True)):
+            continue  # faster nowhere: nothing to choose it for (and no choice made again)
+        mine = replace(backend, radix=radix)
+        got, said = choose(mine, profile, layout, ["bcast"], sizes)
+        if not any(p.chosen == f"knomial:{radix}" for p in got[0].picks) or _mean_gain(got[0]) <= best[0] + 1e-9:
+            continue
+        if _fixed_knomial(mine, layout, got[0]):
+            continue
+        trial = [*chosen[:at], got[0], *chosen[at + 1 :]]
+        best = (_mean_gain(got[0]), mine, trial, [x for x in notes if not x.startswith("bcast ")] + said)
+    return best[1:]
+
+
+def _fixed_knomial(backend: OmpiBackend, layout: Any, oc: OpChoice) -> bool:
+    """Whether the rules file of ``oc`` (bcast) hands a size to the fixed rules where they run a k-nomial bcast on
+    ``len(layout)`` ranks (checked at every size where the file or the fixed rules change)."""
+    n = len(layout)
+    sel = backend.render(tuple(layout), [oc], [])
+    found = sel.rules.collectives.get(ompi_rules.COLLECTIVE_IDS["bcast"], ())
+    probes = {*ompi_fixed.boundaries("bcast", n), *(r.msg_bytes for cr in found if cr.comm_size == n for r in cr.rules)}
+    for m in sorted(probes):
+        rule = ompi_rules.select(sel.rules, "bcast", n, m)
+        if (rule is None or rule.algorithm == 0) and ompi_fixed.default_algorithm("bcast", n, m) == 7:
+            return True
+    return False
 
 
 def _han_notes(layout: Layout) -> list[str]:
@@ -313,7 +379,7 @@ def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
     for op in sel.han_left:
         env.update(han_op_to_tuned(op))
     if sel.uses_knomial:
-        env[_RADIX] = str(OMPI_KNOMIAL_RADIX)
+        env[_RADIX] = str(sel.knomial_radix)
     return env
 
 
@@ -358,7 +424,12 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         ),
     ]
     if sel.uses_knomial:
-        lines.append(f"# The file's knomial bcast was chosen with radix {OMPI_KNOMIAL_RADIX}, an MCA parameter.")
+        lines.append(f"# The file's knomial bcast was chosen with radix {sel.knomial_radix}, an MCA parameter.")
+        if sel.knomial_radix != OMPI_KNOMIAL_RADIX:
+            lines.append(
+                f"# It is the job's: a k-nomial bcast Open MPI's fixed rules run on communicators of other sizes runs "
+                f"with radix {sel.knomial_radix} too (not {OMPI_KNOMIAL_RADIX})."
+            )
     if any(op == "scatter" for op, e in sel.entries.items() if e):
         lines += ["# " + x for x in textwrap.wrap(_SCATTER_NOTE, 110)]
     lines += [

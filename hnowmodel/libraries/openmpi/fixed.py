@@ -14,7 +14,7 @@ from types import MappingProxyType
 
 from ...errors import InputError
 
-__all__ = ["OPS", "default_algorithm", "canonical"]
+__all__ = ["OPS", "default_algorithm", "canonical", "boundaries"]
 
 #: The operations whose fixed rules are known.
 OPS = ("bcast", "scatter", "gather")
@@ -81,6 +81,19 @@ def default_algorithm(op: str, comm_size: int, size_bytes: int) -> int:
     for below, steps in _FIXED_RULES[_op(op)]:
         if below is None or comm_size < below:
             return next(alg for upto, alg in steps if upto is None or size_bytes < upto)
+    raise AssertionError("unreachable: the last communicator range is open")
+
+
+def boundaries(op: str, comm_size: int) -> tuple[int, ...]:
+    """The sizes (bytes per rank) from which the fixed rules for ``op`` on ``comm_size`` ranks run another algorithm:
+    0 and each step's upper bound (each algorithm runs from one of these up to the next).
+
+    >>> boundaries("bcast", 12)
+    (0, 8, 64, 4096, 16384, 32768)
+    """
+    for below, steps in _FIXED_RULES[_op(op)]:
+        if below is None or comm_size < below:
+            return (0, *(upto for upto, _ in steps if upto is not None))
     raise AssertionError("unreachable: the last communicator range is open")
 
 
