@@ -260,8 +260,8 @@ def native_algorithms(op: str, library: str) -> tuple[NativeAlgorithm, ...]:
     """Every algorithm of ``library`` for ``op`` that ``native:ALGO`` can pin: :func:`native_choices` (what a
     selection file can choose) and then ``Operation.pinned_only`` (what only the environment can pin).
 
-    >>> [a.algorithm for a in native_algorithms("bcast", "MPICH")][-3:]
-    ['smp', 'composition:alpha', 'default']
+    >>> [a.algorithm for a in native_algorithms("bcast", "MPICH")][-4:]
+    ['smp', 'composition:alpha', 'default', 'ch4']
     """
     return native_choices(op, library) + tuple(get(op).pinned_only.get(library, ()))
 

@@ -31,8 +31,8 @@ def test_native_specs_name_their_algorithm():
         (
             "native:tree:kary:3",
             ["scatter", "gather"],
-            "native, native:binomial, native:basic_linear, native:linear_nb, native:han, native:han:default, "
-            "native:default, native:linear_sync)",
+            "native, native:binomial, native:ch4, native:basic_linear, native:linear_nb, native:han, "
+            "native:han:default, native:default, native:linear_sync)",
         ),
         ("native:bogus", None, "native:tree:knomial_2:3"),
     ],
