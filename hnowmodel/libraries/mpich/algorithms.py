@@ -17,14 +17,12 @@ from dataclasses import replace
 from functools import partial
 from types import MappingProxyType
 
-import numpy as np
-
 from ...layout import hosts_of
 from ...runopts import DEFAULT, Schedule
 from ..native import NativeAlgorithm, OpAlgorithms
 from . import defaults as _defaults
 from . import selection as _selection
-from .ch4 import MPIR, composition_model, leaders_run, smp_run
+from .ch4 import MPIR, comm_hierarchy, composition, composition_model, leaders_run, smp_run
 from .compositions import allreduce_alpha_run, reduce_alpha_run
 
 __all__ = ["ALGORITHMS", "MPICH_TREE_KS"]
@@ -266,14 +264,11 @@ def _ch4_run(op: str, layout: Sequence[str], size: int) -> tuple[str, Schedule] 
     communicator (node-aware where a host has several ranks); :func:`.ch4.composition_model` says which of
     MPICH's algorithms runs its steps (MPIR's own selection, ``native:default``, or ``composition:alpha``); None
     where hnow does not model it (one host: the shared-memory layer's own collectives)."""
-    hosts = hosts_of(layout)
-    n, n_hosts = len(layout), int(np.unique(hosts).size)
-    if n > 1 and n_hosts == 1:
+    n, hierarchy = len(layout), comm_hierarchy(hosts_of(layout).tolist())
+    if n > 1 and hierarchy == "node":
         return None
-    hierarchy = "flat" if n_hosts == n else "parent"
-    table = _selection.default_table().ch4
-    comp = _selection.select(table, op, comm_size=n, msg_bytes=int(size), hierarchy=hierarchy) if table else None
-    model = MPIR if comp is None else composition_model(op, next(iter(comp)).rpartition("_")[2])
+    comp = composition(_selection.default_table().ch4, op, n, int(size), hierarchy)
+    model = MPIR if comp is None else composition_model(op, comp)
     own = _OWN[op]
     want = "default" if model == MPIR else model
     nat = next((a for a in (own.native, *own.pinned_only) if a is not None and a.algorithm == want), None)

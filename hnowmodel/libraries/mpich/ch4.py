@@ -23,14 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
 from ...layout import hosts_of
 from ...runopts import DEFAULT, Schedule
 from . import defaults as _defaults
+from . import selection as _selection
 
-__all__ = ["TWO_LEVEL", "MPIR", "leaders_run", "smp_run", "composition_model"]
+__all__ = ["TWO_LEVEL", "MPIR", "comm_hierarchy", "composition", "leaders_run", "smp_run", "composition_model"]
 
 #: The model tree of a two-level bcast whose levels are binomial.
 TWO_LEVEL = "mpich-smp:binomial/binomial"
@@ -44,6 +46,25 @@ _SHORT, _MIN_PROCS, _LONG = 12288, 8, 524288
 
 def _pof2(n: int) -> bool:
     return n > 0 and not n & (n - 1)
+
+
+def comm_hierarchy(hosts: Sequence[Any]) -> str:
+    """What MPICH's ``comm_hierarchy`` sees for ranks on ``hosts`` (each rank's host, by name or number): ``flat``
+    (one rank per host), ``node`` (one host) or ``parent``.
+
+    >>> comm_hierarchy(["a", "b"]), comm_hierarchy(["a", "a"]), comm_hierarchy([0, 0, 1])
+    ('flat', 'node', 'parent')
+    """
+    distinct = len(set(hosts))
+    return "flat" if distinct == len(hosts) else "node" if distinct == 1 else "parent"
+
+
+def composition(table: Mapping[str, Any], op: str, n: int, size: int, hierarchy: str) -> str | None:
+    """The ch4 composition (``alpha``, ``beta``, ...) that ch4's ``table`` (:attr:`.selection.DefaultTable.ch4`)
+    picks for ``op`` on ``n`` ranks at ``size`` bytes on a ``hierarchy`` communicator; None where it picks none (or
+    the table is empty)."""
+    leaf = _selection.select(table, op, comm_size=n, msg_bytes=int(size), hierarchy=hierarchy) if table else None
+    return None if leaf is None else next(iter(leaf)).rpartition("_")[2]
 
 
 def leaders_run(layout: Sequence[str], size: int) -> tuple[str, Schedule] | None:
@@ -71,7 +92,7 @@ def smp_run(layout: Sequence[str], size: int) -> tuple[str, Schedule] | None:
     flat scatter + ring allgather over all the ranks. On one rank per host (no node-aware communicator) smp does
     not run: the fallback (``MPIR_CVAR_COLLECTIVE_FALLBACK=silent``) runs MPIR's own selection."""
     n, m = len(layout), int(size)
-    if len(np.unique(hosts_of(layout))) == n:  # no node-aware communicator: the silent fallback, MPIR's own choice
+    if comm_hierarchy(hosts_of(layout).tolist()) == "flat":  # no node-aware communicator: the fallback, MPIR's own
         name = _defaults.RULES["bcast"](n, m, True)
         return None if name is None else (name, DEFAULT)
     if m < _SHORT or n < _MIN_PROCS or (m < _LONG and _pof2(n)):

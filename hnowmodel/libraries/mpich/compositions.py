@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
-from ...layout import hosts_of
 from ...runopts import DEFAULT, Schedule
 from ...schedules.algorithms import binomial_bcast, binomial_reduce
 from ...schedules.catalog import ALLREDUCE, REDUCE
 from ...schedules.generator import Algorithm
 from ...schedules.hierarchy import on_groups, on_hosts, phases
 from ...schedules.steps import MessageSchedule, Step
+from ...trees.nodeaware import host_members
 from . import defaults as _defaults
 
 __all__ = ["AlphaSchedule", "host_groups", "allreduce_alpha_run", "reduce_alpha_run"]
@@ -92,9 +92,8 @@ def host_groups(layout: Sequence[str]) -> tuple[tuple[int, ...], ...]:
     >>> host_groups(Layout(["f"] * 4, hosts=[0, 1, 0, 1]))
     ((0, 2), (1, 3))
     """
-    hosts = hosts_of(layout)
-    groups = (tuple(int(r) for r in np.flatnonzero(hosts == h)) for h in np.unique(hosts))
-    return tuple(sorted(groups, key=min))
+    # a Layout numbers its hosts in order of first appearance: host by host is by lowest rank
+    return tuple(tuple(int(r) for r in members) for members in host_members(layout))
 
 
 def _alpha_run(op: str, layout: Sequence[str], size: int) -> tuple[Any, Schedule] | None:

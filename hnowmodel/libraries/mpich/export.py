@@ -135,13 +135,6 @@ def _pin_text(env: Mapping[str, str]) -> str:
     return " ".join(f"{k}={v}" for k, v in env.items())
 
 
-def _hierarchy(hosts: Sequence[str]) -> str:
-    """What MPICH's ``comm_hierarchy`` sees for ranks on ``hosts``: ``flat`` (one rank per host), ``node`` (one
-    host) or ``parent``."""
-    distinct = len(set(hosts))
-    return "flat" if distinct == len(hosts) else "node" if distinct == 1 else "parent"
-
-
 #: How hnow names MPICH's algorithms that ch4 compositions run (bcast's ``composition:alpha``), and MPIR's smp bcast.
 _ALPHA, _SMP, _COMPOSITION = "composition:alpha", "smp", "composition:"
 
@@ -197,10 +190,7 @@ class MpichBackend:
     def _composition(self, op: str, n: int, size: int) -> str | None:
         """The ch4 composition MPICH's device runs for ``op`` (``alpha``, ``beta``, ...), None where it runs MPIR's
         own selection directly (one rank per node)."""
-        if self.hierarchy != "parent" or not self.lib.ch4:
-            return None
-        comp = table_io.select(self.lib.ch4, op, comm_size=n, msg_bytes=size, hierarchy="parent")
-        return None if comp is None else next(iter(comp)).rpartition("_")[2]
+        return ch4.composition(self.lib.ch4, op, n, size, "parent") if self.hierarchy == "parent" else None
 
     def leaf(self, nat: NativeAlgorithm) -> Any:
         if nat.algorithm == _ALPHA:  # with the file in force the device's collectives are off: MPIR's smp (bcast)
@@ -255,10 +245,14 @@ class MpichBackend:
         candidate predicted the same (bcast alpha: smp)."""
         if p.chosen != p.default or not p.default.startswith(_COMPOSITION):
             return True
-        same = [a for a, us in p.cand_us.items() if a != p.default and _algorithm(op, a) is not None
-                and self.leaf(_algorithm(op, a)) == p.leaf]  # fmt: skip
+        same = [a for a in p.cand_us if a != p.default and self._leaf_of(op, a) == p.leaf]
         us = p.default_us
         return us is not None and p.leaf is not None and any(abs(p.cand_us[a] - us) <= 1e-9 * us for a in same)
+
+    def _leaf_of(self, op: str, name: str) -> Any:
+        """The leaf the file says for ``op``'s algorithm ``name`` (None: none, or no such algorithm)."""
+        nat = _algorithm(op, name)
+        return None if nat is None else self.leaf(nat)
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> MpichSelection:
         """The default table with the choices put in, checked as MPICH reads it and read back: every size asked
@@ -331,7 +325,7 @@ def choose_mpich(
     else:
         if len(hosts) != len(layout):
             raise InputError(f"hosts: {len(hosts)} hosts for {len(layout)} ranks")
-        hierarchy = _hierarchy(hosts)
+        hierarchy = ch4.comm_hierarchy(hosts)
     backend = MpichBackend(libmpi, hierarchy)
     chosen, more = choose(backend, profile, layout, ops, sizes)
     return backend.render(layout, chosen, notes + more)
