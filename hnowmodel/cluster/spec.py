@@ -46,6 +46,7 @@ __all__ = [
     "IFNAME_PREFIX",
     "NETNS_PREFIX",
     "check_cluster_name",
+    "copy_name",
     "TCP_MODES",
 ]
 
@@ -205,6 +206,22 @@ def check_cluster_name(name: Any, where: str = "name") -> str:
     if len(IFNAME_PREFIX) + len(name) + 2 > _IFNAMSIZ:
         raise InputError(f"{where}: cluster name {name!r} is too long (at most {_IFNAMSIZ - len(IFNAME_PREFIX) - 2})")
     return name
+
+
+def copy_name(spec: ClusterSpec, mark: str = "t") -> str:
+    """A name for a copy of ``spec`` with the same hosts (say, in another order) that is not ``spec``'s own and fits
+    the interface names of its longest host: ``spec``'s name (cut to fit) with ``mark`` appended, or ``u`` where
+    that gives ``spec``'s own name back.
+
+    >>> hosts = (HostSpec("f1-2", 100.0, 100.0),)
+    >>> [copy_name(ClusterSpec(name, hosts)) for name in ("s20orun", "abc", "runt")]
+    ['s20orut', 'abct', 'runtt']
+    """
+    longest = max((len(h.name) for h in spec.hosts), default=0)
+    room = min(_IFNAMSIZ - len(IFNAME_PREFIX) - 1 - longest, _IFNAMSIZ - len(IFNAME_PREFIX) - 2)
+    base = spec.name[: max(room - 1, 0)]
+    name = base + mark
+    return name if name != spec.name else base + "u"
 
 
 def _unknown(doc: Mapping, allowed: tuple[str, ...], where: str) -> None:

@@ -101,7 +101,7 @@ def tuned_launch(launch: Launch, st: ShapeTuning, folder: Path) -> Launch:
     if launch.cluster is not None:
         spec = _cluster.load_spec(launch.cluster)
         by_name = {h.name: h for h in spec.hosts}
-        name = f"{spec.name[:9]}t" if not spec.name[:9].endswith("t") else f"{spec.name[:9]}u"
+        name = _cluster.copy_name(spec)
         tuned = _cluster.ClusterSpec(name, tuple(by_name[h] for h, _ in blocks))
         path = folder / f"cluster-{name}.json"
         write_json_atomic(path, _cluster.to_dict(tuned))

@@ -247,9 +247,9 @@ def test_verify_measures_the_default_and_the_tuned_settings_on_two_local_ranks(t
     assert got.slower == (got.measured_gain_pct < 0)
 
 
-def _cluster_doc(names: list[str]) -> dict:
+def _cluster_doc(names: list[str], name: str = "tunet") -> dict:
     hosts = [{"name": n, "egress_mbit": 50, "ingress_mbit": 50, "slots": 1} for n in names]
-    return {"schema": "hnowmodel.cluster/1", "name": "tunet", "hosts": hosts}
+    return {"schema": "hnowmodel.cluster/1", "name": name, "hosts": hosts}
 
 
 def test_the_tuned_order_runs_on_a_copy_of_the_cluster_or_hostfile_in_that_order(tmp_path):
@@ -263,6 +263,10 @@ def test_the_tuned_order_runs_on_a_copy_of_the_cluster_or_hostfile_in_that_order
     spec.write_text(json.dumps(_cluster_doc(list(shape.rank_hosts))))
     got = tuned_launch(hm.Launch(np=6, cluster=str(spec)), st, tmp_path / "c")
     assert [h.name for h in hm.cluster.load_spec(got.cluster).hosts] == list(st.hosts_in_order)
+    # a cluster whose name already takes all the room its host names leave: the copy's name is cut to fit
+    spec.write_text(json.dumps(_cluster_doc(list(shape.rank_hosts), "runrunrun")))
+    copy = hm.cluster.load_spec(tuned_launch(hm.Launch(np=6, cluster=str(spec)), st, tmp_path / "d").cluster)
+    assert copy.name != "runrunrun" and [h.name for h in copy.hosts] == list(st.hosts_in_order)
     hf = tmp_path / "hosts"
     hf.write_text("".join(f"{h}:1\n" for h in shape.rank_hosts))
     got = tuned_launch(hm.Launch(np=6, hostfile=str(hf)), st, tmp_path / "h")
