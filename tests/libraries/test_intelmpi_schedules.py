@@ -94,18 +94,16 @@ def test_the_default_is_modelled_where_the_wire_showed_it():
 
 
 def test_the_default_on_12_ranks_is_modelled_where_the_wire_showed_it():
-    """12 ranks, one per host (the tune_vs_exhaustive shape): allreduce's reduce_scatter_allgather at 16 and 256 KiB
-    and reduce_scatter's recursive halving at 16 KiB; other partners at 64 KiB, and every other operation there,
-    not modelled (kept by hnow tune)."""
+    """12 ranks, one per host (the tune_vs_exhaustive shape): allreduce's reduce_scatter_allgather at 16-256 KiB,
+    reduce_scatter's recursive halving at 16 KiB, reduce pipelined up knomial_1 (16, 64 KiB) and a chain (256 KiB),
+    allgather's folded recursive doubling; reduce_scatter from 64 KiB and alltoall not modelled (kept)."""
     d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
     sizes = (16384, 65536, 262144)
-    assert [d["allreduce"].tree_at(12, m) for m in sizes] == [
-        "reduce_scatter_allgather",
-        None,
-        "reduce_scatter_allgather",
-    ]
+    assert {d["allreduce"].tree_at(12, m) for m in sizes} == {"reduce_scatter_allgather"}
     assert [d["reduce_scatter"].tree_at(12, m) for m in sizes] == ["recursive_halving", None, None]
-    assert all(d[op].tree_at(12, m) is None for op in ("reduce", "allgather", "alltoall") for m in sizes)
+    assert [d["reduce"].tree_at(12, m) for m in sizes] == ["pipelined_knomial1"] * 2 + ["pipelined_chain"]
+    assert {d["allgather"].tree_at(12, m) for m in sizes} == {"recursive_doubling_fold"}
+    assert all(d["alltoall"].tree_at(12, m) is None for m in sizes)
     assert d["allreduce"].tree_at(12, 16384, one_per_host=False) is None
 
 
