@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from ..trees import Tree
 from ..trees.registry import make_tree
 from .algorithms import BlockTrace, _Builder, _ranges, _ranks, _root, _size, pof2_below
 from .steps import MessageSchedule
@@ -85,11 +86,11 @@ def pipelined_tree_reduce(
         for edges in steps:
             src = (np.array([c for c, _ in edges]) + root) % n
             dst = (np.array([p for _, p in edges]) + root) % n
-            b.add(src, dst, seg, seg, carry=lambda i, e=len(edges): np.ones((e, 1), dtype=bool))
+            b.add(src, dst, seg, seg, carry=lambda i, e=src.size: np.ones((e, 1), dtype=bool))
     return b.schedule()
 
 
-def _reduce_steps(t) -> list[list[tuple[int, int]]]:  # noqa: ANN001 - a trees.Tree
+def _reduce_steps(t: Tree) -> list[list[tuple[int, int]]]:
     """The tree's edges ``(child, parent)`` in steps: a parent receives from one child a step, in its children's
     order, and a child sends once it has received from all of its own (the step after its last receive)."""
     at: dict[int, int] = {}  # the step each rank sends to its parent

@@ -14,8 +14,8 @@ wire for allgather only: a rule ``4096-4096`` held at ``m`` = 4096 on 4 ranks).
 The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with a ``leaf``, their
 ``I_MPI_ADJUST`` number: :mod:`.algorithms`, :mod:`.schedules`). The default is Intel MPI's tuning file's choice,
 modelled where it is known what runs (its ``by_size``, :class:`.rows.TuningRows`: bcast, scatter, gather on 6 ranks,
-the others on 2 and 4, and reduce, allreduce, allgather and reduce_scatter at some sizes on 12, one rank per host); elsewhere it is
-kept (not modelled, with a note) (docs/intel-mpi.md).
+the others on 2 and 4, and reduce, allreduce, allgather and reduce_scatter at some sizes on 12, one rank per host);
+elsewhere it is kept (not modelled, with a note) (docs/intel-mpi.md).
 """
 
 from __future__ import annotations
