@@ -126,9 +126,16 @@ def test_the_export_writes_the_strings_intel_mpi_reads_for_the_five_operations()
         op = next(o for o in SCHEDULE_OPS if adjust_variable(o) == var)
         rules = parse_adjust(value)
         assert all(r.plo == r.phi == 4 for r in rules)
+        dflt = OP_ALGORITHMS[op].native
         for r in (x for x in sel.rows if x.op == op):
-            want = numbers[op].get(r.chosen)  # None: the default kept there
-            assert adjust_runs(rules, 4, r.size_bytes) == want, (op, r)
+            got = adjust_runs(rules, 4, r.size_bytes)
+            if r.chosen == "tuning-file":  # not modelled: no rule (a note says 2021.16 may run another's there)
+                assert got is None, (op, r)
+            elif r.chosen != "default":
+                assert got == numbers[op][r.chosen], (op, r)
+            elif got is not None:  # the default kept by the number that runs its schedule there (no gap)
+                runs = {a.leaf: a for a in OP_ALGORITHMS[op].alternatives}[got]
+                assert runs.tree_at(4, r.size_bytes) == dflt.tree_at(4, r.size_bytes) is not None, (op, r)
     # 8 KiB: not modelled for allreduce on 4 ranks (between the rows): the default kept there, with a note
     assert any(n.startswith("allreduce at 8K:") for n in sel.notes), sel.notes
     # the choice is the fastest modelled one at each size, against the default where it is modelled

@@ -85,13 +85,14 @@ class ImpiSelection:
         return table_rows(self.rows, {op for op, e in self.entries.items() if e})
 
 
-def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice]) -> None:
-    """Read each string as Intel MPI does: every size runs what was chosen (the library's own choice where the
-    default is kept), and other process counts and sizes above the largest one keep the library's choice."""
+def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice], filled: Mapping[Any, int]) -> None:
+    """Read each string as Intel MPI's reference says it is read: every size runs what was chosen (the library's own
+    choice where the default is kept, or the number ``filled[(op, size)]`` that runs the default's algorithm there),
+    and other process counts and sizes above the largest one keep the library's choice."""
     for oc in chosen:
         rules = parse_adjust(strings.get(adjust_variable(oc.op), ""))
         for p in oc.picks:
-            want = None if p.leaf == TUNING_DEFAULT else p.leaf
+            want = filled.get((oc.op, p.size)) if p.leaf == TUNING_DEFAULT else p.leaf
             got = adjust_runs(rules, n, p.size)
             if got != want:
                 raise InputError(f"internal: {adjust_variable(oc.op)} runs {got} for {oc.op} at {p.size} B, not {want}")
@@ -100,6 +101,24 @@ def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice]) -
                     raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} on {other} ranks")
         if adjust_runs(rules, n, oc.ranges[-1][1] + 1) is not None:
             raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} above {oc.ranges[-1][1]} B")
+
+
+def _default_number(op: str, n: int, size: int, one_per_host: bool) -> NativeAlgorithm | None:
+    """The pinned algorithm (one with an ``I_MPI_ADJUST`` number) that runs what Intel MPI's default is modelled to
+    run for ``op`` on ``n`` ranks at ``size`` bytes (the same tree or schedule, the same way), None where the default
+    is not modelled there or no number runs it (a pipelined bcast or reduce: Intel's own)."""
+    dflt = _ops.get(op).native.get(ImpiBackend.library)
+    model = None if dflt is None or dflt.per_layout is not None else dflt.tree_at(n, size, one_per_host)
+    if model is None:
+        return None
+    return next(
+        (
+            c
+            for c in _ops.native_choices(op, ImpiBackend.library)
+            if c.leaf and c.schedule == dflt.schedule and c.tree_at(n, size, one_per_host) == model
+        ),
+        None,
+    )
 
 
 @dataclass(frozen=True)
@@ -132,18 +151,34 @@ class ImpiBackend:
         return int(nat.leaf or TUNING_DEFAULT)  # the default has no number: TUNING_DEFAULT, no rule
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> ImpiSelection:
-        """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI reads them."""
+        """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI's reference
+        reads them. An operation's string has no gap among the sizes asked for where the default is modelled and
+        a number runs it: Intel MPI 2021.16 runs the last rule's algorithm where no rule holds (docs/intel-mpi.md,
+        "Export"), so a size where the default is kept gets the rule that runs the default's algorithm; where no
+        number runs it, a note says that the string may run another algorithm there."""
         n = len(layout)
         entries: dict[str, tuple[tuple[int, int, str], ...]] = {}
         strings: dict[str, str] = {}
+        filled: dict[tuple[str, int], int] = {}
+        notes = list(notes)
         for oc in chosen:
-            kept = [(lo, hi, p) for lo, hi, p in oc.ranges if p.leaf != TUNING_DEFAULT]
-            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in kept)
+            kept = []
+            if any(p.leaf != TUNING_DEFAULT for _, _, p in oc.ranges):
+                for lo, hi, p in oc.ranges:
+                    if p.leaf != TUNING_DEFAULT:
+                        kept.append((lo, hi, int(p.leaf), p.chosen))
+                    elif (same := _default_number(oc.op, n, p.size, self.one_per_host)) is not None:
+                        kept.append((lo, hi, int(same.leaf or 0), f"{same.algorithm} (the default's)"))
+                        filled.update({(oc.op, q.size): int(same.leaf or 0) for q in oc.picks if lo <= q.size <= hi})
+                    else:
+                        notes.append(
+                            f"{oc.op} {format_size(lo)}-{format_size(hi)}: the default is kept, but no rule runs it; "
+                            "Intel MPI 2021.16 may run another rule's algorithm there"
+                        )
+            entries[oc.op] = tuple((lo, hi, name) for lo, hi, _, name in kept)
             if kept:
-                strings[adjust_variable(oc.op)] = format_adjust(
-                    [AdjustRule(int(p.leaf), lo, hi, n, n) for lo, hi, p in kept]
-                )
-        _read_back(strings, n, chosen)
+                strings[adjust_variable(oc.op)] = format_adjust([AdjustRule(k, lo, hi, n, n) for lo, hi, k, _ in kept])
+        _read_back(strings, n, chosen, filled)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
         return ImpiSelection(layout, variants, rows, entries, strings, tuple(notes))
