@@ -88,7 +88,8 @@ class ImpiSelection:
 def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice], filled: Mapping[Any, int]) -> None:
     """Read each string as Intel MPI's reference says it is read: every size runs what was chosen (the library's own
     choice where the default is kept, or the number ``filled[(op, size)]`` that runs the default's algorithm there),
-    and other process counts and sizes above the largest one keep the library's choice."""
+    sizes above the largest one keep the library's choice, and so do other process counts under a one-rule string
+    (several rules carry no process count: :meth:`ImpiBackend.render`)."""
     for oc in chosen:
         rules = parse_adjust(strings.get(adjust_variable(oc.op), ""))
         for p in oc.picks:
@@ -96,7 +97,7 @@ def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice], f
             got = adjust_runs(rules, n, p.size)
             if got != want:
                 raise InputError(f"internal: {adjust_variable(oc.op)} runs {got} for {oc.op} at {p.size} B, not {want}")
-            for other in (n - 1, n + 1):
+            for other in (n - 1, n + 1) if len(rules) == 1 else ():  # several rules hold on every process count
                 if other >= 2 and adjust_runs(rules, other, p.size) is not None:
                     raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} on {other} ranks")
         if adjust_runs(rules, n, oc.ranges[-1][1] + 1) is not None:
@@ -119,6 +120,21 @@ def _default_number(op: str, n: int, size: int, one_per_host: bool) -> NativeAlg
         ),
         None,
     )
+
+
+def _merged(rules: list[tuple[int, int, int, str]]) -> list[tuple[int, int, int, str]]:
+    """``(from, upto, number, name)`` ranges with adjacent ones of the same number joined (fewer rules).
+
+    >>> _merged([(0, 10, 3, "ring"), (11, 20, 3, "ring"), (21, 30, 1, "x"), (40, 50, 1, "x")])
+    [(0, 20, 3, 'ring'), (21, 30, 1, 'x'), (40, 50, 1, 'x')]
+    """
+    out: list[tuple[int, int, int, str]] = []
+    for r in rules:
+        if out and out[-1][2] == r[2] and out[-1][1] + 1 == r[0]:
+            out[-1] = (out[-1][0], r[1], r[2], out[-1][3])
+        else:
+            out.append(r)
+    return out
 
 
 @dataclass(frozen=True)
@@ -176,8 +192,18 @@ class ImpiBackend:
                             "Intel MPI 2021.16 may run another rule's algorithm there"
                         )
             entries[oc.op] = tuple((lo, hi, name) for lo, hi, _, name in kept)
+            kept = _merged(kept)
             if kept:
-                strings[adjust_variable(oc.op)] = format_adjust([AdjustRule(k, lo, hi, n, n) for lo, hi, k, _ in kept])
+                # one rule: for exactly n ranks; several: no process count, which 2021.16 misread (docs/intel-mpi.md)
+                procs = (n, n) if len(kept) == 1 else (None, None)
+                strings[adjust_variable(oc.op)] = format_adjust(
+                    [AdjustRule(k, lo, hi, *procs) for lo, hi, k, _ in kept]
+                )
+                if len(kept) > 1:
+                    why = "Intel MPI 2021.16 ran the last rule's algorithm at every size with it"
+                    notes.append(
+                        f"{oc.op}: several rules, written without @{n}-{n} ({why}): on every communicator size"
+                    )
         _read_back(strings, n, chosen, filled)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
