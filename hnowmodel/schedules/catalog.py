@@ -1,8 +1,10 @@
 """The named algorithms of the operations whose algorithms are message schedules, as the operation registry
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
-``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
-that only Open MPI runs (reduce ``linear`` and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
+``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the ones
+only Intel MPI's default runs (reduce ``pipelined_knomial1`` and ``pipelined_chain``, allgather
+``recursive_doubling_fold``: :mod:`~hnowmodel.schedules.impi`); the few that only Open MPI runs (reduce ``linear``
+and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
 and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
@@ -38,6 +40,7 @@ from .algorithms import (
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .bcast import scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .generator import Algorithm
+from .impi import fold_recursive_doubling_allgather, pipelined_tree_reduce
 from .ompi import ompi_rabenseifner_allreduce
 from .reduce import rabenseifner_reduce
 
@@ -69,6 +72,10 @@ REDUCE = _named(
               partial(rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
     Algorithm("in_order_binomial", "Open MPI's binomial: MPICH's messages, the next child's receive posted early",
               partial(binomial_reduce, prepost=True), rooted=True),
+    Algorithm("pipelined_knomial1", "up MPICH's knomial_1 tree (radix 2) in 8 KiB segments (Intel MPI)",
+              pipelined_tree_reduce, rooted=True),
+    Algorithm("pipelined_chain", "up a chain in 14000-byte segments (Intel MPI)",
+              partial(pipelined_tree_reduce, tree="chain", segment_bytes=14000), rooted=True),
 )  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(
@@ -95,7 +102,9 @@ ALLGATHER = _named(
     Algorithm("ring", "p - 1 steps to the right-hand neighbour", ring_allgather),
     Algorithm("recursive_doubling", "lg p exchanges of doubling size (p a power of two)", recursive_doubling_allgather),
     Algorithm("brucks", "ceil(lg p) steps of doubling distance", bruck_allgather),
-)
+    Algorithm("recursive_doubling_fold", "the odd ranks fold into the even, recursive doubling, unfold (Intel MPI)",
+              fold_recursive_doubling_allgather),
+)  # fmt: skip
 #: m = each rank's result block (bytes); each rank contributes p·m.
 REDUCE_SCATTER = _named(
     Algorithm("recursive_halving", "lg p steps of halving distance", recursive_halving_reduce_scatter),

@@ -14,8 +14,8 @@ wire for allgather only: a rule ``4096-4096`` held at ``m`` = 4096 on 4 ranks).
 The candidates are Intel MPI's algorithms hnow models (:func:`hnowmodel.ops.native_choices` with a ``leaf``, their
 ``I_MPI_ADJUST`` number: :mod:`.algorithms`, :mod:`.schedules`). The default is Intel MPI's tuning file's choice,
 modelled where it is known what runs (its ``by_size``, :class:`.rows.TuningRows`: bcast, scatter, gather on 6 ranks,
-the others on 2 and 4, and allreduce and reduce_scatter at some sizes on 12, one rank per host); elsewhere it is
-kept (not modelled, with a note) (docs/intel-mpi.md).
+the others on 2 and 4, and reduce, allreduce, allgather and reduce_scatter at some sizes on 12, one rank per host);
+elsewhere it is kept (not modelled, with a note) (docs/intel-mpi.md).
 """
 
 from __future__ import annotations
@@ -85,21 +85,56 @@ class ImpiSelection:
         return table_rows(self.rows, {op for op, e in self.entries.items() if e})
 
 
-def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice]) -> None:
-    """Read each string as Intel MPI does: every size runs what was chosen (the library's own choice where the
-    default is kept), and other process counts and sizes above the largest one keep the library's choice."""
+def _read_back(strings: Mapping[str, str], n: int, chosen: Sequence[OpChoice], filled: Mapping[Any, int]) -> None:
+    """Read each string as Intel MPI's reference says it is read: every size runs what was chosen (the library's own
+    choice where the default is kept, or the number ``filled[(op, size)]`` that runs the default's algorithm there),
+    sizes above the largest one keep the library's choice, and so do other process counts under a one-rule string
+    (several rules carry no process count: :meth:`ImpiBackend.render`)."""
     for oc in chosen:
         rules = parse_adjust(strings.get(adjust_variable(oc.op), ""))
         for p in oc.picks:
-            want = None if p.leaf == TUNING_DEFAULT else p.leaf
+            want = filled.get((oc.op, p.size)) if p.leaf == TUNING_DEFAULT else p.leaf
             got = adjust_runs(rules, n, p.size)
             if got != want:
                 raise InputError(f"internal: {adjust_variable(oc.op)} runs {got} for {oc.op} at {p.size} B, not {want}")
-            for other in (n - 1, n + 1):
+            for other in (n - 1, n + 1) if len(rules) == 1 else ():  # several rules hold on every process count
                 if other >= 2 and adjust_runs(rules, other, p.size) is not None:
                     raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} on {other} ranks")
         if adjust_runs(rules, n, oc.ranges[-1][1] + 1) is not None:
             raise InputError(f"internal: {adjust_variable(oc.op)} changes {oc.op} above {oc.ranges[-1][1]} B")
+
+
+def _default_number(op: str, n: int, size: int, one_per_host: bool) -> NativeAlgorithm | None:
+    """The pinned algorithm (one with an ``I_MPI_ADJUST`` number) that runs what Intel MPI's default is modelled to
+    run for ``op`` on ``n`` ranks at ``size`` bytes (the same tree or schedule, the same way), None where the default
+    is not modelled there or no number runs it (a pipelined bcast or reduce: Intel's own)."""
+    dflt = _ops.get(op).native.get(ImpiBackend.library)
+    model = None if dflt is None or dflt.per_layout is not None else dflt.tree_at(n, size, one_per_host)
+    if model is None:
+        return None
+    return next(
+        (
+            c
+            for c in _ops.native_choices(op, ImpiBackend.library)
+            if c.leaf and c.schedule == dflt.schedule and c.tree_at(n, size, one_per_host) == model
+        ),
+        None,
+    )
+
+
+def _merged(rules: list[tuple[int, int, int, str]]) -> list[tuple[int, int, int, str]]:
+    """``(from, upto, number, name)`` ranges with adjacent ones of the same number joined (fewer rules).
+
+    >>> _merged([(0, 10, 3, "ring"), (11, 20, 3, "ring"), (21, 30, 1, "x"), (40, 50, 1, "x")])
+    [(0, 20, 3, 'ring'), (21, 30, 1, 'x'), (40, 50, 1, 'x')]
+    """
+    out: list[tuple[int, int, int, str]] = []
+    for r in rules:
+        if out and out[-1][2] == r[2] and out[-1][1] + 1 == r[0]:
+            out[-1] = (out[-1][0], r[1], r[2], out[-1][3])
+        else:
+            out.append(r)
+    return out
 
 
 @dataclass(frozen=True)
@@ -132,18 +167,44 @@ class ImpiBackend:
         return int(nat.leaf or TUNING_DEFAULT)  # the default has no number: TUNING_DEFAULT, no rule
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> ImpiSelection:
-        """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI reads them."""
+        """The strings that run the choices on exactly ``len(layout)`` ranks, read back as Intel MPI's reference
+        reads them. An operation's string has no gap among the sizes asked for where the default is modelled and
+        a number runs it: Intel MPI 2021.16 runs the last rule's algorithm where no rule holds (docs/intel-mpi.md,
+        "Export"), so a size where the default is kept gets the rule that runs the default's algorithm; where no
+        number runs it, a note says that the string may run another algorithm there."""
         n = len(layout)
         entries: dict[str, tuple[tuple[int, int, str], ...]] = {}
         strings: dict[str, str] = {}
+        filled: dict[tuple[str, int], int] = {}
+        notes = list(notes)
         for oc in chosen:
-            kept = [(lo, hi, p) for lo, hi, p in oc.ranges if p.leaf != TUNING_DEFAULT]
-            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in kept)
+            kept = []
+            if any(p.leaf != TUNING_DEFAULT for _, _, p in oc.ranges):
+                for lo, hi, p in oc.ranges:
+                    if p.leaf != TUNING_DEFAULT:
+                        kept.append((lo, hi, int(p.leaf), p.chosen))
+                    elif (same := _default_number(oc.op, n, p.size, self.one_per_host)) is not None:
+                        kept.append((lo, hi, int(same.leaf or 0), f"{same.algorithm} (the default's)"))
+                        filled.update({(oc.op, q.size): int(same.leaf or 0) for q in oc.picks if lo <= q.size <= hi})
+                    else:
+                        notes.append(
+                            f"{oc.op} {format_size(lo)}-{format_size(hi)}: the default is kept, but no rule runs it; "
+                            "Intel MPI 2021.16 may run another rule's algorithm there"
+                        )
+            entries[oc.op] = tuple((lo, hi, name) for lo, hi, _, name in kept)
+            kept = _merged(kept)
             if kept:
+                # one rule: for exactly n ranks; several: no process count, which 2021.16 misread (docs/intel-mpi.md)
+                procs = (n, n) if len(kept) == 1 else (None, None)
                 strings[adjust_variable(oc.op)] = format_adjust(
-                    [AdjustRule(int(p.leaf), lo, hi, n, n) for lo, hi, p in kept]
+                    [AdjustRule(k, lo, hi, *procs) for lo, hi, k, _ in kept]
                 )
-        _read_back(strings, n, chosen)
+                if len(kept) > 1:
+                    why = "Intel MPI 2021.16 ran the last rule's algorithm at every size with it"
+                    notes.append(
+                        f"{oc.op}: several rules, written without @{n}-{n} ({why}): on every communicator size"
+                    )
+        _read_back(strings, n, chosen, filled)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
         return ImpiSelection(layout, variants, rows, entries, strings, tuple(notes))

@@ -19,7 +19,7 @@ are MPICH's are modelled by MPICH's schedules, each seen on the wire sending exa
 (docs/intel-mpi.md). A model is a :data:`~hnowmodel.libraries.native.SizeRule` ``(ranks, m bytes, one rank per
 host)`` -> the schedule algorithm's name, None where hnow does not model what runs (there: no prediction, a note).
 The default (nothing pinned) is modelled where the wire showed which schedule it runs (:data:`_DEFAULT_ROWS`: 2 and
-4 ranks, and allreduce and reduce_scatter at some sizes on 12, one per host).
+4 ranks, and reduce, allreduce, allgather and reduce_scatter at some sizes on 12, one per host).
 
 >>> [a.algorithm for a in OP_ALGORITHMS["allreduce"].alternatives]
 ['recursive_doubling', 'rabenseifner', 'ring']
@@ -135,12 +135,20 @@ def _pinned(op: str, number: int) -> NativeAlgorithm:
 # every rank: pairwise), alltoall on 4 ranks (Isend/Irecv with each rank's own block sent to itself as a message);
 # alltoall on 2 ranks is one exchange, modelled as the Isend/Irecv family's schedule (scattered). On 12 ranks (the
 # same reading, 16384, 65536 and 262144 bytes: experiments/intel_schedules_wire.py --np 12) allreduce runs MPICH's
-# reduce_scatter_allgather at 16 and 256 KiB (at 64 KiB other partners: not modelled) and reduce_scatter recursive
-# halving at 16 KiB (from 64 KiB every rank to every rank); reduce (8 KiB segments up a tree), allgather (no
-# schedule hnow has) and alltoall (Isend/Irecv, the own block sent to itself) are not modelled there.
+# reduce_scatter_allgather at 16, 64 and 256 KiB (at 64 KiB one socket read as another rank's in the first reading),
+# reduce_scatter recursive halving at 16 KiB (from 64 KiB every rank to every rank), reduce MPICH's knomial_1 tree
+# (radix 2) in 8 KiB segments at 16 and 64 KiB and a chain in 14000-byte segments at 256 KiB, allgather a recursive
+# doubling that folds 12 ranks to 8 first (the last three: Intel's own, hnowmodel/schedules/impi.py); each sends its
+# schedule's messages exactly, besides a few 16-byte ones not modelled. Alltoall (Isend/Irecv, the own block sent to
+# itself) is not modelled there.
 _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProxyType(
     {
-        "reduce": ((2, 8, 4096, "binomial"), (4, 8, 1024, "binomial")),
+        "reduce": (
+            (2, 8, 4096, "binomial"),
+            (4, 8, 1024, "binomial"),
+            (12, 16384, 65536, "pipelined_knomial1"),
+            (12, 262144, 262144, "pipelined_chain"),
+        ),
         "allreduce": tuple(
             row
             for n in (2, 4)
@@ -150,8 +158,12 @@ _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProx
                 (n, 262144, 262144, "reduce_scatter_allgather"),
             )
         )
-        + ((12, 16384, 16384, "reduce_scatter_allgather"), (12, 262144, 262144, "reduce_scatter_allgather")),
-        "allgather": ((2, 8, 262144, "recursive_doubling"), (4, 8, 262144, "recursive_doubling")),
+        + tuple((12, m, m, "reduce_scatter_allgather") for m in (16384, 65536, 262144)),
+        "allgather": (
+            (2, 8, 262144, "recursive_doubling"),
+            (4, 8, 262144, "recursive_doubling"),
+            (12, 16384, 262144, "recursive_doubling_fold"),
+        ),
         "reduce_scatter": (
             (2, 8, 262144, "recursive_halving"),
             (4, 8, 65536, "recursive_halving"),
