@@ -24,14 +24,12 @@ each one's ``export`` module is in the export's (L5: ``hnowmodel.libraries.*.exp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
-from dataclasses import replace
 from typing import Any
 
 from ..mpi_programs import library_name
 from ..params import Profile
-
 from .intelmpi import algorithms as _intelmpi
 from .mpich import algorithms as _mpich
 from .native import NativeAlgorithm, OpAlgorithms
