@@ -94,10 +94,8 @@ def run_by(profile: Profile, library: str) -> Profile:
     MPI's 64 KiB over TCP) that one replaces it. A profile calibrated under ``library``, one that names no library,
     and a library without a fixed protocol: ``profile`` as it is.
 
-    >>> from hnowmodel.params import Profile
-    >>> p = Profile.from_dict({"types": {"a": {"Sc": 1, "Sm": 0, "Rc": 1, "Rm": 0}},
-    ...     "network": {"regimes": [{"upto_bytes": None, "Xc_us": 0, "Xm_us_per_byte": 0.1}]},
-    ...     "nodes": [{"rank": 0, "type": "a"}], "provenance": {"mpi_library": "MPICH Version: 5.0.2"}})
+    >>> from hnowmodel.params import paper_profile
+    >>> p = replace(paper_profile(), provenance={"mpi_library": "MPICH Version: 5.0.2"})
     >>> run_by(p, "Open MPI").rendezvous_from_bytes, run_by(p, "MPICH").rendezvous_from_bytes
     (65536, None)
     """
