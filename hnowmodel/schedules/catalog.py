@@ -2,9 +2,9 @@
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
 ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
-that only Open MPI runs (reduce ``linear`` and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
-and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
-(:mod:`hnowmodel.libraries.openmpi.tuned`).
+that only Open MPI runs (reduce ``linear``, ``in_order_binomial`` and ``rabenseifner``, allreduce ``rabenseifner``,
+alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose
+name MPICH's has) (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
 What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
 (reduce, allreduce: the m bytes each rank contributes, doubles summed, 8-byte elements where the split is by
@@ -38,7 +38,7 @@ from .algorithms import (
 from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .bcast import scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .generator import Algorithm
-from .ompi import ompi_rabenseifner_allreduce
+from .ompi import ompi_rabenseifner_allreduce, ompi_rabenseifner_reduce
 from .reduce import rabenseifner_reduce
 
 __all__ = ["BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
@@ -69,6 +69,8 @@ REDUCE = _named(
               partial(rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
     Algorithm("in_order_binomial", "Open MPI's binomial: MPICH's messages, the next child's receive posted early",
               partial(binomial_reduce, prepost=True), rooted=True),
+    Algorithm("rabenseifner", "Open MPI's Rabenseifner's: its allreduce's fold and halving, a binomial gather",
+              partial(ompi_rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
 )  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(
