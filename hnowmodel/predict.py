@@ -37,6 +37,7 @@ from . import ops as _ops
 from .closedform import as_sizes, bcast, common_start_us, gather, ptp, scatter
 from .errors import InputError, LayoutError
 from .layout import Layout, parse_layout
+from .libraries import run_by
 from .params import Profile
 from .runopts import Schedule
 from .sizes import parse_sizes
@@ -193,8 +194,9 @@ def _native(
     if nat is None:
         what = "pins no default" if spec.text == _ops.NATIVE else "has no such algorithm"
         raise InputError(f"{spec.text}: {name} {what} for {op} in hnow's registry")
+    # the library's own protocol where the profile was calibrated under another one (libraries.run_by)
     return _ops.native_predict(
-        op, name, prof, lay, grid, root=root, variant=variant, algorithm=nat, reduce_us_per_byte=gamma
+        op, name, run_by(prof, name), lay, grid, root=root, variant=variant, algorithm=nat, reduce_us_per_byte=gamma
     )
 
 

@@ -17,21 +17,25 @@ each one's ``export`` module is in the export's (L5: ``hnowmodel.libraries.*.exp
 ['MPICH', 'Open MPI', 'Intel MPI']
 >>> [a.algorithm for a in natives("scatter")["alternatives"]["Open MPI"]]
 ['basic_linear', 'linear_nb']
+>>> LIBRARIES["Open MPI"].rendezvous_from_bytes, LIBRARIES["MPICH"].rendezvous_from_bytes
+(65536, None)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any
 
+from ..mpi_programs import library_name
+from ..params import Profile
 from .intelmpi import algorithms as _intelmpi
 from .mpich import algorithms as _mpich
 from .native import NativeAlgorithm, OpAlgorithms
 from .openmpi import algorithms as _openmpi
 
-__all__ = ["Library", "LIBRARIES", "natives", "NativeAlgorithm", "OpAlgorithms"]
+__all__ = ["Library", "LIBRARIES", "natives", "NativeAlgorithm", "OpAlgorithms", "run_by"]
 
 
 @dataclass(frozen=True)
@@ -39,13 +43,16 @@ class Library:
     """One MPI library: ``name`` (as :attr:`hnowmodel.ops.Operation.native` and ``hm.measure`` results name it),
     ``package`` (its package under :mod:`hnowmodel.libraries`), ``algorithms`` (operation -> its
     :class:`OpAlgorithms`; an operation it has none for is left out), ``summary`` (the versions hnow's knowledge
-    of it was checked against) and :attr:`export` (the module of its export backend, whose ``FORMAT``
+    of it was checked against), ``rendezvous_from_bytes`` (from which size, bytes, its messages between hosts wait
+    for their receive, where that is fixed by the library and known: :func:`run_by`; None: whatever the profile's
+    calibration found) and :attr:`export` (the module of its export backend, whose ``FORMAT``
     :mod:`hnowmodel.export` lists: named, not imported, since it sits in a layer above)."""
 
     name: str
     package: str
     algorithms: Mapping[str, OpAlgorithms]
     summary: str = ""
+    rendezvous_from_bytes: int | None = None
 
     @property
     def export(self) -> str:
@@ -58,7 +65,11 @@ LIBRARIES: Mapping[str, Library] = MappingProxyType(
     {
         "MPICH": Library("MPICH", "hnowmodel.libraries.mpich", _mpich.ALGORITHMS, "MPICH 5.0.x, ch4"),
         "Open MPI": Library(
-            "Open MPI", "hnowmodel.libraries.openmpi", _openmpi.ALGORITHMS, "Open MPI 5.0.x, coll/tuned and coll/han"
+            "Open MPI",
+            "hnowmodel.libraries.openmpi",
+            _openmpi.ALGORITHMS,
+            "Open MPI 5.0.x, coll/tuned and coll/han",
+            _openmpi.OMPI_TCP_RENDEZVOUS_FROM_BYTES,
         ),
         "Intel MPI": Library("Intel MPI", "hnowmodel.libraries.intelmpi", _intelmpi.ALGORITHMS, "Intel MPI 2021.16"),
     }
@@ -74,3 +85,22 @@ def natives(op: str) -> dict[str, Any]:
         "alternatives": {name: a.alternatives for name, a in got if a.alternatives},
         "pinned_only": {name: a.pinned_only for name, a in got if a.pinned_only},
     }
+
+
+def run_by(profile: Profile, library: str) -> Profile:
+    """``profile`` as ``library`` runs over it: a profile calibrated under another library (its provenance's
+    ``mpi_library`` names that one) carries that library's protocol (MPICH's eager limit: 660 KB and more over
+    TCP), which is not ``library``'s; where ``library`` fixes its own (:attr:`Library.rendezvous_from_bytes`, Open
+    MPI's 64 KiB over TCP) that one replaces it. A profile calibrated under ``library``, one that names no library,
+    and a library without a fixed protocol: ``profile`` as it is.
+
+    >>> from hnowmodel.params import paper_profile
+    >>> p = replace(paper_profile(), provenance={"mpi_library": "MPICH Version: 5.0.2"})
+    >>> run_by(p, "Open MPI").rendezvous_from_bytes, run_by(p, "MPICH").rendezvous_from_bytes
+    (65536, None)
+    """
+    own = LIBRARIES[library].rendezvous_from_bytes if library in LIBRARIES else None
+    calibrated = str((profile.provenance or {}).get("mpi_library", ""))
+    if own is None or not calibrated or library_name(calibrated) == library:
+        return profile
+    return replace(profile, rendezvous_from_bytes=own)

@@ -7,6 +7,10 @@ only Intel MPI's default runs (reduce ``pipelined_knomial1`` and ``pipelined_cha
 and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
 and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
+``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
+that only Open MPI runs (reduce ``linear``, ``in_order_binomial`` and ``rabenseifner``, allreduce ``rabenseifner``,
+alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose
+name MPICH's has) (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
 What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
 (reduce, allreduce: the m bytes each rank contributes, doubles summed, 8-byte elements where the split is by
@@ -41,7 +45,7 @@ from .alltoall import bruck_alltoall, pairwise_alltoall, scattered_alltoall
 from .bcast import scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .generator import Algorithm
 from .impi import fold_recursive_doubling_allgather, pipelined_tree_reduce
-from .ompi import ompi_rabenseifner_allreduce
+from .ompi import ompi_rabenseifner_allreduce, ompi_rabenseifner_reduce
 from .reduce import rabenseifner_reduce
 
 __all__ = ["BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
@@ -76,6 +80,8 @@ REDUCE = _named(
               pipelined_tree_reduce, rooted=True),
     Algorithm("pipelined_chain", "up a chain in 14000-byte segments (Intel MPI)",
               partial(pipelined_tree_reduce, tree="chain", segment_bytes=14000), rooted=True),
+    Algorithm("rabenseifner", "Open MPI's Rabenseifner's: its allreduce's fold and halving, a binomial gather",
+              partial(ompi_rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
 )  # fmt: skip
 #: m = each rank's vector (bytes).
 ALLREDUCE = _named(

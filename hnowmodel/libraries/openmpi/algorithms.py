@@ -35,7 +35,15 @@ from . import tuned as _tuned
 from .fixed import canonical, default_algorithm
 from .tuned import OP_ALGORITHMS as _SCHEDULE_OPS
 
-__all__ = ["ALGORITHMS", "HAN_OPS", "OMPI_CHAIN_FANOUTS", "OMPI_KNOMIAL_RADICES", "OMPI_KNOMIAL_RADIX", "han_runs"]
+__all__ = [
+    "ALGORITHMS",
+    "HAN_OPS",
+    "OMPI_CHAIN_FANOUTS",
+    "OMPI_KNOMIAL_RADICES",
+    "OMPI_KNOMIAL_RADIX",
+    "OMPI_TCP_RENDEZVOUS_FROM_BYTES",
+    "han_runs",
+]
 
 # Open MPI 5.0.x coll/tuned MCA parameters (checked with the wheel's ``ompi_info --param coll tuned --level 9``):
 # forced algorithms are read only with dynamic rules on; coll/han (priority 35, above tuned's 30) is excluded so
@@ -48,6 +56,11 @@ OMPI_KNOMIAL_RADICES = range(2, 9)
 #: ``coll_tuned_bcast_algorithm_knomial_radix``'s default: the radix of every k-nomial bcast Open MPI runs, forced,
 #: from a rules file (whose ``faninout`` it ignores) or by its fixed rules.
 OMPI_KNOMIAL_RADIX = 4
+#: ob1 over TCP: ``btl_tcp_eager_limit`` 65536 B counts the match header, so a message of 65536 B or more is a
+#: rendezvous (the TCP BTL's PUT path sends no data before the receive matches): what a calibration under Open MPI
+#: finds (``rendezvous_from_bytes`` 65536, docs/open-mpi.md). A profile calibrated under MPICH (eager to 660 KB)
+#: has the root of a linear reduce take every vector at once, 3.7x faster than Open MPI runs it one after another.
+OMPI_TCP_RENDEZVOUS_FROM_BYTES = 65536
 
 
 def _ompi(

@@ -38,6 +38,7 @@ from ...export.choose import (
 from ...layout import Layout
 from ...params import Profile
 from ...sizes import format_size
+from .. import run_by
 from ..native import NativeAlgorithm
 from . import fixed as ompi_fixed
 from . import rules as ompi_rules
@@ -289,7 +290,9 @@ def choose_ompi(
     Where the default is chosen, or is an algorithm hnow does not model (kept, with a note), the file says
     "fixed rules" (algorithm 0), as it does above the largest size and for every other communicator size. The
     text is read back as Open MPI reads it: every size must run what was chosen, and everything else the
-    default."""
+    default. A profile calibrated under another library is taken with Open MPI's protocol
+    (:func:`hnowmodel.libraries.run_by`)."""
+    profile = run_by(profile, "Open MPI")
     layout, _ = export_layout(profile, layout)
     backend = OmpiBackend(han_default=han_runs(layout), layout=layout)
     chosen, notes = choose(backend, profile, layout, ops, sizes)

@@ -159,6 +159,11 @@ def _rabenseifner(n: int, m: int, one_per_host: bool) -> str | None:
     return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else None
 
 
+def _rabenseifner_reduce(n: int, m: int, one_per_host: bool) -> str | None:
+    # ompi_coll_base_reduce_intra_redscat_gather: fewer elements than the largest power of two <= n -> basic linear
+    return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else "linear"
+
+
 def _rd_allgather(n: int, m: int, one_per_host: bool) -> str | None:
     # ompi_coll_base_allgather_intra_recursivedoubling: not a power of two -> Bruck
     return "recursive_doubling" if _is_pof2(n) else "brucks"
@@ -187,8 +192,9 @@ def _neighbor(n: int, m: int, one_per_host: bool) -> str | None:
 #   linear order); 5 two_proc = the 2-rank pairwise.
 # reduce: 1 linear (linear); 5 binomial over the in-order binomial tree (parent: the lowest set bit cleared,
 #   children r+1, r+2, r+4 received in that order: MPICH's binomial's messages, but ompi_coll_base_reduce_generic
-#   posts the next child's receive before it waits for the current one: in_order_binomial); not modelled:
-#   2 chain, 3 pipeline, 4 binary, 6 in-order binary, 7 Rabenseifner's (reduce-scatter + gather).
+#   posts the next child's receive before it waits for the current one: in_order_binomial); 7 Rabenseifner's
+#   (its allreduce's fold and halving, then a binomial gather: rabenseifner; fewer elements than pof2 -> linear);
+#   not modelled: 2 chain, 3 pipeline, 4 binary, 6 in-order binary.
 # reduce_scatter (MPI_Reduce_scatter_block): 3 recursive halving (MPICH's, with its fold); not modelled:
 #   1 basic_linear (reduce + scatterv), 2 recursive doubling, 4 butterfly.
 _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
@@ -224,7 +230,7 @@ _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
             4: ("binary", _always(None)),
             5: ("binomial", _always("in_order_binomial")),
             6: ("in-order_binary", _always(None)),
-            7: ("rabenseifner", _always(None)),
+            7: ("rabenseifner", _rabenseifner_reduce),
         },
         "reduce_scatter": {
             1: ("basic_linear", _always(None)),
