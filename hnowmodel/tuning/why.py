@@ -29,6 +29,7 @@ from .. import ops as _ops
 from ..errors import HnowError
 from ..export import Export
 from ..export.choose import export_layout
+from ..libraries import run_by
 from ..params import Profile
 
 __all__ = ["STEP", "term_groups", "shares", "explain", "why_text"]
@@ -195,7 +196,8 @@ def explain(prof: Profile, library: str, ex: Export, rows: Sequence[Any]) -> dic
             continue
 
         def predict(p: Profile, op=op, nat=nat, layout=layouts[lay], sizes=sizes, variant=variant) -> np.ndarray:
-            return _ops.native_predict(op, library, p, layout, sizes, variant=variant, algorithm=nat)
+            # as the choice predicted it: with the library's own protocol (libraries.run_by)
+            return _ops.native_predict(op, library, run_by(p, library), layout, sizes, variant=variant, algorithm=nat)
 
         try:
             base, by = shares(predict, prof, grown)

@@ -42,13 +42,14 @@ def test_each_algorithm_is_modelled_by_its_schedule_or_open_mpis_own():
     assert nat["alltoall"]["pairwise"].tree_at(4, 8) == "pairwise_shift"
     assert nat["alltoall"]["linear_sync"].tree_at(4, 8) == "linear"
     assert nat["reduce"]["binomial"].tree_at(5, 8) == "in_order_binomial"
+    assert nat["reduce"]["rabenseifner"].tree_at(4, 4096) == "rabenseifner"
+    assert nat["reduce"]["rabenseifner"].tree_at(6, 24) == "linear"  # fewer elements than pof2: the linear reduce
     not_modelled = {(op, a.algorithm) for op in nat for a in nat[op].values() if a.tree_at(4, 4096) is None}
     assert not_modelled == {
         ("allreduce", "basic_linear"), ("allreduce", "nonoverlapping"),
         ("allgather", "linear"), ("allgather", "neighbor"), ("allgather", "two_proc"), ("allgather", "sparbit"),
         ("alltoall", "two_proc"),
         ("reduce", "chain"), ("reduce", "pipeline"), ("reduce", "binary"), ("reduce", "in-order_binary"),
-        ("reduce", "rabenseifner"),
         ("reduce_scatter", "basic_linear"), ("reduce_scatter", "recursive_doubling"), ("reduce_scatter", "butterfly"),
     }  # fmt: skip
     # every model is an algorithm of the operation's registry entry
