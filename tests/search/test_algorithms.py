@@ -130,7 +130,9 @@ def test_the_cli_names_the_algorithm_its_parameters_and_the_gain(hnow):
                 "--json")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["algorithm"] in ops.get("reduce").algorithms and doc["params"]["root"] == doc["order"][0] == 2
+    # the root is searched: the reordered ranks start at it (linear's best is the fast rank 2; Intel's pipelined
+    # knomial_1, faster under the paper's per-link costs, keeps a slow root)
+    assert doc["algorithm"] in ops.get("reduce").algorithms and doc["params"]["root"] == doc["order"][0]
     assert doc["defaults"] and all(v >= -1e-9 for v in doc["gain_vs_default_pct"].values())
     text = hnow("best-tree", "--layout", "SSFS", "--op", "reduce", "--size", "64K", "--reduce-us-per-byte",
                 "0.0004", "--root", "1").stdout  # fmt: skip
