@@ -93,17 +93,20 @@ def pipelined_tree_reduce(
 def _reduce_steps(t: Tree) -> list[list[tuple[int, int]]]:
     """The tree's edges ``(child, parent)`` in steps: a parent receives from one child a step, in its children's
     order, and a child sends once it has received from all of its own (the step after its last receive)."""
-    at: dict[int, int] = {}  # the step each rank sends to its parent
-
-    def visit(v: int) -> int:
-        nxt = 0  # the first step v can receive in / send in
+    pre, stack = [], [int(t.root)]
+    while stack:  # children pushed in send order, so popped last first: reversed, a post-order in send order
+        v = stack.pop()
+        pre.append(v)
+        stack.extend(t.children[v])
+    at: dict[int, int] = {}  # the step each rank sends to its parent (no recursion: 2048-rank chains)
+    ready = [0] * t.n  # the first step each rank can send in: after its last receive
+    for v in reversed(pre):  # every child before its parent
+        nxt = 0  # the first step v can receive in
         for c in t.children[v]:
-            at[c] = max(visit(c), nxt)
+            at[c] = max(ready[c], nxt)
             nxt = at[c] + 1
-        return nxt
-
-    visit(int(t.root))
+        ready[v] = nxt
     out: list[list[tuple[int, int]]] = [[] for _ in range(max(at.values(), default=-1) + 1)]
-    for c, s in at.items():
-        out[s].append((c, int(t.parent[c])))
+    for c in reversed(pre[1:]):  # each step's edges in post-order
+        out[at[c]].append((c, int(t.parent[c])))
     return [e for e in out if e]

@@ -21,6 +21,7 @@ from hnowmodel import schedules as S
 from hnowmodel.errors import InputError
 from hnowmodel.params import paper_profile
 from hnowmodel.schedules import closed
+from hnowmodel.schedules.impi import pipelined_tree_reduce
 from hnowmodel.schedules.steps import MessageSchedule
 from hnowmodel.trees import binomial
 
@@ -423,3 +424,10 @@ def test_ompi_rabenseifner_halves_windows_as_open_mpi():
     assert tr.block_bytes.tolist() == [8.0, 16.0, 16.0, 16.0]
     with pytest.raises(InputError, match="at least 4 elements"):
         S.ompi_rabenseifner_allreduce(6, 24, elem_bytes=8)
+
+
+def test_intel_mpis_pipelined_chain_reduce_builds_on_a_chain_longer_than_pythons_recursion_limit():
+    """The steps up a tree are found without recursion: a chain of 1500 ranks (the issue's 2048-rank layouts)."""
+    s = pipelined_tree_reduce(1500, 8, tree="chain")
+    assert [(st.src.tolist(), st.dst.tolist()) for st in s.steps[:2]] == [([1499], [1498]), ([1498], [1497])]
+    assert len(s.steps) == 1499 and s.steps[-1].dst.tolist() == [0]
