@@ -3,14 +3,10 @@
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
 ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the ones
 only Intel MPI's default runs (reduce ``pipelined_knomial1`` and ``pipelined_chain``, allgather
-``recursive_doubling_fold``: :mod:`~hnowmodel.schedules.impi`); the few that only Open MPI runs (reduce ``linear``
-and ``in_order_binomial``, allreduce ``rabenseifner``, alltoall ``linear``
-and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
+``recursive_doubling_fold``: :mod:`~hnowmodel.schedules.impi`); the few that only Open MPI runs (reduce ``linear``,
+``in_order_binomial`` and ``rabenseifner``, allreduce ``rabenseifner``, alltoall ``linear`` and ``pairwise_shift``)
+as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
-``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the few
-that only Open MPI runs (reduce ``linear``, ``in_order_binomial`` and ``rabenseifner``, allreduce ``rabenseifner``,
-alltoall ``linear`` and ``pairwise_shift``) as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose
-name MPICH's has) (:mod:`hnowmodel.libraries.openmpi.tuned`).
 
 What ``m`` is, in bytes per rank: a bcast's message (MPICH's scatter + allgather bcasts), a reduction's vector
 (reduce, allreduce: the m bytes each rank contributes, doubles summed, 8-byte elements where the split is by
