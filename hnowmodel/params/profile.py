@@ -81,6 +81,11 @@ class Profile:
     #: Per node type: its host's NIC capacity, shared by all the host's ranks. Empty for a type: derived from the
     #: pairwise per-byte costs (:func:`hnowmodel.flow.capacities`). File: ``"hosts": {"nic": ...}``.
     nic: Mapping[str, Nic] = field(default_factory=dict)
+    #: Whether a rendezvous message between two hosts flows while one the other way between the same two ranks does
+    #: (one TCP connection carries both directions at once). False: the library moves one rendezvous message at a
+    #: time per pair of ranks (Open MPI's ob1 over TCP: an exchange of 64 KiB or more takes as long as the two
+    #: messages one after another, docs/open-mpi.md). File: ``"protocol": {"rendezvous_duplex": false}``.
+    rendezvous_duplex: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "types", MappingProxyType(dict(self.types)))
@@ -134,6 +139,7 @@ class Profile:
             self.rendezvous_from_bytes,
             {t: c.at(m) for t, c in self.shm.items()},
             self.nic,
+            self.rendezvous_duplex,
         )
 
     def segments(self, sizes: Any) -> list[tuple[float, np.ndarray]]:
@@ -360,19 +366,24 @@ calibrate one on real MPI, which measures it per node type: hnow calibrate --np 
         ext = _mapping(doc.get("extensions", {}), f"{where}.extensions")
         if "reduce" in ext:  # validated now, so that a bad γ names its file and field on load
             ReduceTerms.from_doc(ext["reduce"], types, f"{where}.extensions.reduce")
-        rdv = None
+        rdv, duplex = None, True
         if "protocol" in doc:
             proto = _mapping(doc["protocol"], f"{where}.protocol")
-            bad = sorted(set(proto) - {"rendezvous_from_bytes"})
+            bad = sorted(set(proto) - {"rendezvous_from_bytes", "rendezvous_duplex"})
             if bad:
-                raise ProfileError(f"{where}.protocol: unknown key {bad[0]!r} (expected rendezvous_from_bytes)")
+                raise ProfileError(
+                    f"{where}.protocol: unknown key {bad[0]!r} (expected rendezvous_from_bytes, rendezvous_duplex)"
+                )
+            duplex = proto.get("rendezvous_duplex", True)
+            if not isinstance(duplex, bool):
+                raise ProfileError(f"{where}.protocol.rendezvous_duplex: must be true or false, got {duplex!r}")
             rdv = proto.get("rendezvous_from_bytes")
             if rdv is not None and (isinstance(rdv, bool) or not isinstance(rdv, int) or not 0 < rdv <= MAX_UPTO_BYTES):
                 raise ProfileError(
                     f"{where}.protocol.rendezvous_from_bytes: must be a whole number of bytes > 0 or null, got {rdv!r}"
                 )
         shm, nic = parse_hosts(doc["hosts"], types, f"{where}.hosts") if "hosts" in doc else ({}, {})
-        return cls(types, network, links, tuple(nodes), dict(prov), dict(ext), rdv, shm, nic)
+        return cls(types, network, links, tuple(nodes), dict(prov), dict(ext), rdv, shm, nic, duplex)
 
     def to_dict(self) -> dict[str, Any]:
         """The document for this profile: ``hnowmodel.profile/3`` with ``hosts`` when it has host terms, else
@@ -392,6 +403,8 @@ calibrate one on real MPI, which measures it per node type: hnow calibrate --np 
             doc["links"] = [{"from": a, "to": b, **lk.to_dict()} for (a, b), lk in self.links.items()]
         if self.rendezvous_from_bytes is not None:
             doc["protocol"] = {"rendezvous_from_bytes": int(self.rendezvous_from_bytes)}
+        if not self.rendezvous_duplex:
+            doc.setdefault("protocol", {})["rendezvous_duplex"] = False
         if self.nodes:
             doc["nodes"] = [dict(n) for n in self.nodes]
         doc["provenance"] = _finite_or_null(dict(self.provenance))

@@ -21,7 +21,10 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
 * the messages of one pair (sender, receiver) flow one after another, each once the previous one is through: one
   connection per pair, and MPI's non-overtaking order (a tree never sends twice between one pair; a ring does every
   step, and max-min sharing between them would let a slow link's backlog delay every block: the calibrated
-  cluster profile's 4-rank ring at 1 MB would take 1.54 times as long);
+  cluster profile's 4-rank ring at 1 MB would take 1.54 times as long); where the profile's rendezvous is not
+  duplex (``rendezvous_duplex`` False: Open MPI's ob1 over TCP), the rendezvous messages between two ranks of
+  different hosts flow one after another whichever way they go (an exchange takes as long as both messages in turn);
+  the vectorised evaluator (:mod:`~hnowmodel.schedules.flowrounds`) leaves this out;
 * the receive completes once the message is delivered, the rank has posted this step's send and completed its
   previous receive: then ``R`` and the reduction, ``γ·reduce_bytes`` (``reduce_us_per_byte``: the profile has no
   γ yet).
@@ -121,7 +124,8 @@ class _Ranks:
         self.arrived: dict[tuple[int, int], float] = {}
         self.reached: dict[tuple[int, int], float] = {}  # (rank, step) -> when it posted that step's receive
         self.waiting: dict[tuple[int, int], tuple] = {}  # (receiver, step) -> a rendezvous message not yet matched
-        self.pairs: dict[tuple[int, int], deque] = {}  # (src, dst) with a message flowing -> the ones queued behind
+        self.pairs: dict[tuple[int, ...], deque] = {}  # a connection with a message flowing -> the ones queued behind
+        self.duplex = cost.profile.rendezvous_duplex
         self.done = np.zeros(n)
         self.posted = np.zeros(n)
 
@@ -193,25 +197,34 @@ class _Ranks:
             self._flow(s, d, k, b, max(t_post, t_recv), True)
 
     def _flow(self, s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
-        """The message of step ``k`` from ``s`` to ``d`` is ready to flow at ``t``: it flows once the pair's previous
-        message is through (one connection per pair, MPI's non-overtaking order)."""
-        pair = self.pairs.get((s, d))
+        """The message of step ``k`` from ``s`` to ``d`` is ready to flow at ``t``: it flows once its connection's
+        previous message is through (:meth:`_connection`; MPI's non-overtaking order)."""
+        key = self._connection(s, d, rdv)
+        pair = self.pairs.get(key)
         if pair is not None:
-            pair.append((k, b, t, rdv))
+            pair.append((s, d, k, b, t, rdv))
             return
-        self.pairs[(s, d)] = deque()
-        self._start(s, d, k, b, t, rdv)
+        self.pairs[key] = deque()
+        self._start(key, s, d, k, b, t, rdv)
 
-    def _start(self, s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
+    def _connection(self, s: int, d: int, rdv: bool) -> tuple[int, ...]:
+        """What a message queues on: its pair (sender, receiver), one connection per pair; a rendezvous message
+        between hosts under a profile whose rendezvous is not duplex (``rendezvous_duplex`` False: Open MPI over TCP)
+        the two ranks whichever way, one rendezvous at a time between them."""
+        if rdv and not self.duplex and not self.cost.same_host(s, d):
+            return (min(s, d), max(s, d), -1)
+        return (s, d)
+
+    def _start(self, key: tuple[int, ...], s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
         sim, cost = self.sim, self.cost
 
         def release(t_end: float) -> None:
-            pair = self.pairs[(s, d)]
+            pair = self.pairs[key]
             if pair:
-                k2, b2, t2, rdv2 = pair.popleft()
-                self._start(s, d, k2, b2, max(t2, t_end), rdv2)
+                s2, d2, k2, b2, t2, rdv2 = pair.popleft()
+                self._start(key, s2, d2, k2, b2, max(t2, t_end), rdv2)
             else:
-                del self.pairs[(s, d)]
+                del self.pairs[key]
 
         def deliver(t_end: float, f: Any) -> None:
             t_del = t_end + cost.latency(s, d, b)
@@ -226,6 +239,8 @@ class _Ranks:
 
             if cost.same_host(s, d):
                 sim.transfer(t, s, d, b, cost.shm_transfer(s, b), lambda t_end, f: (release(t_end), through(t_end, f)))
+            elif len(key) > 2:  # one rendezvous at a time between the two: the next once this one is through
+                sim.message(t, s, d, b, lambda t_end: None, lambda t_end, f: (release(t_end), through(t_end, f)))
             else:
                 sim.message(t, s, d, b, release, through)
             return

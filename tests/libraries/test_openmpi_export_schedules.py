@@ -123,20 +123,24 @@ def test_the_settings_unset_each_exported_operations_forced_algorithm():
     assert ex.to_dict()["ompi"]["entries"]["allgather"][0]["algorithm"] == "ring"
 
 
-def test_where_coll_han_runs_it_keeps_its_operations_and_tuned_runs_alltoall_with_the_file():
+def test_where_coll_han_runs_it_its_operations_leave_it_only_when_tuned_is_faster_and_alltoall_is_tuneds():
     """Several hosts with the same number of ranks each: coll/han is Open MPI's default for allreduce (its default
-    algorithm is not modelled: kept, noted) and stays on; alltoall, which han does not implement, is tuned's on the
-    whole communicator, so the file changes it without a han setting."""
+    modelled: native:han:default, libnbc's reduce and bcast between the hosts); allreduce leaves han for tuned and
+    the file only because tuned's recursive doubling is predicted faster at every size; alltoall, which han does
+    not implement, is tuned's on the whole communicator, so the file changes it without a han setting."""
     lay = Layout(["fast", "fast", "slow", "slow"], [0, 0, 1, 1])
     sel = choose_ompi(_gamma(paper_shm_profile()), lay, ops=["allreduce", "alltoall"], sizes=[8, 1024])
     rows = {(r.op, r.size_bytes): r for r in sel.rows}
-    assert all(rows[("allreduce", m)].chosen == "han" for m in (8, 1024)) and not sel.entries["allreduce"]
-    assert any("allreduce at 8: Open MPI's default coll/han" in x for x in sel.notes)
+    for m in (8, 1024):
+        r = rows[("allreduce", m)]
+        assert r.default == "han:default" and r.chosen == "recursive_doubling" and r.chosen_us < r.default_us
+    assert sel.entries["allreduce"] and sel.han_left == ("allreduce",)
     a2a = rows[("alltoall", 8)]
     assert a2a.default == "linear_sync" and a2a.chosen != a2a.default and sel.entries["alltoall"]
-    assert sel.han_default and sel.han_left == ()
+    assert sel.han_default
     env = ompi_env_text(sel, "/x/ompi-rules.conf")
     assert "OMPI_MCA_coll=" not in env and "coll_han_alltoall" not in env
+    assert "OMPI_MCA_coll_han_allreduce_dynamic_global_communicator_module=3" in env
     assert "coll/han does not implement alltoall: tuned runs it, with the file, in any case" in env
     assert (
         R.runs(R.validate(sel.text), "alltoall", 4, 8)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from types import MappingProxyType
 from typing import Any
 
@@ -33,6 +34,7 @@ from ...trees import make_tree
 from ..native import LayoutRule, NativeAlgorithm, OpAlgorithms
 from . import tuned as _tuned
 from .fixed import canonical, default_algorithm
+from .han import HAN_OPS, HAN_SEGMENT_BYTES, LIBNBC_LINEAR_MAX, han_groups, han_run, han_runs
 from .tuned import OP_ALGORITHMS as _SCHEDULE_OPS
 
 __all__ = [
@@ -180,34 +182,12 @@ def _ompi_han(op: str, number: int, model: str, schedule: Schedule = DEFAULT) ->
 # each head forwards a segment to its host as it arrives (a pipelined relay, Schedule.segment_bytes); beyond 4 hosts
 # with several segments the later ones run another tree (not modelled). The up level's schedule is the whole
 # tree's (the inter-host step dominates). The root's reorder copy is left out, as for the pinned han.
-_HAN_SEGMENT_BYTES = 65536
-_LIBNBC_LINEAR_MAX = 4
 _HAN_PINS = (
     "OMPI_MCA_coll_han_priority",
     "OMPI_MCA_coll_han_bcast_segsize",
     "OMPI_MCA_coll_tuned_use_dynamic_rules",
     "OMPI_MCA_coll_tuned_bcast_algorithm_segmentsize",
 )
-
-
-#: The operations coll/han implements (v5.0.10 ``coll_han_module.c``: bcast, scatter, gather, reduce, allreduce,
-#: allgather; barrier, allgatherv, gatherv, scatterv besides): where han runs, it runs these, and leaves alltoall and
-#: reduce_scatter_block to the next component, coll/tuned.
-HAN_OPS = frozenset({"bcast", "scatter", "gather", "reduce", "allreduce", "allgather"})
-
-
-def han_runs(layout: Any) -> bool:
-    """Whether Open MPI 5.0.x's coll/han (priority 35, above tuned's 30) runs the job's collectives on ``layout``:
-    several hosts, several ranks on each, the same number on every one (``coll_han_bcast.c`` and its siblings hand
-    a communicator whose hosts hold different numbers of ranks, ``are_ppn_imbalanced``, to the next component,
-    coll/tuned). A plain sequence of type names has one rank per host: no.
-
-    >>> from hnowmodel.layout import Layout
-    >>> han_runs(Layout(["f", "f", "s", "s"], [0, 0, 1, 1])), han_runs(Layout(["f", "f", "s"], [0, 0, 1]))
-    (True, False)
-    """
-    counts = np.bincount(hosts_of(layout))
-    return bool(len(counts) > 1 and counts.min() == counts.max() > 1)
 
 
 def _han_default_tree(op: str) -> LayoutRule:
@@ -218,8 +198,8 @@ def _han_default_tree(op: str) -> LayoutRule:
             return None  # han hands the call to coll/tuned there: not this algorithm
         counts = np.bincount(hosts_of(layout))
         hosts, k = len(counts), int(counts[0])
-        seg = min(size, _HAN_SEGMENT_BYTES) if op == "bcast" else size
-        if op == "bcast" and size > seg and hosts > _LIBNBC_LINEAR_MAX:
+        seg = min(size, HAN_SEGMENT_BYTES) if op == "bcast" else size
+        if op == "bcast" and size > seg and hosts > LIBNBC_LINEAR_MAX:
             return None
         levels = []
         for ranks, m in ((hosts, seg if op == "bcast" else k * size), (k, seg)):
@@ -229,10 +209,14 @@ def _han_default_tree(op: str) -> LayoutRule:
                 return None  # an algorithm hnow does not model (k-nomial, scatter-allgather)
             levels.append(nat)
         up, low = levels
-        sched = replace(up.schedule, segment_bytes=_HAN_SEGMENT_BYTES) if size > seg else up.schedule
+        sched = replace(up.schedule, segment_bytes=HAN_SEGMENT_BYTES) if size > seg else up.schedule
         return f"ompi-han:{up.model_tree}/{low.model_tree}", sched
 
     return tree
+
+
+#: The operations whose coll/han default is a message schedule (:mod:`.han`); bcast, scatter and gather are trees.
+_HAN_SCHEDULED = ("reduce", "allreduce", "allgather")
 
 
 def _ompi_han_default(op: str) -> NativeAlgorithm:
@@ -243,7 +227,7 @@ def _ompi_han_default(op: str) -> NativeAlgorithm:
         {"OMPI_MCA_coll": "^hcoll,ucc"},
         "ompi-han:ompi-linear/ompi-linear",
         unset=unset,
-        per_layout=_han_default_tree(op),
+        per_layout=partial(han_run, op) if op in _HAN_SCHEDULED else _han_default_tree(op),
     )
 
 
@@ -286,15 +270,14 @@ def _han_allreduce(layout: Any, size: int) -> tuple[Algorithm, Schedule] | None:
     """
     if not han_runs(layout):
         return None
-    hosts = hosts_of(layout)
-    groups = sorted((tuple(int(r) for r in np.flatnonzero(hosts == h)) for h in set(hosts.tolist())), key=min)
+    groups = han_groups(layout)
     k, h = len(groups[0]), len(groups)
     red, up = _tuned.default_model("reduce", k, size, False), _tuned.default_model("allreduce", h, size, True)
     rule = canonical("bcast", default_algorithm("bcast", k, size))
     bcast = next((c for c in ALGORITHMS["bcast"].choices if c.leaf == rule), None)
     if red is None or up is None or bcast is None:
         return None
-    build = _HanAllreduce(tuple(groups), red, up, bcast.model_tree, bcast.schedule)
+    build = _HanAllreduce(groups, red, up, bcast.model_tree, bcast.schedule)
     name = f"han:{red}/{up}/{bcast.model_tree}"
     return Algorithm(
         name, "coll/han's simple allreduce: reduce on each host, allreduce of leaders, bcast", build
@@ -348,8 +331,12 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
             (_ompi_han("gather", 2, "binomial", _BINOMIAL_GATHER), _ompi_han_default("gather")),
         ),
         # the operations whose algorithms are message schedules: tuned's fixed rules as native, every tuned
-        # algorithm pinned or selected by a rules file (.tuned); allreduce also coll/han's simple algorithm
+        # algorithm pinned or selected by a rules file (.tuned); reduce, allreduce and allgather also coll/han's
+        # default (.han), allreduce coll/han's simple algorithm
         **_SCHEDULE_OPS,
-        "allreduce": replace(_SCHEDULE_OPS["allreduce"], pinned_only=(_HAN_SIMPLE_ALLREDUCE,)),
+        **{op: replace(_SCHEDULE_OPS[op], pinned_only=(_ompi_han_default(op),)) for op in ("reduce", "allgather")},
+        "allreduce": replace(
+            _SCHEDULE_OPS["allreduce"], pinned_only=(_HAN_SIMPLE_ALLREDUCE, _ompi_han_default("allreduce"))
+        ),
     }
 )
