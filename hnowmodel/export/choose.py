@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -389,7 +389,8 @@ class LibraryFormat:
     launcher reads (``order_format``), the key of its selection in :meth:`hnowmodel.export.Export.to_dict`
     (``key``), how to choose (``choose(profile, layout, ops, sizes, hosts, request)`` -> a selection with
     ``to_dict()``; ``request``: :class:`hnowmodel.export.AlgorithmRequest`) and its files (``files(selection, path,
-    order_path)`` -> the file, the settings file, the usage text); ``library``: whose algorithms it selects (the
+    order_path)`` -> the file, the settings file, the usage text, the texts of
+    :attr:`extra_files` it needs); ``library``: whose algorithms it selects (the
     key of :attr:`hnowmodel.ops.Operation.native`), the one a rank order exported beside it is chosen for;
     ``schedules``: whether it writes the operations whose algorithms are message schedules too (allreduce, ...;
     :func:`hnowmodel.export.export` refuses them for a format that does not, in one line)."""
@@ -399,8 +400,11 @@ class LibraryFormat:
     order_format: str
     key: str
     choose: Callable[[Profile, Sequence[str] | None, Sequence[str], Sequence[int], Any, Any], Any]
-    files: Callable[[Any, str, str | None], tuple[str, str, str]]
+    files: Callable[[Any, str, str | None], tuple[str, str, str, dict[str, str]]]
     library: str
     file_name: str
     env_file_name: str
     schedules: bool = False
+    #: Files it writes besides, when a selection needs them: key -> file name (Open MPI's coll/han rules); ``files``
+    #: returns their texts as a fourth item (key -> text, the ones this selection needs).
+    extra_files: Mapping[str, str] = field(default_factory=dict)

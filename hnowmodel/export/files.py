@@ -39,7 +39,11 @@ FORMATS: Mapping[str, str] = {
     **{f.format: f.file_name for f in LIBRARY_FORMATS.values()},
 }
 #: Every file's name by its key in :attr:`Export.files` (a format, or a library's settings file).
-FILE_NAMES: Mapping[str, str] = {**FORMATS, **{f.env: f.env_file_name for f in LIBRARY_FORMATS.values()}}
+FILE_NAMES: Mapping[str, str] = {
+    **FORMATS,
+    **{f.env: f.env_file_name for f in LIBRARY_FORMATS.values()},
+    **{k: name for f in LIBRARY_FORMATS.values() for k, name in f.extra_files.items()},
+}
 #: Stands for the output folder in texts made before it is known (:meth:`Export.placed` fills it in).
 FOLDER = "<DIR>"
 

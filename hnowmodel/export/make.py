@@ -103,7 +103,8 @@ def export(
         sel = lib.choose(profile, layout, op_list, size_list, hosts, req)
         path = f"{FOLDER}/{FORMATS[lib.format]}"
         order_path = f"{FOLDER}/{FORMATS[lib.order_format]}" if lib.order_format in files else None
-        files[lib.format], files[lib.env], text = lib.files(sel, path, order_path)
+        files[lib.format], files[lib.env], text, extra = lib.files(sel, path, order_path)
+        files.update(extra)
         usage += ("In that rank order:\n" if ex else "") + text
         selections[lib.key] = sel
     return Export(ex.order if ex else None, ex.hosts if ex else (), files, usage, op, size, tree, selections)

@@ -22,6 +22,7 @@ from hnowmodel.export import (
 )
 from hnowmodel.layout import Layout, parse_layout
 from hnowmodel.libraries.mpich import selection as mpich
+from hnowmodel.libraries.openmpi import hanrules
 from hnowmodel.libraries.openmpi.export import han_runs
 from hnowmodel.params import Profile
 from hnowmodel.search import host_block_order
@@ -201,16 +202,17 @@ def test_ompi_on_shared_hosts_says_what_coll_han_does_and_keeps_it_where_it_is_t
     notes = [x for x in sel.notes if "coll/han" in x]
     assert (notes[0] if notes else None) is None if says is None else says in notes[0]
     env = ompi_env_text(sel, "/x/ompi-rules.conf")
-    if han:  # han's own settings modelled (native:han:default): the default, and left only for a whole operation
+    if han:  # han's own settings modelled (native:han:default): the default; each size keeps it or goes to tuned
         assert {r.default for r in sel.rows} == {"han:default"} and all(r.default_us > 0 for r in sel.rows)
         assert "OMPI_MCA_coll=" not in env  # han stays on
-        for op in ("bcast", "gather"):
-            rows = [r for r in sel.rows if r.op == op]
-            if op in sel.han_left:  # tuned is predicted faster at every size: the op goes to tuned and its file
-                assert all(r.chosen != "han:default" and r.chosen_us < r.default_us for r in rows)
-                assert f"OMPI_MCA_coll_han_{op}_dynamic_global_communicator_module=3" in env and sel.entries[op]
-            else:  # han kept at every size (even where tuned alone would win one of them)
-                assert all(r.chosen == "han:default" for r in rows) and not sel.entries[op]
-                assert f"coll_han_{op}_dynamic" not in env
+        back = hanrules.read_han_rules(sel.han_text) if sel.han_text else {}
+        for r in sel.rows:
+            where = hanrules.runs(back, r.op, len(lay), r.size_bytes)
+            if r.chosen == "han:default":  # kept: han's rules keep han there
+                assert where == "han"
+            else:  # tuned predicted faster: han's rules hand the size to tuned, whose file runs the choice
+                assert where == "tuned" and r.chosen_us < r.default_us and sel.entries[r.op]
+        if sel.han_text:
+            assert "OMPI_MCA_coll_han_dynamic_rules_filename=/x/ompi-han-rules.conf" in env
     else:
         assert all(r.default != "han" for r in sel.rows) and "export OMPI_MCA_coll=^han" in env

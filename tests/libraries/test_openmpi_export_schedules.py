@@ -140,9 +140,37 @@ def test_where_coll_han_runs_it_its_operations_leave_it_only_when_tuned_is_faste
     assert sel.han_default
     env = ompi_env_text(sel, "/x/ompi-rules.conf")
     assert "OMPI_MCA_coll=" not in env and "coll_han_alltoall" not in env
-    assert "OMPI_MCA_coll_han_allreduce_dynamic_global_communicator_module=3" in env
+    # coll/han's own rules file hands allreduce to tuned at the sizes asked for, han's default above them
+    assert sel.han_entries == {"allreduce": ((0, "tuned"), (1025, "han"))}
+    assert "export OMPI_MCA_coll_han_dynamic_rules_filename=/x/ompi-han-rules.conf" in env
+    assert "export OMPI_MCA_coll_han_use_dynamic_file_rules=1" in env
     assert "coll/han does not implement alltoall: tuned runs it, with the file, in any case" in env
     assert (
         R.runs(R.validate(sel.text), "alltoall", 4, 8)
         == ops.native_for(f"native:{a2a.chosen}", "alltoall", "Open MPI").leaf
     )
+
+
+def test_coll_hans_rules_file_mixes_han_its_simple_allreduce_and_tuned_size_by_size(tmp_path):
+    """3 hosts x 3 ranks: where coll/han is the default each size gets its own choice - han's default, its simple
+    allreduce, or a tuned algorithm (with the tuned file) - written to coll/han's rules file and read back as Open MPI
+    reads it; the tuned file hands the sizes han keeps to the fixed rules (it is not read there); the export writes
+    both files and the settings that read them."""
+    from hnowmodel.libraries.openmpi import hanrules
+
+    lay = Layout(["fast"] * 3 + ["slow"] * 3 + ["fast"] * 3, [0, 0, 0, 1, 1, 1, 2, 2, 2])
+    sizes = [8, 1024, 65536]
+    sel = choose_ompi(_gamma(paper_shm_profile()), lay, ops=["allreduce", "reduce"], sizes=sizes)
+    chosen = {(r.op, r.size_bytes): r.chosen for r in sel.rows}
+    assert [chosen[("allreduce", m)] for m in sizes] == ["han:default", "han:simple", "ring"]
+    back = hanrules.read_han_rules(sel.han_text)
+    assert [hanrules.runs(back, "allreduce", 9, m) for m in sizes] == ["han", "han@simple", "tuned"]
+    assert hanrules.runs(back, "allreduce", 9, 65537) == "han" and hanrules.runs(back, "allreduce", 8, 65536) == "han"
+    assert R.runs(R.validate(sel.text), "allreduce", 9, 1024) == R.runs(None, "allreduce", 9, 1024)  # fixed rules
+    ring = ops.native_for("native:ring", "allreduce", "Open MPI").leaf
+    assert R.runs(R.validate(sel.text), "allreduce", 9, 65536) == ring
+    prof = _gamma(hm.Profile.from_dict({**paper_shm_profile().to_dict()}))
+    ex = export(prof, ["ompi-rules"], algorithms=AlgorithmRequest(ops=["allreduce", "reduce"], sizes=sizes, layout=lay))
+    assert ex.files["ompi-han"] == sel.han_text
+    written = hm.export.write_export(ex, tmp_path / "out")
+    assert (tmp_path / "out" / "ompi-han-rules.conf").read_text() == sel.han_text and "ompi-han" in written

@@ -248,15 +248,15 @@ def impi_env_text(sel: ImpiSelection) -> str:
     return "\n".join(lines) + "\n"
 
 
-def impi_files(sel: ImpiSelection, path: str, hostfile: str | None) -> tuple[str, str, str]:
-    """``sel`` as files: ``impi-env.txt`` (twice: it is both the selection and its settings) and the usage text
-    (the ranks in the order of ``hostfile``, Intel's ``-machinefile``, when given)."""
+def impi_files(sel: ImpiSelection, path: str, hostfile: str | None) -> tuple[str, str, str, dict[str, str]]:
+    """``sel`` as files: ``impi-env.txt`` (twice: it is both the selection and its settings), the usage text (the
+    ranks in the order of ``hostfile``, Intel's ``-machinefile``, when given) and no other file."""
     text = impi_env_text(sel)
     where = f" -machinefile {hostfile}" if hostfile else ""
     pins = " ".join(f'{k}="{v}"' for k, v in sel.strings.items())
     run = f"{pins + ' ' if pins else ''}mpiexec -n {len(sel.layout)}{where} ./app"
     words = ("Intel MPI's own choice", "no changes (Intel MPI's own choice is kept)")
-    return text, text, usage_text("Intel MPI", "2021.16", sel, path, words, run, "impi-env.txt")
+    return text, text, usage_text("Intel MPI", "2021.16", sel, path, words, run, "impi-env.txt"), {}
 
 
 def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:

@@ -370,12 +370,12 @@ def mpich_env_text(sel: MpichSelection, json_path: str, hostfile: str | None = N
     )
 
 
-def mpich_files(sel: MpichSelection, path: str, hostfile: str | None) -> tuple[str, str, str]:
+def mpich_files(sel: MpichSelection, path: str, hostfile: str | None) -> tuple[str, str, str, dict[str, str]]:
     """``sel`` as files: the selection JSON, ``mpich-env.txt`` and the usage text (the file at ``path``; the
     ranks in the order of ``hostfile`` when given)."""
     words = ("MPICH's default table", "MPICH's default table, unchanged (its defaults are predicted best)")
     usage = usage_text("MPICH", sel.version or "?", sel, path, words, _run_line(sel, path, hostfile), "mpich-env.txt")
-    return json.dumps(sel.table, indent=1) + "\n", mpich_env_text(sel, path, hostfile), usage
+    return json.dumps(sel.table, indent=1) + "\n", mpich_env_text(sel, path, hostfile), usage, {}
 
 
 def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:

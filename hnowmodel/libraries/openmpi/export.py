@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ... import ops as _ops
@@ -28,7 +28,6 @@ from ...export.choose import (
     LibraryFormat,
     NativeChoice,
     OpChoice,
-    Pick,
     choose,
     export_layout,
     range_entries,
@@ -41,6 +40,7 @@ from ...sizes import format_size
 from .. import run_by
 from ..native import NativeAlgorithm
 from . import fixed as ompi_fixed
+from . import hanrules
 from . import rules as ompi_rules
 from .algorithms import HAN_OPS, OMPI_KNOMIAL_RADICES, OMPI_KNOMIAL_RADIX, han_runs
 from .tuned import MCA_NAMES
@@ -57,8 +57,12 @@ __all__ = [
     "FORMAT",
 ]
 
-#: The leaf that keeps coll/han's default for an operation (where han is Open MPI's default).
-HAN_LEAF = "han"
+#: The leaves that keep coll/han for an operation at a size (where han is Open MPI's default): its default
+#: algorithm, its simple allreduce (:mod:`.hanrules`; a tuned leaf hands the size to tuned there).
+HAN_LEAF, HAN_SIMPLE_LEAF = hanrules.HAN, hanrules.HAN_SIMPLE
+_HAN_KEEPS = (HAN_LEAF, HAN_SIMPLE_LEAF)
+#: The file of coll/han's rules (per size: han or tuned), written beside the rules file where one is needed.
+HAN_RULES_FILE = "ompi-han-rules.conf"
 #: coll/han's number for coll/tuned among the components a level can run (``COMPONENT_T`` in coll_han_dynamic.h).
 _HAN_TUNED = 3
 
@@ -108,6 +112,10 @@ class OmpiSelection:
     han_left: tuple[str, ...] = ()
     #: The radix of every k-nomial bcast the job runs (``coll_tuned_bcast_algorithm_knomial_radix``).
     knomial_radix: int = OMPI_KNOMIAL_RADIX
+    #: coll/han's rules file (:mod:`.hanrules`): per operation han runs by default and changed at some size, which
+    #: component runs each size (han, han's simple allreduce, tuned with the file); "" where none changes.
+    han_text: str = ""
+    han_entries: Mapping[str, tuple[tuple[int, str], ...]] = field(default_factory=dict)
 
     @property
     def uses_knomial(self) -> bool:
@@ -126,6 +134,7 @@ class OmpiSelection:
             "entries": range_entries(self.entries),
             "han_default": self.han_default,
             "han_left": list(self.han_left),
+            "han_rules": {op: [list(r) for r in rules] for op, rules in self.han_entries.items()},
             "knomial_radix": self.knomial_radix,
             "notes": list(self.notes),
         }
@@ -178,7 +187,7 @@ def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpCh
         raise InputError("internal: the rules file does not read back as written")
     for oc in chosen:
         for p in oc.picks:
-            if p.leaf == HAN_LEAF:  # coll/han runs it: the file is not read for it
+            if p.leaf in _HAN_KEEPS:  # coll/han runs it: the file is not read for it
                 continue
             op, m = oc.op, p.size
             must = ompi_rules.runs(None, op, n, m) if p.leaf == fixed else ompi_rules.canonical(op, *p.leaf)
@@ -194,6 +203,45 @@ def _read_back(text: str, rules: ompi_rules.Rules, n: int, chosen: Sequence[OpCh
             raise InputError(f"internal: the rules file changes {op} above {above - 1} B")
 
 
+def _han_ranges(oc: OpChoice) -> tuple[tuple[int, str], ...]:
+    """``oc``'s sizes as coll/han's rules (``(from_bytes, leaf)``, equal neighbours joined): han, han's simple
+    allreduce, or tuned (with its file) where a tuned algorithm is chosen; han again above the largest size."""
+    out: list[tuple[int, str]] = []
+    for lo, _, p in oc.ranges:
+        leaf = p.leaf if p.leaf in _HAN_KEEPS else hanrules.TUNED
+        if not out or out[-1][1] != leaf:
+            out.append((0 if not out else lo, leaf))
+    if out[-1][1] != HAN_LEAF:
+        out.append((oc.ranges[-1][1] + 1, HAN_LEAF))
+    return tuple(out)
+
+
+def _han_header(n: int, layout: Sequence[str]) -> list[str]:
+    return [
+        "Open MPI coll/han rules written by hnow export (coll_han_dynamic_file.c's format, Open MPI 5.0.x).",
+        f"Chosen for communicators of exactly {n} ranks: {_layout_summary(layout)}; every other size runs han's",
+        "default. Read with OMPI_MCA_coll_han_use_dynamic_file_rules=1 OMPI_MCA_coll_han_dynamic_rules_filename=<this",
+        "file>; 'tuned' hands a size to coll/tuned, which reads ompi-rules.conf. Message sizes: bytes per rank.",
+    ]
+
+
+def _read_back_han(text: str, n: int, chosen: Sequence[OpChoice]) -> None:
+    """Read coll/han's rules ``text`` as Open MPI does: every size runs what was chosen (han, han's simple
+    allreduce, or tuned), other communicator sizes and sizes above the largest han's default."""
+    if not chosen:
+        return
+    back = hanrules.read_han_rules(text)
+    for oc in chosen:
+        for p in oc.picks:
+            must = p.leaf if p.leaf in _HAN_KEEPS else hanrules.TUNED
+            if hanrules.runs(back, oc.op, n, p.size) != must:
+                raise InputError(f"internal: the han rules run {oc.op} at {p.size} B otherwise than chosen")
+            if any(hanrules.runs(back, oc.op, other, p.size) != HAN_LEAF for other in (n - 1, n + 1)):
+                raise InputError(f"internal: the han rules change {oc.op} on other communicator sizes")
+        if hanrules.runs(back, oc.op, n, oc.ranges[-1][1] + 1) != HAN_LEAF:
+            raise InputError(f"internal: the han rules change {oc.op} above the largest size")
+
+
 @dataclass(frozen=True)
 class OmpiBackend:
     """Open MPI for :func:`hnowmodel.export.choose.choose`: what its fixed rules run
@@ -201,10 +249,10 @@ class OmpiBackend:
     :data:`.rules.FIXED` where the default is kept. ``han_default``: coll/han, not tuned, runs by
     default on ``layout``'s ranks (:func:`han_runs`) with its own settings (``native:han:default``, modelled where
     hnow knows its levels' algorithms) for the operations han implements (:data:`.algorithms.HAN_OPS`): a candidate
-    and the default, leaf :data:`HAN_LEAF`; an operation leaves han for tuned only where tuned is predicted faster
-    at every size asked for (:meth:`constrain`: han hands an operation to another component whole,
-    :func:`han_op_to_tuned`). The others (alltoall, reduce_scatter_block) tuned runs on the whole communicator, with
-    the file, wherever han is on."""
+    and the default, leaf :data:`HAN_LEAF` (allreduce: han's simple algorithm too, :data:`HAN_SIMPLE_LEAF`); a size
+    where a tuned algorithm is chosen goes to tuned and its file by coll/han's own rules file (:mod:`.hanrules`).
+    The others (alltoall, reduce_scatter_block) tuned runs on the whole communicator, with the file, wherever han is
+    on."""
 
     library: str = "Open MPI"
     han_default: bool = False
@@ -227,8 +275,10 @@ class OmpiBackend:
         if op == "bcast" and self.radix != OMPI_KNOMIAL_RADIX:
             mine = _ops.native_for(f"native:knomial:{self.radix}", op, "Open MPI")
             tuned = [replace(mine, leaf=c.leaf) if c.algorithm.startswith("knomial:") else c for c in tuned]
-        han = self._han(op) if self._han_runs(op) else None
-        return tuned + [han] if han is not None else tuned
+        if not self._han_runs(op):
+            return tuned
+        hans = [_ops.native_for(f"native:{a}", op, "Open MPI") for a in ("han:default", "han:simple")]
+        return tuned + [h for h in hans if h is not None]
 
     def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:
         if self._han_runs(op):
@@ -246,14 +296,8 @@ class OmpiBackend:
         return Default(nat, ompi_rules.FIXED, name, f"{name} ({number})")
 
     def leaf(self, nat: NativeAlgorithm) -> Any:
-        return HAN_LEAF if nat.algorithm == "han:default" else tuple(nat.leaf)
-
-    def constrain(self, op: str, picks: Sequence[Pick]) -> Sequence[Pick]:
-        """Where coll/han is the default it runs an operation at every size or hands it whole to tuned: keep han
-        at every size unless tuned (with the file) is chosen at every one."""
-        if not self._han_runs(op) or all(p.leaf != HAN_LEAF for p in picks):
-            return picks
-        return [replace(p, chosen=p.default, leaf=HAN_LEAF, chosen_us=p.default_us) for p in picks]
+        named = {"han:default": HAN_LEAF, "han:simple": HAN_SIMPLE_LEAF}
+        return named[nat.algorithm] if nat.algorithm in named else tuple(nat.leaf)
 
     def render(self, layout: tuple[str, ...], chosen: Sequence[OpChoice], notes: Sequence[str]) -> OmpiSelection:
         """The rules file that runs the choices on exactly ``len(layout)`` ranks, read back as Open MPI reads it."""
@@ -261,18 +305,26 @@ class OmpiBackend:
         entries: dict[str, tuple[tuple[int, int, str], ...]] = {}
         per_op: dict[str, list[tuple[int, tuple[int, int, int]]]] = {}
         for oc in chosen:
-            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in oc.ranges if p.leaf not in (fixed, HAN_LEAF))
+            entries[oc.op] = tuple((lo, hi, p.chosen) for lo, hi, p in oc.ranges if p.leaf not in (fixed, *_HAN_KEEPS))
             if entries[oc.op]:
-                per_op[oc.op] = [(lo, tuple(p.leaf)) for lo, _, p in oc.ranges] + [(oc.ranges[-1][1] + 1, fixed)]
+                # a size coll/han keeps is not looked up in this file: the fixed rules there
+                per_op[oc.op] = [(lo, fixed if p.leaf in _HAN_KEEPS else tuple(p.leaf)) for lo, _, p in oc.ranges]
+                per_op[oc.op].append((oc.ranges[-1][1] + 1, fixed))
         notes = [*notes, _SCATTER_NOTE] if entries.get("scatter") else list(notes)
         rules = ompi_rules.for_comm_size(n, per_op)
         text = ompi_rules.format_rules(rules, _header(n, layout, entries))
         _read_back(text, rules, n, chosen, per_op)
         variants = {oc.op: oc.variant for oc in chosen}
         rows = tuple(r for oc in chosen for r in oc.rows)
-        left = tuple(oc.op for oc in chosen if self._han_runs(oc.op) and all(p.leaf != HAN_LEAF for p in oc.picks))
+        left = tuple(
+            oc.op for oc in chosen if self._han_runs(oc.op) and all(p.leaf not in _HAN_KEEPS for p in oc.picks)
+        )
         sel = OmpiSelection(layout, variants, rows, entries, rules, text, tuple(notes), self.han_default, left)
-        return replace(sel, knomial_radix=self.radix)
+        han = {oc.op: _han_ranges(oc) for oc in chosen if self._han_runs(oc.op)}
+        han = {op: r for op, r in han.items() if r != ((0, HAN_LEAF),)}
+        han_text = hanrules.han_rules_text(n, han, _han_header(n, layout)) if han else ""
+        _read_back_han(han_text, n, [oc for oc in chosen if oc.op in han])
+        return replace(sel, knomial_radix=self.radix, han_text=han_text, han_entries=han)
 
 
 def choose_ompi(
@@ -367,8 +419,8 @@ def _han_notes(layout: Layout) -> list[str]:
     return [
         "Open MPI's default on these ranks (the same number on every host) is coll/han with its own settings "
         "(native:han:default: tuned's fixed rules on the hosts and on each host, 64 KiB bcast segments); han stays "
-        "on, and an operation goes to coll/tuned and the file only where that is predicted faster at every size "
-        "asked for (coll_han_<op>_dynamic_global_communicator_module=3)"
+        "on, and a size of an operation goes to coll/tuned and its file where a tuned algorithm is predicted faster, "
+        f"by coll/han's own rules file ({HAN_RULES_FILE})"
     ]
 
 
@@ -377,10 +429,11 @@ def _settings(sel: OmpiSelection, rules_path: str) -> dict[str, str]:
         "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
         "OMPI_MCA_coll_tuned_dynamic_rules_filename": rules_path,
     }
-    if not sel.han_default:  # han where it is the default stays on: only the operations that leave it use the file
+    if not sel.han_default:  # han where it is the default stays on: only the sizes that leave it use the file
         env["OMPI_MCA_coll"] = "^han"
-    for op in sel.han_left:
-        env.update(han_op_to_tuned(op))
+    if sel.han_text:
+        env["OMPI_MCA_coll_han_use_dynamic_file_rules"] = "1"
+        env["OMPI_MCA_coll_han_dynamic_rules_filename"] = han_rules_path(rules_path)
     if sel.uses_knomial:
         env[_RADIX] = str(sel.knomial_radix)
     return env
@@ -414,8 +467,8 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
         *(
             [
                 "# file's rules do not apply. Here coll/han is Open MPI's default (the same number of ranks on every",
-                "# host): it stays on, and hands to tuned (and so to the file) only "
-                + (", ".join(sel.han_left) if sel.han_left else "none of the operations it runs")
+                "# host): it stays on, and its own rules file hands to tuned (and so to the file) only "
+                + (", ".join(f"{op} at {_tuned_sizes(sel, op)}" for op in sel.han_entries) or "nothing")
                 + ".",
                 *_tuned_anyway(sel),
             ]
@@ -445,12 +498,30 @@ def ompi_env_text(sel: OmpiSelection, rules_path: str, rankfile: str | None = No
     return "\n".join(lines) + "\n"
 
 
-def ompi_files(sel: OmpiSelection, path: str, rankfile: str | None) -> tuple[str, str, str]:
-    """``sel`` as files: the rules file, ``ompi-env.txt`` and the usage text (the file at ``path``; the ranks in
-    the order of ``rankfile`` when given)."""
+def han_rules_path(rules_path: str) -> str:
+    """Where coll/han's rules file goes: beside the rules file at ``rules_path``.
+
+    >>> han_rules_path("<DIR>/ompi-rules.conf")
+    '<DIR>/ompi-han-rules.conf'
+    """
+    head, sep, _ = rules_path.rpartition("/")
+    return f"{head}{sep}{HAN_RULES_FILE}"
+
+
+def _tuned_sizes(sel: OmpiSelection, op: str) -> str:
+    """The sizes coll/han's rules hand ``op`` to tuned at, or what else they change (its simple allreduce)."""
+    rules = list(sel.han_entries[op])
+    spans = [f"{format_size(lo)}-{format_size(rules[i + 1][0] - 1)} ({leaf})" for i, (lo, leaf) in enumerate(rules)
+             if leaf != HAN_LEAF and i + 1 < len(rules)]  # fmt: skip
+    return ", ".join(spans)
+
+
+def ompi_files(sel: OmpiSelection, path: str, rankfile: str | None) -> tuple[str, str, str, dict[str, str]]:
+    """``sel`` as files: the rules file, ``ompi-env.txt``, the usage text (the file at ``path``; the ranks in
+    the order of ``rankfile`` when given) and coll/han's rules file where one is needed (key ``ompi-han``)."""
     words = ("Open MPI's fixed rules", "no changes (Open MPI's fixed rules are predicted best)")
     usage = usage_text("Open MPI", "5.0.x", sel, path, words, _run_line(sel, path, rankfile), "ompi-env.txt")
-    return sel.text, ompi_env_text(sel, path, rankfile), usage
+    return sel.text, ompi_env_text(sel, path, rankfile), usage, ({"ompi-han": sel.han_text} if sel.han_text else {})
 
 
 def _choose(profile: Profile, layout: Any, ops: Sequence[str], sizes: Sequence[int], hosts: Any, req: Any) -> Any:
@@ -470,4 +541,5 @@ FORMAT = LibraryFormat(
     "ompi-rules.conf",
     "ompi-env.txt",
     schedules=True,
+    extra_files={"ompi-han": HAN_RULES_FILE},
 )
