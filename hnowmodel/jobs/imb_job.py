@@ -45,6 +45,7 @@ from .. import cluster as _cluster
 from .. import ops as _ops
 from ..errors import InputError
 from ..io import check_output
+from ..libraries import run_by
 from ..mpi_programs import find_launcher
 from ..options import check_ops
 from ..outside import PingPongCheck, parse_imb, pingpong_checks
@@ -403,7 +404,7 @@ def _join(
     imb_rows, _ = parse_imb(text)
     n = len(lay)
     ours = {(r.op, r.size): r for r in cmp.rows if r.tree == s.tree}
-    empty = _no_burst(prof)
+    empty = run_by(_no_burst(prof), library)  # as the library runs over it (Open MPI's rendezvous)
     rows = []
     for ir in imb_rows:
         if ir.op not in IMB_BENCHMARKS or ir.np != n or (ir.op, ir.m_bytes) not in ours:

@@ -43,6 +43,7 @@ import numpy as np
 from .. import ops as _ops
 from ..errors import InputError
 from ..layout import Layout, hosts_of, one_per_host
+from ..libraries import run_by
 from ..params import Profile
 from ..schedules.generator import Algorithm
 from ..schedules.hierarchy import two_level
@@ -190,12 +191,11 @@ def _defaults(op: str, profile: Profile, layout: Sequence[str], size: float, roo
         nat = _ops.get(op).native.get(lib)
         run = None if nat is None else nat.on(layout, int(size))  # what that default runs here
         model = "" if run is None else getattr(run[0], "name", run[0])
+        mine = run_by(profile, lib)  # the library's own protocol (Open MPI's rendezvous): not current's times then
         try:
-            t = [current[model]] if isinstance(model, str) and model in current else None
+            t = [current[model]] if mine is profile and isinstance(model, str) and model in current else None
             if t is None:
-                t = _ops.native_predict(
-                    op, lib, profile, layout, [size], root=root, variant=var, reduce_us_per_byte=gamma
-                )
+                t = _ops.native_predict(op, lib, mine, layout, [size], root=root, variant=var, reduce_us_per_byte=gamma)
         except InputError:  # that default refuses this layout or size (e.g. a power of two only)
             continue
         if t is not None and math.isfinite(float(t[0])):
@@ -336,7 +336,8 @@ def predict_choice(
     kw = {"variant": variant, "reduce_us_per_byte": reduce_us_per_byte}
     if best.method.startswith("native:"):
         lib, root = best.params["library"], best.params["root"]
-        return _ops.native_predict(best.op, lib, profile, layout, sizes, root=root, **kw)  # type: ignore[return-value]
+        mine = run_by(profile, lib)
+        return _ops.native_predict(best.op, lib, mine, layout, sizes, root=root, **kw)  # type: ignore[return-value]
     if best.method.startswith("two-level:"):
         up = o.algorithm(best.params["levels"].split("/")[1])
         hosts = hosts_of(layout)
