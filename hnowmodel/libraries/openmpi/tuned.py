@@ -153,15 +153,16 @@ def _ring_allreduce(n: int, m: int, one_per_host: bool) -> str | None:
     return "ring" if m // ELEM_BYTES >= n else "recursive_doubling"
 
 
-def _rabenseifner(n: int, m: int, one_per_host: bool) -> str | None:
-    # ompi_coll_base_allreduce_intra_redscat_allgather: fewer elements than the largest power of two <= n -> linear.
-    # Its own schedule, not MPICH's: its fold keeps the even ranks and swaps halves (hnowmodel/schedules/ompi.py)
-    return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else None
+def _rabenseifner_else(fallback: str | None) -> SizeRule:
+    """Rabenseifner's, and ``fallback`` on fewer elements than the largest power of two <= n: allreduce's
+    ompi_coll_base_allreduce_intra_redscat_allgather falls back to linear (not modelled: None), reduce's
+    ompi_coll_base_reduce_intra_redscat_gather to basic linear. Open MPI's own schedules, not MPICH's: the fold keeps
+    the even ranks and swaps halves (hnowmodel/schedules/ompi.py)."""
 
+    def rule(n: int, m: int, one_per_host: bool) -> str | None:
+        return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else fallback
 
-def _rabenseifner_reduce(n: int, m: int, one_per_host: bool) -> str | None:
-    # ompi_coll_base_reduce_intra_redscat_gather: fewer elements than the largest power of two <= n -> basic linear
-    return "rabenseifner" if m // ELEM_BYTES >= _pof2(n) else "linear"
+    return rule
 
 
 def _rd_allgather(n: int, m: int, one_per_host: bool) -> str | None:
@@ -205,7 +206,7 @@ _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
             3: ("recursive_doubling", _always("recursive_doubling")),
             4: ("ring", _ring_allreduce),
             5: ("segmented_ring", _ring_allreduce),
-            6: ("rabenseifner", _rabenseifner),
+            6: ("rabenseifner", _rabenseifner_else(None)),
         },
         "allgather": {
             1: ("linear", _always(None)),
@@ -230,7 +231,7 @@ _IDS: Mapping[str, Mapping[int, tuple[str, SizeRule]]] = MappingProxyType(
             4: ("binary", _always(None)),
             5: ("binomial", _always("in_order_binomial")),
             6: ("in-order_binary", _always(None)),
-            7: ("rabenseifner", _rabenseifner_reduce),
+            7: ("rabenseifner", _rabenseifner_else("linear")),
         },
         "reduce_scatter": {
             1: ("basic_linear", _always(None)),
