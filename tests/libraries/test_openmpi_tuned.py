@@ -69,7 +69,8 @@ def test_pinned_by_tuned_mca_parameters_and_the_default_is_the_fixed_rules(op):
     for number, a in enumerate(OP_ALGORITHMS[op].alternatives, start=1):
         assert a.env[var] == str(number) and a.env["OMPI_MCA_coll_tuned_use_dynamic_rules"] == "1"
         assert a.leaf == (number, 0, 0)  # what a rules file says to run it, as the fixed rules run it
-        assert ops.native_for(f"native:{a.algorithm}", op, "Open MPI") is a
+        got = ops.native_for(f"native:{a.algorithm}", op, "Open MPI")  # basic_linear reduce_scatter: per layout
+        assert (got.env, got.leaf, got.algorithm) == (a.env, a.leaf, a.algorithm)
     assert MCA_NAMES["reduce_scatter"] == "reduce_scatter_block"  # MPI_Reduce_scatter_block: tuned's own component
 
 
@@ -102,3 +103,18 @@ def test_han_simple_allreduce_is_a_reduce_on_each_host_an_allreduce_of_leaders_a
     assert nat.on(["fast"] * 4, 1024) is None and nat.on(Layout(["fast"] * 3, [0, 0, 1]), 1024) is None
     # a level whose fixed-rules algorithm hnow does not model: none (reduce on 2 ranks below 32 B runs 7, 4, 3)
     assert nat.on(lay, 8) is None
+
+
+def test_basic_linear_reduce_scatter_is_tuneds_reduce_of_the_whole_vector_then_its_scatter():
+    """tuned's reduce_scatter_block 1 (ompi_coll_base_reduce_scatter_block_basic_linear): coll_reduce of all p
+    blocks to rank 0, then coll_scatter of one block to each rank, both by the fixed rules (12 ranks, 16 KiB blocks:
+    the in-order binomial reduce of 192 KiB, the linear scatter)."""
+    nat = ops.native_for("native:basic_linear", "reduce_scatter", "Open MPI")
+    alg, _ = nat.on(["f"] * 12, 16384)
+    assert alg.name == "linear:in_order_binomial/ompi-linear"
+    s = alg.schedule(12, 16384.0)
+    msgs = s.messages()
+    red = msgs["reduce_bytes"] > 0
+    assert set(msgs["nbytes"][red].tolist()) == {12 * 16384.0}  # every reduce message carries the whole vector
+    scat = msgs["src"][~red].tolist(), msgs["dst"][~red].tolist(), set(msgs["nbytes"][~red].tolist())
+    assert scat == ([0] * 11, list(range(1, 12)), {16384.0})  # then rank 0 sends each rank its block

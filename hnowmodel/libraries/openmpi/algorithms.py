@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ...layout import hosts_of
-from ...movement import ONE_DOWN
+from ...layout import hosts_of, one_per_host
+from ...movement import ONE_DOWN, SUBTREE_DOWN
 from ...runopts import DEFAULT, Schedule
 from ...schedules import catalog as _catalog
 from ...schedules.fromtree import tree_schedule
@@ -304,6 +304,53 @@ _HAN_SIMPLE_ALLREDUCE = NativeAlgorithm(
     per_layout=_han_allreduce,
 )
 
+
+# coll/tuned's reduce_scatter_block 1, basic_linear (ompi_coll_base_reduce_scatter_block_basic_linear, v5.0.10): the
+# whole vector (p blocks of m bytes) reduced to rank 0, then scattered from it, each by the communicator's own
+# reduce and scatter - coll/tuned's fixed rules where only reduce_scatter_block is forced. Modelled where both run a
+# modelled algorithm: the reduce's schedule, then the scatter's tree.
+@dataclass(frozen=True)
+class _ReduceThenScatter:
+    """``(n, m)`` -> the reduce ``reduce`` (of :data:`~hnowmodel.schedules.catalog.REDUCE`) of ``n·m`` bytes to rank
+    0, then the scatter over the tree ``scatter`` of ``m`` bytes per rank (run as ``run``)."""
+
+    reduce: str
+    scatter: str
+    run: Schedule
+
+    def __call__(self, n: int, m: float) -> MessageSchedule:
+        down = tree_schedule(make_tree(self.scatter, n), SUBTREE_DOWN, m, self.run)
+        return phases("ompi_reduce_scatter_basic_linear", _catalog.REDUCE[self.reduce].schedule(n, n * m, 0), down)
+
+
+def _basic_linear_reduce_scatter(layout: Any, size: int) -> tuple[Algorithm, Schedule] | None:
+    """What tuned's basic_linear reduce_scatter_block runs on ``layout`` at ``size`` bytes per rank's block (named
+    ``linear:REDUCE/SCATTER``), None where the fixed rules pick an algorithm hnow does not model.
+
+    >>> _basic_linear_reduce_scatter(["f"] * 12, 16384)[0].name
+    'linear:in_order_binomial/ompi-linear'
+    """
+    n = len(layout)
+    red = _tuned.default_model("reduce", n, n * size, one_per_host(layout))
+    rule = canonical("scatter", default_algorithm("scatter", n, size))
+    sc = next((c for c in ALGORITHMS["scatter"].choices if c.leaf == rule), None)
+    if red is None or sc is None:
+        return None
+    what = "the whole vector reduced to rank 0, then scattered (tuned's fixed reduce and scatter)"
+    return Algorithm(f"linear:{red}/{sc.model_tree}", what, _ReduceThenScatter(red, sc.model_tree, sc.schedule)), (
+        DEFAULT
+    )
+
+
+def _with_basic_linear(ops: OpAlgorithms) -> OpAlgorithms:
+    """reduce_scatter's algorithms with basic_linear modelled (:func:`_basic_linear_reduce_scatter`)."""
+    alts = tuple(
+        replace(a, per_layout=_basic_linear_reduce_scatter) if a.algorithm == "basic_linear" else a
+        for a in ops.alternatives
+    )
+    return replace(ops, alternatives=alts)
+
+
 _BINOMIAL_GATHER = Schedule(root_copy=True, recv_order="smallest_first")
 #: Open MPI's algorithms by operation: tuned's binomial pinned (``native``), tuned's other algorithms a rules file
 #: can select, and coll/han (pinned by environment only); for reduce, allreduce, allgather, reduce_scatter and
@@ -338,5 +385,6 @@ ALGORITHMS: Mapping[str, OpAlgorithms] = MappingProxyType(
         "allreduce": replace(
             _SCHEDULE_OPS["allreduce"], pinned_only=(_HAN_SIMPLE_ALLREDUCE, _ompi_han_default("allreduce"))
         ),
+        "reduce_scatter": _with_basic_linear(_SCHEDULE_OPS["reduce_scatter"]),
     }
 )
