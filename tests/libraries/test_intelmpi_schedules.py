@@ -150,3 +150,21 @@ def test_the_export_of_a_reduction_needs_gamma_and_a_rank_order_refuses_these_op
         export(hm.paper_profile(), ["impi-env"], algorithms=req)
     with pytest.raises(hm.InputError, match="not yet supported for a rank order"):
         export(_gamma_profile(), ["hostfile", "impi-env"], op="alltoall")
+
+
+def test_the_default_on_four_hosts_of_three_ranks_is_what_its_time_showed_and_nothing_elsewhere():
+    """Intel MPI's default on 4 hosts x 3 ranks (identified by time, hnowmodel/libraries/intelmpi/schedules.py):
+    allreduce reduce_scatter_allgather, allgather the folded recursive doubling then the ring; not modelled on
+    other shared layouts nor at sizes not seen."""
+    from hnowmodel.layout import Layout
+
+    four_by_three = Layout(["f"] * 12, [i // 3 for i in range(12)])
+    allreduce = ops.get("allreduce").native["Intel MPI"]
+    allgather = ops.get("allgather").native["Intel MPI"]
+    assert [allreduce.on(four_by_three, m)[0] for m in (16384, 262144)] == ["reduce_scatter_allgather"] * 2
+    assert [allgather.on(four_by_three, m)[0] for m in (16384, 65536, 262144)] == [
+        "recursive_doubling_fold", "recursive_doubling_fold", "ring"
+    ]  # fmt: skip
+    assert allgather.on(four_by_three, 1024) is None
+    assert allreduce.on(Layout(["f"] * 12, [i // 2 for i in range(12)]), 16384) is None  # 6 hosts x 2: not seen
+    assert allreduce.on(["f"] * 12, 16384)[0] == "reduce_scatter_allgather"  # one rank per host: the wire's rows

@@ -37,7 +37,7 @@ from ...export.choose import (
     table_rows,
     usage_text,
 )
-from ...layout import one_per_host
+from ...layout import Layout, one_per_host
 from ...params import Profile
 from ...sizes import format_size
 from ..native import NativeAlgorithm
@@ -109,7 +109,7 @@ def _default_number(op: str, n: int, size: int, one_per_host: bool) -> NativeAlg
     run for ``op`` on ``n`` ranks at ``size`` bytes (the same tree or schedule, the same way), None where the default
     is not modelled there or no number runs it (a pipelined bcast or reduce: Intel's own)."""
     dflt = _ops.get(op).native.get(ImpiBackend.library)
-    model = None if dflt is None or dflt.per_layout is not None else dflt.tree_at(n, size, one_per_host)
+    model = None if dflt is None else dflt.tree_at(n, size, one_per_host)  # by its rows (a bcast's: no number)
     if model is None:
         return None
     return next(
@@ -145,6 +145,8 @@ class ImpiBackend:
     library: str = "Intel MPI"
     #: whether the exported layout has one rank per host (the default's trees were read so; else not modelled)
     one_per_host: bool = True
+    #: the exported layout, when it says its hosts (the default on hosts of several ranks: its own rows)
+    layout: Any = None
     #: its strings select the message-schedule operations' algorithms too (I_MPI_ADJUST_ALLREDUCE, ...)
     schedules: bool = True
 
@@ -159,7 +161,11 @@ class ImpiBackend:
         :attr:`~hnowmodel.libraries.native.NativeAlgorithm.by_size` knows which tree runs on ``n`` ranks at ``size``
         bytes, else kept with a note."""
         dflt = _ops.get(op).native.get(self.library)
-        if dflt is not None and dflt.tree_at(n, size, self.one_per_host) is not None:
+        if dflt is not None and self.layout is not None and dflt.per_layout is not None:
+            known = dflt.on(self.layout, size) is not None  # by the layout's hosts
+        else:
+            known = dflt is not None and dflt.tree_at(n, size, self.one_per_host) is not None
+        if known:
             return Default(dflt, TUNING_DEFAULT, dflt.algorithm)
         return Default(None, TUNING_DEFAULT, "tuning-file", _LABEL)
 
@@ -223,7 +229,7 @@ def choose_impi(
     back as Intel MPI reads them)."""
     per_host = layout is None or isinstance(layout, str) or one_per_host(layout)  # a Layout knows its hosts
     layout, _ = export_layout(profile, layout)
-    backend = ImpiBackend(one_per_host=per_host)
+    backend = ImpiBackend(one_per_host=per_host, layout=layout if isinstance(layout, Layout) else None)
     chosen, notes = choose(backend, profile, layout, ops, sizes)
     return backend.render(layout, chosen, notes)
 

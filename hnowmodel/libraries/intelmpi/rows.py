@@ -5,8 +5,14 @@ name for the others). docs/intel-mpi.md says how each row was read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["TuningRows"]
+import numpy as np
+
+from ...layout import hosts_of, one_per_host
+from ...runopts import DEFAULT, Schedule
+
+__all__ = ["TuningRows", "SharedRows"]
 
 
 @dataclass(frozen=True)
@@ -27,3 +33,30 @@ class TuningRows:
         if not one_per_host:
             return None
         return next((t for r, lo, hi, t in self.rows if r == n and lo <= size <= hi), None)
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """What Intel MPI's default runs on hosts of several ranks each, where it is known: ``rows`` of ``(ranks, ranks
+    per host, from_bytes, upto_bytes, schedule)``, both ends included, beside ``one`` (:class:`TuningRows`, one
+    rank per host). Called as a :data:`~hnowmodel.libraries.native.LayoutRule`: ``(layout, bytes per rank)`` ->
+    ``(schedule, Schedule())``, None where no row holds (hosts of different rank counts: none).
+
+    >>> from hnowmodel.layout import Layout
+    >>> rule = SharedRows(TuningRows(((4, 8, 64, "ring"),)), ((4, 2, 8, 64, "brucks"),))
+    >>> rule(["a"] * 4, 8)[0], rule(Layout(["a"] * 4, [0, 0, 1, 1]), 8)[0], rule(Layout(["a"] * 4, [0, 0, 0, 1]), 8)
+    ('ring', 'brucks', None)
+    """
+
+    one: TuningRows
+    rows: tuple[tuple[int, int, int, int, str], ...]
+
+    def __call__(self, layout: Any, size: int) -> tuple[str, Schedule] | None:
+        n = len(layout)
+        if one_per_host(layout):
+            got = self.one(n, size, True)
+        else:
+            counts = np.bincount(hosts_of(layout))
+            k = int(counts[0]) if counts.min() == counts.max() else 0
+            got = next((t for r, per, lo, hi, t in self.rows if (r, per) == (n, k) and lo <= size <= hi), None)
+        return None if got is None else (got, DEFAULT)

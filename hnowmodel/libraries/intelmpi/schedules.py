@@ -36,7 +36,7 @@ from types import MappingProxyType
 from ...schedules.catalog import ELEM_BYTES
 from ..native import NativeAlgorithm, OpAlgorithms, SizeRule
 from .adjust import adjust_variable
-from .rows import TuningRows
+from .rows import SharedRows, TuningRows
 
 __all__ = ["OP_ALGORITHMS", "model_of"]
 
@@ -174,11 +174,36 @@ _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProx
 )
 
 
+# On 4 hosts x 3 ranks (12 ranks; the hosts of experiments/tune_vs_exhaustive.py's 4x3 shape, 150/20/50/150 Mbit/s)
+# Intel MPI's default was identified by its time, not yet on the wire: the median of 5 within 0.8 % of one pinned
+# algorithm's at every size below, and that algorithm's prediction within 4.0 % of it (docs/intel-mpi.md, "Hosts of
+# several ranks"): allreduce reduce_scatter_allgather (the pinned rabenseifner) at 16-256 KiB, allgather the folded
+# recursive doubling at 16 and 64 KiB and the ring at 256 KiB, reduce_scatter recursive halving at 16 KiB, reduce
+# the chain at 256 KiB. Elsewhere on hosts of several ranks: not modelled.
+_SHARED_ROWS: Mapping[str, tuple[tuple[int, int, int, int, str], ...]] = MappingProxyType(
+    {
+        "reduce": ((12, 3, 262144, 262144, "pipelined_chain"),),
+        "allreduce": ((12, 3, 16384, 262144, "reduce_scatter_allgather"),),
+        "allgather": ((12, 3, 16384, 65536, "recursive_doubling_fold"), (12, 3, 262144, 262144, "ring")),
+        "reduce_scatter": ((12, 3, 16384, 16384, "recursive_halving"),),
+        "alltoall": (),
+    }
+)
+
+
 def _default(op: str) -> NativeAlgorithm:
     """Intel MPI's own choice (its ``I_MPI_ADJUST_<OP>`` unset: the tuning file decides), modelled where the wire
-    showed which schedule runs (:data:`_DEFAULT_ROWS`), else not (None)."""
-    rows = _DEFAULT_ROWS[op]
-    return NativeAlgorithm("default", {}, rows[0][3], by_size=TuningRows(rows), unset=(adjust_variable(op),))
+    showed which schedule runs (:data:`_DEFAULT_ROWS`, one rank per host) or its time did (:data:`_SHARED_ROWS`,
+    hosts of several ranks), else not (None)."""
+    rows = TuningRows(_DEFAULT_ROWS[op])
+    return NativeAlgorithm(
+        "default",
+        {},
+        rows.rows[0][3],
+        by_size=rows,
+        unset=(adjust_variable(op),),
+        per_layout=SharedRows(rows, _SHARED_ROWS[op]),
+    )
 
 
 #: Intel MPI's algorithms for these operations: its default (``native``, modelled where the wire showed it), the
