@@ -420,3 +420,14 @@ def slurm_cluster(folder: Path, name: str, rates_mbit):
         yield hc.up(spec, slurm=True), spec
     finally:
         hc.down(name)
+
+
+def picked_fastest(row) -> bool:
+    """The export's choice rule on one row (``NativeChoice``): the fastest candidate, or the library's default where
+    it is within :data:`hnowmodel.export.choose.KEEP_DEFAULT_WITHIN` of the fastest."""
+    from hnowmodel.export.choose import KEEP_DEFAULT_WITHIN
+
+    best = min(row.candidates_us.values())
+    if row.chosen == row.default and row.default_us is not None:
+        return row.default_us <= best * (1 + KEEP_DEFAULT_WITHIN)
+    return abs(row.chosen_us - best) <= 1e-9 * best

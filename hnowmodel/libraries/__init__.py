@@ -53,9 +53,6 @@ class Library:
     algorithms: Mapping[str, OpAlgorithms]
     summary: str = ""
     rendezvous_from_bytes: int | None = None
-    #: Whether its rendezvous messages between two ranks flow both ways at once (:attr:`Profile.rendezvous_duplex
-    #: <hnowmodel.params.Profile.rendezvous_duplex>`; Open MPI's ob1 over TCP: no).
-    rendezvous_duplex: bool = True
 
     @property
     def export(self) -> str:
@@ -73,7 +70,6 @@ LIBRARIES: Mapping[str, Library] = MappingProxyType(
             _openmpi.ALGORITHMS,
             "Open MPI 5.0.x, coll/tuned and coll/han",
             _openmpi.OMPI_TCP_RENDEZVOUS_FROM_BYTES,
-            rendezvous_duplex=False,
         ),
         "Intel MPI": Library("Intel MPI", "hnowmodel.libraries.intelmpi", _intelmpi.ALGORITHMS, "Intel MPI 2021.16"),
     }
@@ -95,22 +91,15 @@ def run_by(profile: Profile, library: str) -> Profile:
     """``profile`` as ``library`` runs over it: a profile calibrated under another library (its provenance's
     ``mpi_library`` names that one) carries that library's protocol (MPICH's eager limit: 660 KB and more over
     TCP), which is not ``library``'s; where ``library`` fixes its own (:attr:`Library.rendezvous_from_bytes`, Open
-    MPI's 64 KiB over TCP) that one replaces it. A library whose rendezvous is not duplex
-    (:attr:`Library.rendezvous_duplex`, Open MPI's) marks any profile so: the calibration does not measure it. A
-    profile calibrated under ``library``, one that names no library, and a library without a fixed protocol keep
-    their threshold.
+    MPI's 64 KiB over TCP) that one replaces it. A profile calibrated under ``library``, one that names no library,
+    and a library without a fixed protocol: ``profile`` as it is.
 
     >>> from hnowmodel.params import paper_profile
     >>> p = replace(paper_profile(), provenance={"mpi_library": "MPICH Version: 5.0.2"})
     >>> run_by(p, "Open MPI").rendezvous_from_bytes, run_by(p, "MPICH").rendezvous_from_bytes
     (65536, None)
-    >>> run_by(p, "Open MPI").rendezvous_duplex, run_by(p, "MPICH").rendezvous_duplex
-    (False, True)
     """
-    lib = LIBRARIES.get(library)
-    if lib is not None and not lib.rendezvous_duplex and profile.rendezvous_duplex:
-        profile = replace(profile, rendezvous_duplex=False)
-    own = lib.rendezvous_from_bytes if lib is not None else None
+    own = LIBRARIES[library].rendezvous_from_bytes if library in LIBRARIES else None
     calibrated = str((profile.provenance or {}).get("mpi_library", ""))
     if own is None or not calibrated or library_name(calibrated) == library:
         return profile

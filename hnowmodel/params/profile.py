@@ -82,9 +82,10 @@ class Profile:
     #: pairwise per-byte costs (:func:`hnowmodel.flow.capacities`). File: ``"hosts": {"nic": ...}``.
     nic: Mapping[str, Nic] = field(default_factory=dict)
     #: Whether a rendezvous message between two hosts flows while one the other way between the same two ranks does
-    #: (one TCP connection carries both directions at once). False: the library moves one rendezvous message at a
-    #: time per pair of ranks (Open MPI's ob1 over TCP: an exchange of 64 KiB or more takes as long as the two
-    #: messages one after another, docs/open-mpi.md). File: ``"protocol": {"rendezvous_duplex": false}``.
+    #: (one TCP connection carries both directions at once). False: one rendezvous message at a time per pair of
+    #: ranks (Open MPI 5.0 over TCP with more ranks than cores: an exchange of 64 KiB or more took as long as the two
+    #: messages one after another, ``experiments/ompi_exchange.py``, docs/open-mpi.md); set in the file, the
+    #: calibration does not measure it. File: ``"protocol": {"rendezvous_duplex": false}``.
     rendezvous_duplex: bool = True
 
     def __post_init__(self) -> None:
