@@ -133,6 +133,14 @@ def test_the_cli_names_the_algorithm_its_parameters_and_the_gain(hnow):
     # the root is searched: the reordered ranks start at it (linear's best is the fast rank 2; Intel's pipelined
     # knomial_1, faster under the paper's per-link costs, keeps a slow root)
     assert doc["algorithm"] in ops.get("reduce").algorithms and doc["params"]["root"] == doc["order"][0]
+    # and it is the optimum by brute force: every algorithm over every order of the 4 ranks, the root first
+    o, lay = ops.get("reduce"), ["slow", "slow", "fast", "slow"]
+    brute = min(
+        float(o.predict(hm.paper_profile(), [lay[p] for p in perm], a, [65536], root=0, reduce_us_per_byte=4e-4)[0])
+        for a in o.algorithms
+        for perm in itertools.permutations(range(4))
+    )
+    assert doc["time_us"] == pytest.approx(brute, rel=1e-9)
     assert doc["defaults"] and all(v >= -1e-9 for v in doc["gain_vs_default_pct"].values())
     text = hnow("best-tree", "--layout", "SSFS", "--op", "reduce", "--size", "64K", "--reduce-us-per-byte",
                 "0.0004", "--root", "1").stdout  # fmt: skip
