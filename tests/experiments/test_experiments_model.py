@@ -191,3 +191,16 @@ def test_export_gain_runs_an_exported_order_of_whole_hosts_as_a_spec():
     assert got["name"] == "y" and [h["name"] for h in got["hosts"]] == ["m1", "s1", "f1"]
     with pytest.raises(SystemExit):
         export_gain._spec_in_order(spec, "y", ["m1", "f1", "m1", "m1", "s1", "f1"])
+
+
+@pytest.mark.parametrize("args", [["--mpi", "nompi"], ["--sizes", "1.5K"], ["--slots", "0"]])
+def test_ompi_exchange_refuses_bad_input_in_one_line_before_any_cluster(tmp_path, args):
+    proc = subprocess.run(
+        [sys.executable, str(EXPERIMENTS / "ompi_exchange.py"), "--out", str(tmp_path / "x"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "x").exists()  # nothing written, no cluster brought up
