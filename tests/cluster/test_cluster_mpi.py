@@ -64,8 +64,10 @@ def auto_calibrated(tmp_path_factory):
     spec = rates_spec_file(tmp, name, _AUTO_RATES, cpu_share=_AUTO_CPU)
     prof = tmp / "prof.json"
     try:
+        # the one-way grid at one size per octave (--quick's is two): each link still gets every size its budget
+        # allows from 256 B up, the links' costs ordered as below, at half the one-way time
         res = hnow("calibrate", "--np", "5", "--cluster", spec, "--layout", "auto", "--quick", "--rounds", "1",
-                   "-o", str(prof))  # fmt: skip
+                   "--sizes", "0,256..1M", "-o", str(prof))  # fmt: skip
         yield spec, prof, res
     finally:
         hc.down(name)
@@ -178,8 +180,9 @@ def test_two_hosts_of_two_slots_get_shared_memory_and_nic_terms(tmp_path, cleanu
     spec.write_text(json.dumps(doc))
     out = tmp_path / "p22.json"
     res = hnow(
-        "calibrate", "--np", "4", "--cluster", str(spec), "--layout", "auto", "--quick", "--rounds", "1", "-o", str(out)
-    )
+        "calibrate", "--np", "4", "--cluster", str(spec), "--layout", "auto", "--quick", "--rounds", "1",
+        "--sizes", "0,256..1M", "-o", str(out),
+    )  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     _assert_nothing_left(name)
     prof = Profile.load(out)
