@@ -86,7 +86,8 @@ def sbatch_job(slurm4):
         )  # fmt: skip
         assert res.returncode == 0, res.stderr
         written = script.read_text()
-        script.write_text(written.replace(f"--layout {layout}", f"--layout {layout} --quick --rounds 1"))  # short
+        short = f"--layout {layout} --quick --rounds 1 --sizes 0,256..1M"  # one size per octave (--quick's: two)
+        script.write_text(written.replace(f"--layout {layout}", short))
         res = run(st, "sbatch", "--parsable", "--chdir", str(shared), str(script), env=env)
         assert res.returncode == 0, res.stderr
         job = res.stdout.strip().split(";")[0]
