@@ -70,9 +70,10 @@ def test_info_and_calibrate_inside_salloc(slurm3, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     _check_info(json.loads(res.stdout))
     prof = tmp_path / "prof.json"
-    # one round of the network measurement (--quick has two): the types come from the hosts' NICs, measured before
+    # one round of the network measurement (--quick has two) at one size per octave (--quick's: two): the types
+    # come from the hosts' NICs, measured before
     res = run(st, "salloc", "-N", "3", *hnow, "calibrate", *where, "--layout", "auto", "--quick", "--rounds", "1",
-              "-o", str(prof), timeout=600)  # fmt: skip
+              "--sizes", "0,256..1M", "-o", str(prof), timeout=600)  # fmt: skip
     assert res.returncode == 0, res.stderr[-3000:]
     doc = json.loads(prof.read_text())
     assert [n["host"] for n in doc["nodes"]] == ["h1", "h2", "h3"]  # Slurm node names, in rank order
