@@ -22,7 +22,7 @@ from typing import Any
 from .. import ops as _ops
 from ..errors import HnowError
 from ..export import AlgorithmRequest, Export, export
-from ..export.choose import LibraryFormat
+from ..export.choose import KEEP_DEFAULT_WITHIN, LibraryFormat
 from ..params import Profile
 from .shapes import Shape, shape_profile
 from .why import explain
@@ -143,6 +143,18 @@ def _score(rows: Sequence[Any], base: dict[tuple[str, int], float | None]) -> fl
     return sum(g or 0.0 for g in gains) / max(len(gains), 1)
 
 
+def _slows_any(rows: Sequence[Any], base: dict[tuple[str, int], float | None]) -> bool:
+    """Whether a row of ``rows`` is predicted slower than its launched default ``base`` by more than the export's
+    margin (:data:`~hnowmodel.export.choose.KEEP_DEFAULT_WITHIN`).
+
+    >>> from types import SimpleNamespace as R
+    >>> _slows_any([R(op="reduce", size_bytes=8, chosen_us=103.0)], {("reduce", 8): 100.0})
+    True
+    """
+    limit = -100.0 * KEEP_DEFAULT_WITHIN
+    return any((gain_pct(base[(r.op, r.size_bytes)], r.chosen_us) or 0.0) < limit for r in rows)
+
+
 def _launched_files(ex: Export, shape: Shape) -> Export:
     """``ex`` with the launched order's hostfile and rankfile (ranks fill the hosts in order)."""
     hosts = shape.rank_hosts
@@ -183,7 +195,9 @@ def tune_shape(
         except HnowError:  # no rank order search for this operation's algorithm (not a tree): the others may have one
             continue
         score = _score(_rows(ex, fmt), base)
-        if score > best[0] + 1e-9:  # ties keep the launched order (nothing to move)
+        # ties keep the launched order (nothing to move), and so does an order that makes a row slower than its
+        # launched default (one order serves every operation: none may lose for another's gain)
+        if score > best[0] + 1e-9 and not _slows_any(_rows(ex, fmt), base):
             best = (score, ex, f"{op} of {top} B over {tree}")
     _, ex, order = best
     if ex.order is None:
