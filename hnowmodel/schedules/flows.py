@@ -22,7 +22,7 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
   connection per pair, and MPI's non-overtaking order (a tree never sends twice between one pair; a ring does every
   step, and max-min sharing between them would let a slow link's backlog delay every block: the calibrated
   cluster profile's 4-rank ring at 1 MB would take 1.54 times as long); where the profile's rendezvous is not
-  duplex (``rendezvous_duplex`` False: Open MPI's ob1 over TCP), the rendezvous messages between two ranks of
+  duplex (``rendezvous_duplex`` False, set in its file), the rendezvous messages between two ranks of
   different hosts flow one after another whichever way they go (an exchange takes as long as both messages in turn);
   the vectorised evaluator (:mod:`~hnowmodel.schedules.flowrounds`) leaves this out;
 * the receive completes once the message is delivered, the rank has posted this step's send and completed its
@@ -209,8 +209,8 @@ class _Ranks:
 
     def _connection(self, s: int, d: int, rdv: bool) -> tuple[int, ...]:
         """What a message queues on: its pair (sender, receiver), one connection per pair; a rendezvous message
-        between hosts under a profile whose rendezvous is not duplex (``rendezvous_duplex`` False: Open MPI over TCP)
-        the two ranks whichever way, one rendezvous at a time between them."""
+        between hosts under a profile whose rendezvous is not duplex (``rendezvous_duplex`` False) the two ranks
+        whichever way, one rendezvous at a time between them."""
         if rdv and not self.duplex and not self.cost.same_host(s, d):
             return (min(s, d), max(s, d), -1)
         return (s, d)

@@ -277,7 +277,7 @@ class OmpiBackend:
             tuned = [replace(mine, leaf=c.leaf) if c.algorithm.startswith("knomial:") else c for c in tuned]
         if not self._han_runs(op):
             return tuned
-        hans = [_ops.native_for(f"native:{a}", op, "Open MPI") for a in ("han:default", "han:simple")]
+        hans = [self._han(op), _ops.native_for("native:han:simple", op, "Open MPI")]
         return tuned + [h for h in hans if h is not None]
 
     def default(self, op: str, n: int, size: int, choices: Sequence[NativeAlgorithm]) -> Default:

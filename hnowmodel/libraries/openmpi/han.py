@@ -54,6 +54,7 @@ from ...schedules.generator import Algorithm
 from ...schedules.hierarchy import allgather_levels, on_groups, phases, two_level
 from ...schedules.steps import MessageSchedule
 from ...trees import make_tree
+from ...trees.nodeaware import host_members
 from . import tuned as _tuned
 
 __all__ = [
@@ -102,9 +103,8 @@ def han_groups(layout: Any) -> tuple[tuple[int, ...], ...]:
     >>> han_groups(Layout(["f"] * 4, [1, 0, 1, 0]))
     ((0, 2), (1, 3))
     """
-    hosts = hosts_of(layout)
-    groups = (tuple(int(r) for r in np.flatnonzero(hosts == h)) for h in set(hosts.tolist()))
-    return tuple(sorted(groups, key=min))
+    # a Layout numbers its hosts in order of first appearance: host by host is by first rank
+    return tuple(tuple(int(r) for r in members) for members in host_members(layout))
 
 
 def libnbc_ireduce(h: int, m: float) -> str | None:
