@@ -87,7 +87,7 @@ class _Follow:
     def line(self, line: str) -> None:
         line = line.rstrip("\n")
         # the launcher forwards the ranks' output in chunks: two ranks' lines can arrive glued together
-        for marker in (STEP_PREFIX, ERROR_PREFIX, WORLD_PREFIX):
+        for marker in (STEP_PREFIX, ERROR_PREFIX, WORLD_PREFIX, PROGRESS_PREFIX, RESULT_PREFIX):
             cut = line.find(marker, 1)
             if cut > 0:
                 self.line(line[:cut])

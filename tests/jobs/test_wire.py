@@ -27,6 +27,15 @@ def test_steps_are_followed_per_rank_and_glued_lines_are_split():
     assert "rank 0 in step 'tree binomial' (furthest behind)" in f.where()
 
 
+def test_a_progress_or_result_line_glued_after_a_step_line_is_not_lost():
+    said: list[str] = []
+    f = _Follow(np=2, progress=said.append)
+    f.line(step_line(1, 4, "pingpong 0->1 8192 B") + "[hnow    0.4s] size 8192 B (3/3): ping-pong 1 pair(s)")
+    f.line(step_line(1, 5, "collect") + result_line("abc"))
+    assert said == ["[   0.4s] size 8192 B (3/3): ping-pong 1 pair(s)"]
+    assert f.steps[1] == (5, "collect") and [unpack(r) for r in f.results] == ["abc"]
+
+
 def test_result_lines_and_chatter():
     f = _Follow(np=1, progress=None)
     f.line("srun: job 7 queued and waiting for resources")
