@@ -13,6 +13,11 @@ machine's MPI lock.
 
     python experiments/intel_schedules_wire.py --np 2,4 --sizes 8,1K,4K,16K,64K,256K
     python experiments/intel_schedules_wire.py --np 4 --sizes 4K --env I_MPI_ADJUST_ALLREDUCE=8
+    python experiments/intel_schedules_wire.py --np 12 --ppn 3 --sizes 16K,64K,256K
+
+With ``--ppn k`` each host name gets ``k`` ranks in a block (ranks 0..k-1 on h1, ...): their messages to one another
+go through shared memory and are not seen, so a schedule matches when its messages between ranks of different
+hosts are exactly those seen; each line also gives the payload bytes each host sent to the others.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import subprocess
 import tempfile
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from hnowmodel import ops
 from hnowmodel.jobs import Launch, mpi_lock
@@ -73,15 +79,16 @@ _TRACE = '#!/bin/sh\nexec strace -f -qq -yy -e trace=sendmsg,sendto,access -o "$
 _SEND = re.compile(r"^\d+\s+(sendmsg|sendto)\(\d+<TCP:\[[\d.]+:\d+->[\d.]+:(\d+)\]>(.*)\)\s+=\s+(\d+)$")
 
 
-def _run(np_: int, m: int, ops_: list[str], env: dict[str, str], work: Path) -> dict[str, Counter]:
-    """op -> (sender, receiver, payload bytes) -> messages, of one launch."""
+def _run(np_: int, ppn: int, m: int, ops_: list[str], env: dict[str, str], work: Path) -> dict[str, Counter]:
+    """op -> (sender, receiver, payload bytes) -> messages, of one launch of ``np_`` ranks, ``ppn`` per host."""
     where = Launch(np=np_, mpi="intelmpi").mpi_env
     for name, text in (("host.sh", _HOST), ("trace.sh", _TRACE)):
         (work / name).write_text(text)
         (work / name).chmod(0o755)
-    hosts = ",".join(f"h{i + 1}" for i in range(np_))
-    cmd = [where.launcher, "-bootstrap", "ssh", "-bootstrap-exec", str(work / "host.sh"), "-hosts", hosts, "-ppn",
-           "1", "-n", str(np_), str(work / "trace.sh"), where.python, "-c", _PROBE, str(m), ",".join(ops_)]  # fmt: skip
+    hosts = ",".join(f"h{i + 1}" for i in range(-(-np_ // ppn)))
+    cmd = [where.launcher, "-bootstrap", "ssh", "-bootstrap-exec", str(work / "host.sh"), "-hosts", hosts,
+           "-ppn", str(ppn), "-n", str(np_), str(work / "trace.sh"), where.python, "-c", _PROBE, str(m),
+           ",".join(ops_)]  # fmt: skip
     full = {**os.environ, **where.env, "HNOW_TRACE": str(work), **env}
     with mpi_lock():
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=full, stdin=subprocess.DEVNULL)
@@ -102,8 +109,21 @@ def _run(np_: int, m: int, ops_: list[str], env: dict[str, str], work: Path) -> 
     return got
 
 
-def matching(op: str, n: int, m: int, got: Counter) -> list[str]:
-    """The schedules of ``op`` that send exactly the messages ``got`` on ``n`` ranks at ``m`` bytes."""
+#: The payload of Intel MPI's control messages, a few per call beside every algorithm's (docs/intel-mpi.md).
+CONTROL_BYTES = 16
+
+
+def _counted(msgs: Any, ppn: int) -> Counter:
+    """The messages (sender, receiver, payload) that tell schedules apart: between ranks of different hosts (``ppn``
+    ranks per host, in blocks), to a known rank, not of :data:`CONTROL_BYTES` (on both sides, so a schedule that
+    sends messages of that size is compared on its others)."""
+    return Counter(x for x in msgs if x[1] >= 0 and x[2] != CONTROL_BYTES and x[0] // ppn != x[1] // ppn)
+
+
+def matching(op: str, n: int, m: int, got: Counter, ppn: int = 1) -> list[str]:
+    """The schedules of ``op`` that send exactly the messages ``got`` on ``n`` ranks at ``m`` bytes (as counted by
+    :func:`_counted`)."""
+    seen = _counted(got.elements(), ppn)
     out = []
     for name, alg in ops.get(op).algorithms.items():
         try:
@@ -113,15 +133,24 @@ def matching(op: str, n: int, m: int, got: Counter) -> list[str]:
         want: Counter = Counter()
         for st in steps:
             want.update(zip(st.src.tolist(), st.dst.tolist(), map(int, st.nbytes.tolist()), strict=True))
-        if want == got:
+        if _counted(want.elements(), ppn) == seen:
             out.append(name)
     return out
+
+
+def _host_bytes(got: Counter, ppn: int) -> str:
+    """The payload bytes each host sent to other hosts, ``h1=…,h2=…`` (a message to an unknown socket: its sender's)."""
+    out: Counter = Counter()
+    for (src, _, nbytes), count in got.items():
+        out[src // ppn] += nbytes * count
+    return ",".join(f"h{h + 1}={out[h]}" for h in sorted(out))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--np", default="2,4", help="rank counts, one host each (default 2,4)")
     ap.add_argument("--sizes", default="8,1K,4K,16K,64K,256K", help="m, bytes per rank (the registry's)")
+    ap.add_argument("--ppn", type=int, default=1, help="ranks per host name (default 1)")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--env", action="append", default=[], help="VAR=VALUE, e.g. I_MPI_ADJUST_ALLREDUCE=8")
     a = ap.parse_args()
@@ -130,10 +159,12 @@ def main() -> None:
     for n in (int(x) for x in a.np.split(",")):
         for m in parse_sizes(a.sizes):
             with tempfile.TemporaryDirectory() as tmp:
-                got = _run(n, int(m), ops_, env, Path(tmp))
+                got = _run(n, a.ppn, int(m), ops_, env, Path(tmp))
             for op in ops_:
                 msgs = " ".join(f"{s}->{d}:{b}x{c}" for (s, d, b), c in sorted(got[op].items()))
-                print(f"{op:15} n={n} m={int(m):7} runs: {','.join(matching(op, n, int(m), got[op])) or '-'}  [{msgs}]")
+                runs = ",".join(matching(op, n, int(m), got[op], a.ppn)) or "-"
+                out = _host_bytes(got[op], a.ppn)
+                print(f"{op:15} n={n} m={int(m):7} runs: {runs}  host bytes out: {out}  [{msgs}]")
 
 
 if __name__ == "__main__":

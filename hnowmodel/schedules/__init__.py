@@ -27,7 +27,7 @@ from .flowrun import ScheduleRun
 from .fromtree import from_tree, tree_schedule
 from .generator import Algorithm, Generator
 from .ompi import ompi_rabenseifner_allreduce
-from .reduce import rabenseifner_reduce
+from .reduce import pairwise_reduce_scatter, rabenseifner_reduce
 from .steps import MessageSchedule, Step, concat
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "binomial_reduce",
     "linear_reduce",
     "rabenseifner_reduce",
+    "pairwise_reduce_scatter",
     "binomial_bcast",
     "reduce_bcast_allreduce",
     "pairwise_alltoall",

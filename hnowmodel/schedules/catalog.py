@@ -2,7 +2,7 @@
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
 ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the ones
-only Intel MPI's default runs (reduce ``pipelined_knomial1`` and ``pipelined_chain``, allgather
+only Intel MPI's default runs (reduce ``pipelined_knomial1``, ``pipelined_chain`` and ``pipelined_chain_4k``, allgather
 ``recursive_doubling_fold``: :mod:`~hnowmodel.schedules.impi`); the few that only Open MPI runs (reduce ``linear``,
 ``in_order_binomial`` and ``rabenseifner``, allreduce ``rabenseifner``, alltoall ``linear`` and ``pairwise_shift``)
 as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
@@ -42,7 +42,7 @@ from .bcast import scatter_recursive_doubling_allgather, scatter_ring_allgather
 from .generator import Algorithm
 from .impi import fold_recursive_doubling_allgather, pipelined_tree_reduce
 from .ompi import ompi_rabenseifner_allreduce, ompi_rabenseifner_reduce
-from .reduce import rabenseifner_reduce
+from .reduce import pairwise_reduce_scatter, rabenseifner_reduce
 
 __all__ = ["BCAST", "REDUCE", "ALLREDUCE", "ALLGATHER", "REDUCE_SCATTER", "ALLTOALL", "ELEM_BYTES"]
 
@@ -76,6 +76,8 @@ REDUCE = _named(
               pipelined_tree_reduce, rooted=True),
     Algorithm("pipelined_chain", "up a chain in 14000-byte segments (Intel MPI)",
               partial(pipelined_tree_reduce, tree="chain", segment_bytes=14000), rooted=True),
+    Algorithm("pipelined_chain_4k", "up a chain in 4096-byte segments (Intel MPI, hosts of several ranks)",
+              partial(pipelined_tree_reduce, tree="chain", segment_bytes=4096), rooted=True),
     Algorithm("rabenseifner", "Open MPI's Rabenseifner's: its allreduce's fold and halving, a binomial gather",
               partial(ompi_rabenseifner_reduce, elem_bytes=ELEM_BYTES), rooted=True),
 )  # fmt: skip
@@ -110,6 +112,9 @@ ALLGATHER = _named(
 #: m = each rank's result block (bytes); each rank contributes p·m.
 REDUCE_SCATTER = _named(
     Algorithm("recursive_halving", "lg p steps of halving distance", recursive_halving_reduce_scatter),
+    Algorithm(
+        "pairwise", "p - 1 send-receive steps, each rank's block to r + k, reduced there", pairwise_reduce_scatter
+    ),
 )
 #: m = the block each rank sends to each rank (bytes).
 ALLTOALL = _named(

@@ -1,7 +1,8 @@
-"""MPICH's reduce for long vectors as a message schedule: Rabenseifner's reduce-scatter + gather
+"""MPICH's reductions for long vectors as message schedules: Rabenseifner's reduce-scatter + gather reduce
 (``MPIR_Reduce_intra_reduce_scatter_gather``, ``src/mpi/coll/reduce/reduce_intra_reduce_scatter_gather.c``), the
 algorithm MPICH's default selection runs for a commutative built-in op above 2048 bytes when the element count is at
-least the largest power of two <= p (:mod:`hnowmodel.libraries.mpich.defaults`).
+least the largest power of two <= p (:mod:`hnowmodel.libraries.mpich.defaults`), and the pairwise reduce-scatter
+(:func:`pairwise_reduce_scatter`), its default reduce-scatter from 512 KiB in all.
 
 >>> s = rabenseifner_reduce(4, 64)
 >>> [(st.src.tolist(), st.dst.tolist(), st.nbytes.tolist()) for st in s.steps]  # doctest: +NORMALIZE_WHITESPACE
@@ -24,12 +25,13 @@ from .algorithms import (
     _ranges,
     _ranks,
     _root,
+    _rows,
     _size,
     pof2_below,
 )
 from .steps import MessageSchedule
 
-__all__ = ["rabenseifner_reduce"]
+__all__ = ["rabenseifner_reduce", "pairwise_reduce_scatter"]
 
 
 def rabenseifner_reduce(
@@ -128,3 +130,25 @@ def _gather(b: _Builder, real: np.ndarray, cum: np.ndarray, si: np.ndarray, li: 
         live &= ~sends
         mask >>= 1
         j -= 1
+
+
+def pairwise_reduce_scatter(n: int, m: float, *, trace: BlockTrace | None = None) -> MessageSchedule:
+    """MPICH's pairwise reduce-scatter for a commutative op (``MPIR_Reduce_scatter_block_intra_pairwise``): every
+    rank contributes ``n`` blocks of ``m`` bytes and ends with the reduction of its own block. It first copies its
+    own contribution to its result (``m`` bytes), then ``n - 1`` send-receive steps: in step k = 1 … n-1 rank r
+    sends its contribution to block ``(r + k) % n`` to that rank and receives rank ``(r - k) % n``'s contribution to
+    its own block, which it reduces into its result (``m`` bytes). Every rank sends ``(n - 1)·m`` bytes; Intel MPI's
+    default sends these messages on 12 ranks from 64 KiB (docs/intel-mpi.md).
+
+    >>> s = pairwise_reduce_scatter(3, 8)
+    >>> [(st.dst.tolist(), st.nbytes.tolist()[0], st.reduce_bytes.tolist()[0]) for st in s.steps]
+    [([1, 2, 0], 8.0, 8.0), ([2, 0, 1], 8.0, 8.0)]
+    """
+    n, m = _ranks(n), _size(m)
+    b = _Builder(n, "pairwise_reduce_scatter", trace, np.full(n, m))
+    r = np.arange(n)
+    b.copy(m)
+    for k in range(1, n):
+        dst = (r + k) % n
+        b.add(r, dst, m, m, carry=lambda i, d=dst: _rows(n, n, r, d))
+    return b.schedule()

@@ -103,7 +103,7 @@ def test_mpich_default_follows_its_selection_json():
     ]  # fmt: skip
     assert (
         RULES["reduce_scatter"](2, 16384, True) == "recursive_halving"
-        and RULES["reduce_scatter"](2, 262144, True) is None
+        and RULES["reduce_scatter"](2, 262144, True) == "pairwise"  # from 512 KiB in all
     )
     nat = ops.get("allreduce").native["MPICH"]
     assert nat.algorithm == "default" and "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in nat.unset
@@ -125,9 +125,10 @@ def test_the_native_prediction_is_the_algorithm_mpich_selects_at_each_size():
     want = [hm.predict("reduce", prof, "FS", a, [m], reduce_us_per_byte=GAMMA)[0]
             for a, m in (("binomial", 2048), ("reduce_scatter_gather", 65536))]  # fmt: skip
     np.testing.assert_allclose(got, want, rtol=1e-12)
-    # MPICH's pairwise reduce_scatter_block (p·m from 512 KiB): not modelled
-    nan = hm.predict("reduce_scatter", prof, "FS", "native", [262144], library="mpich", reduce_us_per_byte=GAMMA)
-    assert np.isnan(nan[0])
+    # MPICH's pairwise reduce_scatter_block from p·m = 512 KiB
+    got = hm.predict("reduce_scatter", prof, "FS", "native", [262144], library="mpich", reduce_us_per_byte=GAMMA)
+    want = hm.predict("reduce_scatter", prof, "FS", "pairwise", [262144], reduce_us_per_byte=GAMMA)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def test_tree_things_refuse_them_in_one_line():

@@ -12,6 +12,7 @@ import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.export import export
 from hnowmodel.export.make import AlgorithmRequest
+from hnowmodel.layout import Layout
 from hnowmodel.libraries.intelmpi.adjust import adjust_runs, adjust_variable, parse_adjust
 from hnowmodel.libraries.intelmpi.schedules import OP_ALGORITHMS
 from hnowmodel.params import Profile
@@ -85,9 +86,9 @@ def test_the_default_is_modelled_where_the_wire_showed_it():
     ]  # fmt: skip
     assert d["reduce"].tree_at(4, 1024) == "binomial" and d["reduce"].tree_at(4, 4096) is None  # Rabenseifner's
     assert d["allgather"].tree_at(4, 262144) == "recursive_doubling"
-    assert (
-        d["reduce_scatter"].tree_at(4, 65536) == "recursive_halving" and d["reduce_scatter"].tree_at(4, 262144) is None
-    )
+    assert [d["reduce_scatter"].tree_at(4, m) for m in (65536, 131072, 262144)] == [
+        "recursive_halving", None, "pairwise",
+    ]  # fmt: skip
     assert d["alltoall"].tree_at(2, 4096) == "scattered" and d["alltoall"].tree_at(4, 4096) is None
     assert all(d[op].tree_at(6, 4096) is None and d[op].tree_at(4, 4096, one_per_host=False) is None for op in d)
     t = ops.native_predict("allreduce", "Intel MPI", _gamma_profile(), LAYOUT, [4096, 8192, 16384])
@@ -96,16 +97,31 @@ def test_the_default_is_modelled_where_the_wire_showed_it():
 
 def test_the_default_on_12_ranks_is_modelled_where_the_wire_showed_it():
     """12 ranks, one per host (the tune_vs_exhaustive shape): allreduce's reduce_scatter_allgather at 16-256 KiB,
-    reduce_scatter's recursive halving at 16 KiB, reduce pipelined up knomial_1 (16, 64 KiB) and a chain (256 KiB),
-    allgather's folded recursive doubling; reduce_scatter from 64 KiB and alltoall not modelled (kept)."""
+    reduce_scatter's recursive halving at 16 KiB and pairwise from 64 KiB, reduce pipelined up knomial_1 (16, 64 KiB)
+    and a chain (256 KiB), allgather's folded recursive doubling; alltoall not modelled (kept)."""
     d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
     sizes = (16384, 65536, 262144)
     assert {d["allreduce"].tree_at(12, m) for m in sizes} == {"reduce_scatter_allgather"}
-    assert [d["reduce_scatter"].tree_at(12, m) for m in sizes] == ["recursive_halving", None, None]
+    assert [d["reduce_scatter"].tree_at(12, m) for m in sizes] == ["recursive_halving", "pairwise", "pairwise"]
     assert [d["reduce"].tree_at(12, m) for m in sizes] == ["pipelined_knomial1"] * 2 + ["pipelined_chain"]
     assert {d["allgather"].tree_at(12, m) for m in sizes} == {"recursive_doubling_fold"}
     assert all(d["alltoall"].tree_at(12, m) is None for m in sizes)
     assert d["allreduce"].tree_at(12, 16384, one_per_host=False) is None
+
+
+def test_the_default_on_4_hosts_of_3_is_what_the_wire_showed_between_hosts():
+    """12 ranks, 3 per host in blocks (experiments/intel_schedules_wire.py --np 12 --ppn 3): reduce's knomial_1,
+    Rabenseifner's and a chain of 4 KiB segments, reduce_scatter's recursive halving then pairwise; hosts of other
+    rank counts or unequal hosts: not modelled."""
+    d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
+    shared = Layout(["fast"] * 12, np.repeat(np.arange(4), 3))
+    sizes = (16384, 65536, 262144)
+    runs = {op: [d[op].tree_on(shared, m) for m in sizes] for op in d}
+    assert runs["reduce"] == ["pipelined_knomial1", "reduce_scatter_gather", "pipelined_chain_4k"]
+    assert runs["reduce_scatter"] == ["recursive_halving", "pairwise", "pairwise"]
+    assert runs["allreduce"] == ["reduce_scatter_allgather"] * 3 and runs["alltoall"] == [None] * 3
+    uneven = Layout(["fast"] * 12, np.r_[[0] * 4, [1] * 2, np.repeat([2, 3], 3)])
+    assert all(d[op].tree_on(uneven, 65536) is None for op in d)
 
 
 def test_the_export_writes_the_strings_intel_mpi_reads_for_the_five_operations():

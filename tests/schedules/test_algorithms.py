@@ -155,6 +155,18 @@ def test_recursive_halving_reduce_scatter(n):
 
 
 @pytest.mark.parametrize("n", NS)
+def test_pairwise_reduce_scatter(n):
+    m = 4.0
+    s, tr = _traced(S.pairwise_reduce_scatter, n, m)
+    out = execute(s, tr, _own_vector(n, n))
+    assert all(out[r][r] == _every(n) for r in range(n))
+    assert s.n_steps == max(n - 1, 1) and s.steps[0].copy_bytes.tolist() == [m] * n  # its own block, copied first
+    assert s.bytes_sent().tolist() == [(n - 1) * m] * n
+    for k, st in enumerate(s.steps[: n - 1], start=1):  # r to r + k, MPICH's order, each block reduced at its rank
+        assert st.dst.tolist() == [(r + k) % n for r in range(n)] and st.reduce_bytes.tolist() == [m] * n
+
+
+@pytest.mark.parametrize("n", NS)
 @pytest.mark.parametrize("extra", [0, 1, 3])
 def test_rabenseifner_allreduce(n, extra):
     pof2 = 1 << (n.bit_length() - 1)

@@ -131,12 +131,12 @@ def _pinned(op: str, number: int) -> NativeAlgorithm:
 # (allgather's recursive doubling; reduce_scatter_allgather for the two halves each way, which the ring sends too).
 # Not modelled where the messages match no schedule hnow has: reduce at 4 KiB on 4 ranks (Rabenseifner's: a
 # reduce-scatter, then a gather to the root) and from 16 KiB (the vector in 8 KiB or 32 KiB segments, a pipelined
-# tree), allreduce at 64 KiB (segmented), reduce_scatter at 256 KiB on 4 ranks (every rank to
-# every rank: pairwise), alltoall on 4 ranks (Isend/Irecv with each rank's own block sent to itself as a message);
-# alltoall on 2 ranks is one exchange, modelled as the Isend/Irecv family's schedule (scattered). On 12 ranks (the
-# same reading, 16384, 65536 and 262144 bytes: experiments/intel_schedules_wire.py --np 12) allreduce runs MPICH's
-# reduce_scatter_allgather at 16, 64 and 256 KiB (at 64 KiB one socket read as another rank's in the first reading),
-# reduce_scatter recursive halving at 16 KiB (from 64 KiB every rank to every rank), reduce MPICH's knomial_1 tree
+# tree), allreduce at 64 KiB (segmented), alltoall on 4 ranks (Isend/Irecv with each rank's own block sent to
+# itself as a message); alltoall on 2 ranks is one exchange, modelled as the Isend/Irecv family's schedule
+# (scattered). Reduce_scatter at 256 KiB on 4 ranks sends every rank's block to every rank: MPICH's pairwise. On 12
+# ranks (the same reading, 16384, 65536 and 262144 bytes: experiments/intel_schedules_wire.py --np 12) allreduce
+# runs MPICH's reduce_scatter_allgather at 16, 64 and 256 KiB (at 64 KiB one socket read as another rank's in the
+# first reading), reduce_scatter recursive halving at 16 KiB and pairwise from 64 KiB, reduce MPICH's knomial_1 tree
 # (radix 2) in 8 KiB segments at 16 and 64 KiB and a chain in 14000-byte segments at 256 KiB, allgather a recursive
 # doubling that folds 12 ranks to 8 first (the last three: Intel's own, hnowmodel/schedules/impi.py); each sends its
 # schedule's messages exactly, besides a few 16-byte ones not modelled. Alltoall (Isend/Irecv, the own block sent to
@@ -167,25 +167,33 @@ _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProx
         "reduce_scatter": (
             (2, 8, 262144, "recursive_halving"),
             (4, 8, 65536, "recursive_halving"),
+            (4, 262144, 262144, "pairwise"),
             (12, 16384, 16384, "recursive_halving"),
+            (12, 65536, 262144, "pairwise"),
         ),
         "alltoall": ((2, 8, 262144, "scattered"),),
     }
 )
 
 
-# On 4 hosts x 3 ranks (12 ranks; the hosts of experiments/tune_vs_exhaustive.py's 4x3 shape, 150/20/50/150 Mbit/s)
-# Intel MPI's default was identified by its time, not yet on the wire: the median of 5 within 0.8 % of one pinned
-# algorithm's at every size below, and that algorithm's prediction within 4.0 % of it (docs/intel-mpi.md, "Hosts of
-# several ranks"): allreduce reduce_scatter_allgather (the pinned rabenseifner) at 16-256 KiB, allgather the folded
-# recursive doubling at 16 and 64 KiB and the ring at 256 KiB, reduce_scatter recursive halving at 16 KiB, reduce
-# the chain at 256 KiB. Elsewhere on hosts of several ranks: not modelled.
+# On 4 hosts x 3 ranks (12 ranks, in blocks; the hosts of experiments/tune_vs_exhaustive.py's 4x3 shape) Intel
+# MPI's default read off the wire between hosts (experiments/intel_schedules_wire.py --np 12 --ppn 3: the messages
+# between ranks of one host go through shared memory, unseen; each schedule below sends exactly the messages seen
+# between hosts, besides the 16-byte ones): allreduce reduce_scatter_allgather at 16-256 KiB, allgather the folded
+# recursive doubling at 16 and 64 KiB and the ring at 256 KiB, reduce_scatter recursive halving at 16 KiB and
+# pairwise from 64 KiB, reduce the knomial_1 tree at 16 KiB, Rabenseifner's at 64 KiB and a chain in 4096-byte
+# segments at 256 KiB (docs/intel-mpi.md, "Hosts of several ranks"). Elsewhere on hosts of several ranks: not
+# modelled.
 _SHARED_ROWS: Mapping[str, tuple[tuple[int, int, int, int, str], ...]] = MappingProxyType(
     {
-        "reduce": ((12, 3, 262144, 262144, "pipelined_chain"),),
+        "reduce": (
+            (12, 3, 16384, 16384, "pipelined_knomial1"),
+            (12, 3, 65536, 65536, "reduce_scatter_gather"),
+            (12, 3, 262144, 262144, "pipelined_chain_4k"),
+        ),
         "allreduce": ((12, 3, 16384, 262144, "reduce_scatter_allgather"),),
         "allgather": ((12, 3, 16384, 65536, "recursive_doubling_fold"), (12, 3, 262144, 262144, "ring")),
-        "reduce_scatter": ((12, 3, 16384, 16384, "recursive_halving"),),
+        "reduce_scatter": ((12, 3, 16384, 16384, "recursive_halving"), (12, 3, 65536, 262144, "pairwise")),
         "alltoall": (),
     }
 )

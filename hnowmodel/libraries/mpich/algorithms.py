@@ -149,7 +149,7 @@ _MPICH_BCAST_TREES = (
 # the values of MPICH 5.0.2's libmpi) with the device's own collectives off, as above, and modelled by the
 # operation's schedule algorithm of that name (model_tree names it). Not modelled, so not pinned: allreduce tree,
 # recursive_multiplying, k_reduce_scatter_allgather, recexch; allgather k_brucks, recexch_*; alltoall k_brucks,
-# pairwise_sendrecv_replace; reduce_scatter_block pairwise, noncommutative, recursive_doubling; reduce smp.
+# pairwise_sendrecv_replace; reduce_scatter_block noncommutative, recursive_doubling; reduce smp.
 _SCHEDULE_CVARS = {
     "reduce": (
         "MPIR_CVAR_REDUCE_INTRA_ALGORITHM",
@@ -167,7 +167,10 @@ _SCHEDULE_CVARS = {
         "MPIR_CVAR_ALLGATHER_INTRA_ALGORITHM",
         {"recursive_doubling": "recursive_doubling", "brucks": "brucks", "ring": "ring"},
     ),  # fmt: skip
-    "reduce_scatter": ("MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM", {"recursive_halving": "recursive_halving"}),
+    "reduce_scatter": (
+        "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM",
+        {"recursive_halving": "recursive_halving", "pairwise": "pairwise"},
+    ),  # fmt: skip
     "alltoall": (
         "MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM",
         {"brucks": "brucks", "pairwise": "pairwise", "scattered": "scattered"},

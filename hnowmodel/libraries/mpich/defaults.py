@@ -59,8 +59,8 @@ def _allgather(n: int, m: int, one_per_host: bool) -> str | None:
 
 
 def _reduce_scatter(n: int, m: int, one_per_host: bool) -> str | None:
-    # is_commutative=yes: total_msg_size<524288 recursive halving, else pairwise (not modelled)
-    return "recursive_halving" if n * m < 524288 else None
+    # is_commutative=yes: total_msg_size<524288 recursive halving, else pairwise
+    return "recursive_halving" if n * m < 524288 else "pairwise"
 
 
 def _bcast(n: int, m: int, one_per_host: bool) -> str | None:
