@@ -114,10 +114,13 @@ CONTROL_BYTES = 16
 
 
 def _counted(msgs: Any, ppn: int) -> Counter:
-    """The messages (sender, receiver, payload) that tell schedules apart: between ranks of different hosts (``ppn``
-    ranks per host, in blocks), to a known rank, not of :data:`CONTROL_BYTES` (on both sides, so a schedule that
-    sends messages of that size is compared on its others)."""
-    return Counter(x for x in msgs if x[1] >= 0 and x[2] != CONTROL_BYTES and x[0] // ppn != x[1] // ppn)
+    """The messages (sender, receiver, payload) that tell schedules apart: to a known rank, not of
+    :data:`CONTROL_BYTES` (on both sides, so a schedule that sends messages of that size is compared on its others),
+    and between ranks of different hosts (``ppn`` ranks per host, in blocks) or from a rank to itself (Intel MPI's
+    alltoall sends one)."""
+    return Counter(
+        x for x in msgs if x[1] >= 0 and x[2] != CONTROL_BYTES and (x[0] == x[1] or x[0] // ppn != x[1] // ppn)
+    )
 
 
 def matching(op: str, n: int, m: int, got: Counter, ppn: int = 1) -> list[str]:

@@ -420,7 +420,9 @@ def _ring_counts(count: int, n: int) -> np.ndarray:
     return np.minimum(start + per, count) - start
 
 
-def ring_allreduce(n: int, m: float, *, elem_bytes: int = 1, trace: BlockTrace | None = None) -> MessageSchedule:
+def ring_allreduce(
+    n: int, m: float, *, elem_bytes: int = 1, intel: bool = False, trace: BlockTrace | None = None
+) -> MessageSchedule:
     """MPICH's ring allreduce (``MPIR_Allreduce_intra_ring``) of an ``m``-byte vector of ``elem_bytes``-byte
     elements, cut in ``n`` chunks (``ceil(count / n)`` elements each while they fit, the rest in the next, none
     after: ``m / n`` bytes each when n divides the count).
@@ -432,33 +434,42 @@ def ring_allreduce(n: int, m: float, *, elem_bytes: int = 1, trace: BlockTrace |
     Not modelled: the allgatherv's pipelining of chunks above ``MPIR_CVAR_ALLGATHERV_PIPELINE_MSG_SIZE`` when the
     chunks differ (only then does it cut them).
 
+    ``intel``: Intel MPI's ring, as its default runs it on 6 ranks at 64 KiB (read off the wire): ``count // n``
+    elements a chunk, the rest in the last, and every chunk index one higher (rank r sends chunk ``(r - i) % n``,
+    then passes ``(r + 1 - i) % n``).
+
     >>> s = ring_allreduce(4, 4096)
     >>> [(st.repeat, float(st.nbytes[0])) for st in s.steps], s.bytes_sent().tolist()[0]
     ([(3, 1024.0), (3, 1024.0)], 6144.0)
+    >>> ring_allreduce(3, 56, elem_bytes=8, intel=True).bytes_sent().tolist()
+    [72.0, 72.0, 80.0]
     """
     n, m = _ranks(n), _size(m)
-    chunk = (_ring_counts(_count(m, elem_bytes), n) * elem_bytes).astype(float)
+    count = _count(m, elem_bytes)
+    counts = np.r_[[count // n] * (n - 1), count - (n - 1) * (count // n)] if intel else _ring_counts(count, n)
+    chunk = (counts * elem_bytes).astype(float)
     b = _Builder(n, "ring_allreduce", trace, chunk)
     if n == 1:
         return b.schedule()
     r = np.arange(n)
     right = (r + 1) % n
+    own = int(intel)  # Intel MPI's chunk indices: one higher
 
     def carry(shift: int) -> Carry:
         return lambda i: _rows(n, n, r, (r - shift - i) % n)
 
     equal = bool(np.all(chunk == chunk[0]))
     if equal:
-        b.add(r, right, chunk[0], chunk[0], carry=carry(1), repeat=n - 1)
-        b.add(r, right, chunk[0], carry=carry(0), repeat=n - 1)
+        b.add(r, right, chunk[0], chunk[0], carry=carry(1 - own), repeat=n - 1)
+        b.add(r, right, chunk[0], carry=carry(-own), repeat=n - 1)
         return b.schedule()
     for i in range(n - 1):
-        c = chunk[(r - 1 - i) % n]
-        b.add(r, right, c, c, carry=lambda _, i=i: carry(1)(i))
+        c = chunk[(r - 1 - i + own) % n]
+        b.add(r, right, c, c, carry=lambda _, i=i: carry(1 - own)(i))
     for i in range(n - 1):
-        c = chunk[(r - i) % n]
+        c = chunk[(r - i + own) % n]
         keep = c > 0
-        b.add(r[keep], right[keep], c[keep], carry=lambda _, i=i, keep=keep: carry(0)(i)[keep])
+        b.add(r[keep], right[keep], c[keep], carry=lambda _, i=i, keep=keep: carry(-own)(i)[keep])
     return b.schedule()
 
 

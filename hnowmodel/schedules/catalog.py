@@ -2,8 +2,9 @@
 (:data:`hnowmodel.ops.OPERATIONS`) lists them: each a :class:`~hnowmodel.schedules.generator.Algorithm` over a
 generator of :mod:`~hnowmodel.schedules.algorithms` or :mod:`~hnowmodel.schedules.alltoall`, named as MPICH's
 ``MPIR_CVAR_<OP>_INTRA_ALGORITHM`` names it (``brucks``, ``reduce_scatter_allgather``) where MPICH runs it; the ones
-only Intel MPI's default runs (reduce ``pipelined_knomial1``, ``pipelined_chain`` and ``pipelined_chain_4k``, allgather
-``recursive_doubling_fold``: :mod:`~hnowmodel.schedules.impi`); the few that only Open MPI runs (reduce ``linear``,
+only Intel MPI's default runs (reduce ``pipelined_knomial1``, ``pipelined_knomial1_4``, ``pipelined_chain`` and
+``pipelined_chain_4k``, allgather ``recursive_doubling_fold``: :mod:`~hnowmodel.schedules.impi`; allreduce
+``ring_rest_last``); the few that only Open MPI runs (reduce ``linear``,
 ``in_order_binomial`` and ``rabenseifner``, allreduce ``rabenseifner``, alltoall ``linear`` and ``pairwise_shift``)
 as its coll/tuned does (``in_order_binomial``: its ``binomial``, whose name MPICH's has)
 (:mod:`hnowmodel.libraries.openmpi.tuned`).
@@ -14,7 +15,7 @@ elements), an allgather's block (each rank's m bytes), a reduce-scatter's result
 of m bytes, ends with one), an alltoall's block (the m bytes each rank sends to each rank).
 
 >>> sorted(ALLREDUCE)
-['rabenseifner', 'recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring']
+['rabenseifner', 'recursive_doubling', 'reduce_bcast', 'reduce_scatter_allgather', 'ring', 'ring_rest_last']
 >>> ALLREDUCE["ring"].schedule(4, 64).steps[0].nbytes.tolist()
 [16.0, 16.0, 16.0, 16.0]
 """
@@ -74,6 +75,8 @@ REDUCE = _named(
               partial(binomial_reduce, prepost=True), rooted=True),
     Algorithm("pipelined_knomial1", "up MPICH's knomial_1 tree (radix 2) in 8 KiB segments (Intel MPI)",
               pipelined_tree_reduce, rooted=True),
+    Algorithm("pipelined_knomial1_4", "up MPICH's knomial_1 tree of radix 4 in 8 KiB segments (Intel MPI)",
+              partial(pipelined_tree_reduce, tree="mpich-knomial1:4"), rooted=True),
     Algorithm("pipelined_chain", "up a chain in 14000-byte segments (Intel MPI)",
               partial(pipelined_tree_reduce, tree="chain", segment_bytes=14000), rooted=True),
     Algorithm("pipelined_chain_4k", "up a chain in 4096-byte segments (Intel MPI, hosts of several ranks)",
@@ -94,6 +97,11 @@ ALLREDUCE = _named(
         "a reduce-scatter ring, then an allgather ring, of m/p chunks",
         partial(ring_allreduce, elem_bytes=ELEM_BYTES),
     ),  # fmt: skip
+    Algorithm(
+        "ring_rest_last",
+        "the ring of m/p chunks, the rest in the last, each rank ending with the next chunk (Intel MPI)",
+        partial(ring_allreduce, elem_bytes=ELEM_BYTES, intel=True),
+    ),
     Algorithm("reduce_bcast", "a binomial reduce to rank 0, then a binomial bcast", reduce_bcast_allreduce),
     Algorithm(
         "rabenseifner",

@@ -109,6 +109,19 @@ def test_the_default_on_12_ranks_is_modelled_where_the_wire_showed_it():
     assert d["allreduce"].tree_at(12, 16384, one_per_host=False) is None
 
 
+def test_the_default_on_6_ranks_is_modelled_where_the_wire_showed_it():
+    """6 ranks, one per host (experiments/intel_schedules_wire.py --np 6): every operation but alltoall."""
+    d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
+    sizes = (16384, 65536, 262144)
+    assert [d["reduce"].tree_at(6, m) for m in sizes] == ["pipelined_knomial1_4"] * 2 + ["pipelined_chain"]
+    assert [d["allreduce"].tree_at(6, m) for m in sizes] == [
+        "reduce_scatter_allgather", "ring_rest_last", "reduce_scatter_allgather",
+    ]  # fmt: skip
+    assert [d["reduce_scatter"].tree_at(6, m) for m in sizes] == ["recursive_halving"] * 2 + ["pairwise"]
+    assert {d["allgather"].tree_at(6, m) for m in sizes} == {"recursive_doubling_fold"}
+    assert all(d["alltoall"].tree_at(6, m) is None for m in sizes)
+
+
 def test_the_default_on_4_hosts_of_3_is_what_the_wire_showed_between_hosts():
     """12 ranks, 3 per host in blocks (experiments/intel_schedules_wire.py --np 12 --ppn 3): reduce's knomial_1,
     Rabenseifner's and a chain of 4 KiB segments, reduce_scatter's recursive halving then pairwise; hosts of other

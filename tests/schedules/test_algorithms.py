@@ -202,6 +202,22 @@ def test_ring_allreduce(n, count):
         assert all(st.repeat == n - 1 for st in s.steps)
 
 
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("count", [None, 1, 5, 8192])
+def test_intel_mpis_ring_allreduce(n, count):
+    m = float(n * 3 if count is None else count)
+    s = _check_allreduce(S.ring_allreduce, n, m, intel=True)  # every rank ends with every contribution
+    assert s.bytes_sent().sum() == (2 * (n - 1) * m if n > 1 else 0)  # every chunk sent 2 (n - 1) times in all
+
+
+def test_intel_mpis_ring_as_read_off_the_wire_on_six_ranks():
+    # 65536 B = 8192 doubles on 6 ranks: chunks of 1365 doubles, 1367 in the last; ranks 3 and 4 send it once
+    s = S.ring_allreduce(6, 65536, elem_bytes=8, intel=True)
+    sent = [sorted(float(st.nbytes[st.src.tolist().index(r)]) for st in s.unrolled()) for r in range(6)]
+    assert [row.count(10936.0) for row in sent] == [2, 2, 2, 1, 1, 2]
+    assert all(row.count(10920.0) == 10 - row.count(10936.0) for row in sent)
+
+
 def test_ring_allreduce_chunks_as_mpich():
     # count 5 on 4 ranks: ceil(5/4) = 2 while it fits: chunks 2, 2, 1, 0
     tr = S.BlockTrace()

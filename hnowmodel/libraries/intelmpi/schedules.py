@@ -140,12 +140,19 @@ def _pinned(op: str, number: int) -> NativeAlgorithm:
 # (radix 2) in 8 KiB segments at 16 and 64 KiB and a chain in 14000-byte segments at 256 KiB, allgather a recursive
 # doubling that folds 12 ranks to 8 first (the last three: Intel's own, hnowmodel/schedules/impi.py); each sends its
 # schedule's messages exactly, besides a few 16-byte ones not modelled. Alltoall (Isend/Irecv, the own block sent to
-# itself) is not modelled there.
+# itself) is not modelled there. On 6 ranks (the same reading, experiments/intel_schedules_wire.py --np 6, at 16384,
+# 65536 and 262144 bytes): reduce up knomial_1 of radix 4 in 8 KiB segments at 16 and 64 KiB (0 <- 1, 5; 1 <- 2, 3,
+# 4) and the chain of 14000-byte segments at 256 KiB, allreduce reduce_scatter_allgather at 16 and 256 KiB and at 64
+# KiB a ring of its own (ring_rest_last: the rest in the last chunk, every chunk index one higher than MPICH's),
+# allgather the folded recursive doubling, reduce_scatter recursive halving to 64 KiB and pairwise at 256 KiB;
+# alltoall Isend/Irecv with the own block sent to itself (not modelled).
 _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProxyType(
     {
         "reduce": (
             (2, 8, 4096, "binomial"),
             (4, 8, 1024, "binomial"),
+            (6, 16384, 65536, "pipelined_knomial1_4"),
+            (6, 262144, 262144, "pipelined_chain"),
             (12, 16384, 65536, "pipelined_knomial1"),
             (12, 262144, 262144, "pipelined_chain"),
         ),
@@ -158,16 +165,24 @@ _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProx
                 (n, 262144, 262144, "reduce_scatter_allgather"),
             )
         )
+        + (
+            (6, 16384, 16384, "reduce_scatter_allgather"),
+            (6, 65536, 65536, "ring_rest_last"),
+            (6, 262144, 262144, "reduce_scatter_allgather"),
+        )
         + tuple((12, m, m, "reduce_scatter_allgather") for m in (16384, 65536, 262144)),
         "allgather": (
             (2, 8, 262144, "recursive_doubling"),
             (4, 8, 262144, "recursive_doubling"),
+            (6, 16384, 262144, "recursive_doubling_fold"),
             (12, 16384, 262144, "recursive_doubling_fold"),
         ),
         "reduce_scatter": (
             (2, 8, 262144, "recursive_halving"),
             (4, 8, 65536, "recursive_halving"),
             (4, 262144, 262144, "pairwise"),
+            (6, 16384, 65536, "recursive_halving"),
+            (6, 262144, 262144, "pairwise"),
             (12, 16384, 16384, "recursive_halving"),
             (12, 65536, 262144, "pairwise"),
         ),
