@@ -26,6 +26,30 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ.setdefault("HNOW_MPI_LOCK", "/tmp/hnow-mpi.lock")
 
 
+def _share_bytecode() -> None:
+    """Compile the project's sources once into the ``__pycache__`` folders every Python the tests start reads.
+
+    The suite starts several hundred Pythons (``hnow`` subprocesses, MPI ranks). Where ``PYTHONDONTWRITEBYTECODE``
+    is set (CI's sandbox sets it) the editable install has no ``.pyc`` files, so each of them compiled hnowmodel
+    from source again: ~0.2 s of CPU each. A Python reads caches even where it may not write them, so the sources
+    are compiled here (``py_compile`` ignores that setting), beside them as usual (``__pycache__/`` is git-ignored;
+    not ``PYTHONPYCACHEPREFIX``, which would hide numpy's own caches and cost more than it saves). A cache is used
+    only while its source's mtime and size match, so an edited file is compiled afresh, never stale.
+    """
+    import compileall
+    import sys
+    from pathlib import Path
+
+    if not sys.dont_write_bytecode or sys.pycache_prefix:
+        return  # Python writes and reuses its own caches
+    root = Path(__file__).resolve().parent.parent
+    for pkg in ("hnowmodel", "calibrate"):
+        compileall.compile_dir(root / pkg, quiet=1)
+
+
+_share_bytecode()
+
+
 def _mpi_launcher_missing() -> str:
     """Why MPI tests cannot run here ('' when they can): no ``mpiexec`` beside this Python or on PATH."""
     from hnowmodel.errors import MPIRunError
