@@ -17,10 +17,19 @@ from hnowmodel.jobs import mpi_lock
 from hnowmodel.jobs.wire import unpack
 from hnowmodel.params import Profile
 from hnowmodel.stepfiles import read_steps
+from hnowmodel.testbed import PAPER_TIME_SCALE, load_testbed
 
 pytestmark = pytest.mark.mpi
 
-QUICK_PAPER = ("calibrate", "--np", "2", "--testbed", "paper", "--quick", "--sizes", "0,2K,8K")
+
+@pytest.fixture(scope="module")
+def quick_paper(tmp_path_factory) -> tuple[str, ...]:
+    """The calibration these tests kill and rerun: the paper testbed at a third of its time scale (each emulated
+    wait a third as long: 4.9 -> 2.5 s a calibration; what is checked is which steps are saved and reused, and that
+    the profile is valid, never its accuracy)."""
+    tb = tmp_path_factory.mktemp("testbed") / "paper-fast.json"
+    tb.write_text(json.dumps(load_testbed("paper").to_dict() | {"time_scale": PAPER_TIME_SCALE / 3}))
+    return ("calibrate", "--np", "2", "--testbed", str(tb), "--quick", "--sizes", "0,2K,8K")
 
 
 def _hnow(*args: str, fault: str = "", timeout: float = 240) -> subprocess.CompletedProcess:
@@ -34,15 +43,15 @@ def _hnow(*args: str, fault: str = "", timeout: float = 240) -> subprocess.Compl
     )  # fmt: skip
 
 
-def test_a_killed_calibration_continues_from_its_last_finished_step(tmp_path):
+def test_a_killed_calibration_continues_from_its_last_finished_step(tmp_path, quick_paper):
     out = tmp_path / "p.json"
     steps = tmp_path / "p.json.steps"
-    killed = _hnow(*QUICK_PAPER, "-o", str(out), fault="0:pingpong 0->1 8192 B:exit")  # rank 0 dies at the 3rd size
+    killed = _hnow(*quick_paper, "-o", str(out), fault="0:pingpong 0->1 8192 B:exit")  # rank 0 dies at the 3rd size
     assert killed.returncode != 0 and not out.exists()
     assert sorted(read_steps(steps)) == ["size-0", "size-2048"]  # what finished before, whole
     assert not [p for p in steps.iterdir() if not p.name.startswith("step-")]  # no half-written file
 
-    again = _hnow(*QUICK_PAPER, "-o", str(out))
+    again = _hnow(*quick_paper, "-o", str(out))
     assert again.returncode == 0, again.stderr
     reuse = [ln for ln in again.stderr.splitlines() if "reusing" in ln]
     assert len(reuse) == 1 and "reusing 2 finished step(s)" in reuse[0] and "size-0, size-2048" in reuse[0]
@@ -53,11 +62,11 @@ def test_a_killed_calibration_continues_from_its_last_finished_step(tmp_path):
     assert not steps.exists()  # the profile holds them now
 
 
-def test_other_options_start_over_saying_why(tmp_path):
+def test_other_options_start_over_saying_why(tmp_path, quick_paper):
     out = tmp_path / "p.json"
-    _hnow(*QUICK_PAPER, "-o", str(out), fault="0:pingpong 0->1 2048 B:exit")
+    _hnow(*quick_paper, "-o", str(out), fault="0:pingpong 0->1 2048 B:exit")
     assert sorted(read_steps(tmp_path / "p.json.steps")) == ["size-0"]
-    other = [*QUICK_PAPER[:-1], "0,2K"]
+    other = [*quick_paper[:-1], "0,2K"]
     proc = _hnow(*other, "-o", str(out), fault="0:pingpong 0->1 2048 B:exit")
     said = [ln for ln in proc.stderr.splitlines() if "starting over" in ln]
     assert len(said) == 1 and "options.sizes: '0,2048,8192' -> '0,2048'" in said[0], proc.stderr
