@@ -17,19 +17,17 @@ from hnowmodel.jobs import mpi_lock
 from hnowmodel.jobs.wire import unpack
 from hnowmodel.params import Profile
 from hnowmodel.stepfiles import read_steps
-from hnowmodel.testbed import PAPER_TIME_SCALE, load_testbed
+from tests.helpers import fast_paper_testbed
 
 pytestmark = pytest.mark.mpi
 
 
 @pytest.fixture(scope="module")
 def quick_paper(tmp_path_factory) -> tuple[str, ...]:
-    """The calibration these tests kill and rerun: the paper testbed at a third of its time scale (each emulated
-    wait a third as long: 4.9 -> 2.5 s a calibration; what is checked is which steps are saved and reused, and that
-    the profile is valid, never its accuracy)."""
-    tb = tmp_path_factory.mktemp("testbed") / "paper-fast.json"
-    tb.write_text(json.dumps(load_testbed("paper").to_dict() | {"time_scale": PAPER_TIME_SCALE / 3}))
-    return ("calibrate", "--np", "2", "--testbed", str(tb), "--quick", "--sizes", "0,2K,8K")
+    """The calibration these tests kill and rerun, on the paper testbed at a third of its time scale (what is
+    checked is which steps are saved and reused, and that the profile is valid, never its accuracy)."""
+    tb = fast_paper_testbed(tmp_path_factory.mktemp("testbed"))
+    return ("calibrate", "--np", "2", "--testbed", tb, "--quick", "--sizes", "0,2K,8K")
 
 
 def _hnow(*args: str, fault: str = "", timeout: float = 240) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_hnow
+from tests.helpers import fast_paper_testbed, run_hnow
 
 NO_LAUNCHER = ("--launcher", "no-such-mpiexec")
 
@@ -146,7 +146,7 @@ def test_two_calibration_sizes_give_a_warning(tmp_path):
         "--np",
         "2",
         "--testbed",
-        "paper",
+        fast_paper_testbed(tmp_path),  # the warning is about the sizes, not what the testbed's times are
         "--layout",
         "FS",
         "--sizes",

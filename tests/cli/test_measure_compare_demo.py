@@ -9,8 +9,7 @@ import pytest
 import hnowmodel as hm
 from hnowmodel import ops
 from hnowmodel.demo import schedules
-from hnowmodel.testbed import PAPER_TIME_SCALE, load_testbed
-from tests.helpers import check_compared_row, check_measured_row, model_us, run_hnow
+from tests.helpers import check_compared_row, check_measured_row, fast_paper_testbed, model_us, run_hnow
 
 BAD = [
     ("measure", "--np", "2", "--op", "foo"),
@@ -187,12 +186,9 @@ def test_compare_emulated_with_true_profile_is_close(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.slow
 def test_demo_smoke(tmp_path):
-    # the built-in paper testbed at a third of its time scale: every emulated wait a third as long (the demo took
-    # 26 s, now 12); sleep jitter stays ~3 % of the shortest model time, and nothing here asserts an accuracy
-    testbed = load_testbed("paper").to_dict() | {"time_scale": PAPER_TIME_SCALE / 3}
-    (tmp_path / "paper-fast.json").write_text(json.dumps(testbed))
+    # the paper testbed at a third of its time scale (the demo took 26 s, now 12): nothing here asserts an accuracy
     out = tmp_path / "demo"
-    args = ("--testbed", str(tmp_path / "paper-fast.json"), "--configs", "B,8", "--sizes", "1K", "--reps", "2")
+    args = ("--testbed", fast_paper_testbed(tmp_path), "--configs", "B,8", "--sizes", "1K", "--reps", "2")
     proc = run_hnow("demo", "-o", str(out), *args, "--json", timeout=240)
     if proc.returncode != 0 and "calibrat" in proc.stderr and "No module" in proc.stderr:
         pytest.skip("calibration not installed yet")
