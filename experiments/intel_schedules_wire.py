@@ -157,6 +157,8 @@ def main() -> None:
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--env", action="append", default=[], help="VAR=VALUE, e.g. I_MPI_ADJUST_ALLREDUCE=8")
     a = ap.parse_args()
+    if a.ppn < 1:
+        ap.error(f"--ppn: ranks per host must be at least 1, got {a.ppn}")
     env = dict(kv.split("=", 1) for kv in a.env)
     ops_ = a.ops.split(",")
     for n in (int(x) for x in a.np.split(",")):
