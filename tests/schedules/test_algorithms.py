@@ -135,12 +135,18 @@ def test_recursive_doubling_allreduce_on_3_ranks_by_hand():
     ]
 
 
+def _check_reduce_scatter(gen, n: int, m: float) -> MessageSchedule:
+    """``gen``'s schedule, once the executor proved that every rank ends with every contribution to its block."""
+    s, tr = _traced(gen, n, m)
+    out = execute(s, tr, _own_vector(n, n))
+    assert all(out[r][r] == _every(n) for r in range(n)), (gen.__name__, n)
+    return s
+
+
 @pytest.mark.parametrize("n", NS)
 def test_recursive_halving_reduce_scatter(n):
     m = 4.0
-    s, tr = _traced(S.recursive_halving_reduce_scatter, n, m)
-    out = execute(s, tr, _own_vector(n, n))
-    assert all(out[r][r] == _every(n) for r in range(n))
+    s = _check_reduce_scatter(S.recursive_halving_reduce_scatter, n, m)
     pof2 = 1 << (n.bit_length() - 1)
     rem = n - pof2
     assert s.n_steps == pof2.bit_length() - 1 + (2 if rem else 1)  # a power of two: a last step of copies
@@ -157,9 +163,7 @@ def test_recursive_halving_reduce_scatter(n):
 @pytest.mark.parametrize("n", NS)
 def test_pairwise_reduce_scatter(n):
     m = 4.0
-    s, tr = _traced(S.pairwise_reduce_scatter, n, m)
-    out = execute(s, tr, _own_vector(n, n))
-    assert all(out[r][r] == _every(n) for r in range(n))
+    s = _check_reduce_scatter(S.pairwise_reduce_scatter, n, m)
     assert s.n_steps == max(n - 1, 1) and s.steps[0].copy_bytes.tolist() == [m] * n  # its own block, copied first
     assert s.bytes_sent().tolist() == [(n - 1) * m] * n
     for k, st in enumerate(s.steps[: n - 1], start=1):  # r to r + k, MPICH's order, each block reduced at its rank
