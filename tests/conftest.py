@@ -65,13 +65,26 @@ def _mpi_launcher_missing() -> str:
     return ""
 
 
+#: Markers of the tests that must run alone on the machine (real MPI jobs, durations against tolerances, the virtual
+#: cluster's namespaces and daemons): each also gets ``serial``. The README's test command runs the others two at a
+#: time first (``-n 2 -m "not serial"``, pytest-xdist), then these one at a time (``-m serial``).
+SERIAL_MARKERS = ("mpi", "timing", "slow")
+
+
+def _serial(item) -> bool:
+    in_cluster = "cluster" in item.path.parts and "tests" in item.path.parts
+    return in_cluster or any(item.get_closest_marker(m) is not None for m in SERIAL_MARKERS)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``mpi`` are skipped, with the reason, where no MPI launcher is found."""
+    """Tests marked ``mpi`` are skipped, with the reason, where no MPI launcher is found; the tests that must run
+    alone are marked ``serial`` (:data:`SERIAL_MARKERS`, and every test of tests/cluster)."""
     reason = _mpi_launcher_missing()
-    if reason:
-        for item in items:
-            if item.get_closest_marker("mpi") is not None:
-                item.add_marker(pytest.mark.skip(reason=reason))
+    for item in items:
+        if reason and item.get_closest_marker("mpi") is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
+        if _serial(item):
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture
