@@ -1,5 +1,5 @@
 """The five message-schedule collectives (reduce, allreduce, allgather, reduce_scatter, alltoall) predicted vs measured
-under MPICH (or ``--mpi openmpi``: Open MPI's coll/tuned) on the virtual cluster of
+under MPICH (or ``--mpi openmpi``: Open MPI's coll/tuned; ``--mpi intelmpi``: Intel MPI) on the virtual cluster of
 ``experiments/cluster_accuracy.py`` (6 hosts at 150/20/50/50/150/20 Mbit/s, one rank each; ``--hosts N`` for N hosts
 of its three rates cycled, ``--spec`` for another), issue #34's check. ``--ops bcast`` compares MPICH's bcasts that
 are message schedules the same way: its default (``native:default``: binomial, or scatter + allgather from 8 ranks
@@ -42,7 +42,7 @@ from hnowmodel.sizes import format_size, parse_sizes
 TARGET_MEDIAN_PCT, TARGET_MAX_PCT = 5.0, 15.0
 SIZES = "16K,64K,256K"
 #: ``--mpi`` -> the library's name in the registry (``ops.native_choices``).
-LIBRARIES = {"mpich": "MPICH", "openmpi": "Open MPI"}
+LIBRARIES = {"mpich": "MPICH", "openmpi": "Open MPI", "intelmpi": "Intel MPI"}
 LIBRARY = LIBRARIES["mpich"]
 #: The default spec's cluster name: cluster_accuracy.py's hosts under a name of their own, so that this run neither
 #: reuses nor takes down a cluster another run has up.
