@@ -4,6 +4,7 @@ fixture. The helpers test modules share are in :mod:`tests.helpers`."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -71,9 +72,12 @@ def _mpi_launcher_missing() -> str:
 SERIAL_MARKERS = ("mpi", "timing", "slow")
 
 
+#: Every test under this folder is ``serial`` too: it brings virtual clusters up and down.
+CLUSTER_TESTS = Path(__file__).resolve().parent / "cluster"
+
+
 def _serial(item) -> bool:
-    in_cluster = "cluster" in item.path.parts and "tests" in item.path.parts
-    return in_cluster or any(item.get_closest_marker(m) is not None for m in SERIAL_MARKERS)
+    return item.path.is_relative_to(CLUSTER_TESTS) or any(item.get_closest_marker(m) for m in SERIAL_MARKERS)
 
 
 def pytest_collection_modifyitems(config, items):
