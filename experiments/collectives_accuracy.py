@@ -1,7 +1,8 @@
 """The five message-schedule collectives (reduce, allreduce, allgather, reduce_scatter, alltoall) predicted vs measured
 under MPICH (or ``--mpi openmpi``: Open MPI's coll/tuned; ``--mpi intelmpi``: Intel MPI) on the virtual cluster of
 ``experiments/cluster_accuracy.py`` (6 hosts at 150/20/50/50/150/20 Mbit/s, one rank each; ``--hosts N`` for N hosts
-of its three rates cycled, ``--spec`` for another), issue #34's check. ``--ops bcast`` compares MPICH's bcasts that
+of its three rates cycled, ``--mixed`` for the hosts of 2, 1 and 3 ranks of ``experiments/hosts_accuracy.py``,
+``--spec`` for another), issue #34's check. ``--ops bcast`` compares MPICH's bcasts that
 are message schedules the same way: its default (``native:default``: binomial, or scatter + allgather from 8 ranks
 above 12288 B) and its pinned scatter + allgather ones.
 
@@ -13,9 +14,10 @@ of ``--reps`` timed calls per row. Every row is predicted under every model vari
 (median and max |error| per operation and overall) is under each operation's default variant for the profile, the
 one ``hnow compare`` uses, beside the others.
 
-Writes ``collectives_accuracy.csv`` (every row, with each variant's prediction) and ``collectives_accuracy.md``
-under ``experiments/out/collectives_accuracy/`` (or ``--out``). Needs root (network namespaces); holds ``--lock``
-around every MPI job; the cluster is taken down at the end unless it was up before.
+Writes ``collectives_accuracy.csv`` (every row, with each variant's prediction), ``collectives_accuracy.md`` and
+``collectives_accuracy.png`` (each row's error against its size, per operation, with the target's bands) under
+``experiments/out/collectives_accuracy/`` (or ``--out``). Needs root (network namespaces); holds ``--lock`` around
+every MPI job; the cluster is taken down at the end unless it was up before.
 """
 
 from __future__ import annotations
@@ -28,15 +30,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cluster_accuracy import SPEC  # the same cluster
-from common import claim, command_line, error_summary, md_table, outdir, parser, write_csv, write_markdown
+import matplotlib
 
-import hnowmodel as hm
-from hnowmodel import ops
-from hnowmodel.errors import HnowError, InputError
-from hnowmodel.jobs import mpi_lock
-from hnowmodel.jobs.results import rows_as_dicts
-from hnowmodel.sizes import format_size, parse_sizes
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from cluster_accuracy import SPEC  # noqa: E402  (the same cluster)
+from common import claim, command_line, error_summary, md_table, outdir, parser, save_png, write_csv, write_markdown  # noqa: E402
+from hosts_accuracy import MIXED  # noqa: E402  (hosts of 2, 1 and 3 ranks)
+
+import hnowmodel as hm  # noqa: E402
+from hnowmodel import ops  # noqa: E402
+from hnowmodel.errors import HnowError, InputError  # noqa: E402
+from hnowmodel.jobs import mpi_lock  # noqa: E402
+from hnowmodel.jobs.results import rows_as_dicts  # noqa: E402
+from hnowmodel.sizes import format_size, parse_sizes  # noqa: E402
 
 #: The issue's target on the cluster: median |error| and max |error| (%).
 TARGET_MEDIAN_PCT, TARGET_MAX_PCT = 5.0, 15.0
@@ -47,6 +54,8 @@ LIBRARY = LIBRARIES["mpich"]
 #: The default spec's cluster name: cluster_accuracy.py's hosts under a name of their own, so that this run neither
 #: reuses nor takes down a cluster another run has up.
 CLUSTER_NAME = "coll"
+#: ``--mixed``: hosts_accuracy.py's hosts of 2, 1 and 3 ranks, under a name of their own for the same reason.
+MIXED_NAME = "cmix"
 
 
 def schedule_ops() -> tuple[str, ...]:
@@ -198,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hosts", type=int, default=None, help="N hosts, cluster_accuracy.py's 3 rates cycled (f1 s1 m1 f2…)"
     )
+    p.add_argument(
+        "--mixed", action="store_true", help="hosts of 2, 1 and 3 ranks at 160/25/60 Mbit/s (hosts_accuracy.py's)"
+    )
     p.add_argument("--profile", default=None, help="a profile calibrated on this cluster (default: calibrate now)")
     p.add_argument("--types", default=None, help="HOST=TYPE,... for hosts the profile was not calibrated on")
     p.add_argument("--sizes", default=SIZES, help=f"sizes per rank, multiples of 8 bytes (default {SIZES})")
@@ -219,8 +231,8 @@ def check_args(args: argparse.Namespace) -> tuple[list[int], list[str]]:
     for op in op_names:
         if op not in measured_ops():
             raise InputError(f"--ops: {op!r} is not one of {', '.join(measured_ops())}")
-    if args.spec and args.hosts:
-        raise InputError("--spec and --hosts: give one")
+    if sum(map(bool, (args.spec, args.hosts, args.mixed))) > 1:
+        raise InputError("--spec, --hosts and --mixed: give one")
     if args.hosts is not None:
         cycled_spec(args.hosts)
     hm.options.check_op_sizes(op_names, sizes)
@@ -253,6 +265,24 @@ def _run(spec_path: Path, n: int, sizes: list[int], op_names: list[str], args: a
             run = dict(cmp.run)
     times = {"up_s": t_up, "calibration_s": t_cal, "all_s": time.monotonic() - t0}
     return prof, rows, skipped, run, times
+
+
+def plot(rows: Sequence[dict], path: Path, title: str) -> None:
+    """Each row's error (%) against its size, one marker per operation, the target's ±5 / ±15 % bands shaded."""
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    ax.axhspan(-TARGET_MAX_PCT, TARGET_MAX_PCT, color="0.93")
+    ax.axhspan(-TARGET_MEDIAN_PCT, TARGET_MEDIAN_PCT, color="0.85")
+    for op, marker in zip(dict.fromkeys(r["op"] for r in rows), "osD^v<>p*h", strict=False):
+        pts = [(r["size"], r["error_pct"]) for r in rows if r["op"] == op and r.get("error_pct") is not None]
+        ax.scatter([x for x, _ in pts], [y for _, y in pts], label=op, marker=marker, s=22, alpha=0.75)
+    ax.axhline(0, color="k", lw=0.6)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size m (bytes per rank)")
+    ax.set_ylabel("error % = 100·(predicted − measured)/measured")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    save_png(fig, path)
+    plt.close(fig)
 
 
 def _markdown(rows: list[dict], skipped: list[dict], op_names: list[str], run: dict, times: dict, args: Any) -> str:
@@ -307,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     spec_path = out / "spec.json"
     if args.spec:
         doc = json.loads(Path(args.spec).read_text())
+    elif args.mixed:
+        doc = {**MIXED, "name": MIXED_NAME}
     else:
         doc = cycled_spec(args.hosts) if args.hosts else {**SPEC, "name": CLUSTER_NAME}
     spec_path.write_text(json.dumps(doc, indent=1))
@@ -319,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{', '.join(op_names)} under {LIBRARIES[args.mpi]} on a virtual heterogeneous cluster",
         [_markdown(rows, skipped, op_names, run, times, args)],
     )
+    title = f"{LIBRARIES[args.mpi]}, {spec.name}: {n} ranks on {len(spec.hosts)} hosts"
+    plot(rows, out / "collectives_accuracy.png", title)
     print((out / "collectives_accuracy.md").read_text())
 
 

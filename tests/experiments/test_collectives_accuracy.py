@@ -43,6 +43,8 @@ def test_arguments_are_checked_before_the_cluster_comes_up(ca):
         ["--reps", "0"],
         ["--hosts", "1"],
         ["--hosts", "9", "--spec", "x"],
+        ["--mixed", "--hosts", "4"],
+        ["--mixed", "--spec", "x"],
     ):
         with pytest.raises(InputError):
             ca.check_args(p.parse_args(bad))
@@ -62,6 +64,19 @@ def test_bcast_compares_mpichs_default_and_its_scatter_allgather_bcasts(ca):
     assert [h["egress_mbit"] for h in spec["hosts"]] == [150, 20, 50] * 3 and spec["name"] == "coll9"
     assert [h["name"] for h in spec["hosts"]][-3:] == ["f3", "s3", "m3"]
     assert all(h["slots"] == 1 and h["ingress_mbit"] == h["egress_mbit"] for h in spec["hosts"])
+
+
+def test_mixed_is_hosts_accuracys_cluster_of_hosts_of_2_1_and_3_ranks_under_a_name_of_its_own(ca):
+    assert [h["slots"] for h in ca.MIXED["hosts"]] == [2, 1, 3]
+    assert ca.MIXED_NAME not in (ca.MIXED["name"], ca.CLUSTER_NAME)
+    assert ca.check_args(ca.build_parser().parse_args(["--mixed"]))[0] == [16384, 65536, 262144]
+
+
+def test_the_plot_marks_every_operation_and_skips_rows_without_a_prediction(ca, tmp_path):
+    rows = [{"op": "reduce", "size": 16384, "error_pct": -2.0}, {"op": "alltoall", "size": 65536, "error_pct": None},
+            {"op": "alltoall", "size": 262144, "error_pct": 7.5}]  # fmt: skip
+    ca.plot(rows, tmp_path / "p.png", "t")
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_bad_argument_stops_it_in_one_line_before_any_cluster(tmp_path):
