@@ -34,7 +34,8 @@ def fit_queued_bytes(raw: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
     """``{"bytes": fitted or None, "points": [...], "how": ...}`` from the fan-out medians of ``raw`` (series ``Q``,
     root ``"0"``) and the profile document ``doc`` fitted without the term (its ``nodes`` give the layout).
     None where there is no fan-out (fewer than 3 ranks) or where it fits as well over a range of the term wider than
-    two grid steps (``undetermined_bytes``: that range): the fan-out's last message does not wait there. Then, where
+    two grid steps (``undetermined_bytes``: that range) from 0: the fan-out's last message does not wait there; the
+    range's low end where it reaches up to :data:`QUEUED_MAX_BYTES` (:func:`_at_least`). Before that, where
     ranks share hosts, the three-host fan-out (series ``Q3`` over ``raw["fanout3"]``'s ranks,
     :func:`calibrate.network.three_host_fanout`) is fitted instead (``from``: ``three-host fan-out``, ``ranks``, and
     the full fan-out's result in ``full_fanout``).
@@ -47,8 +48,26 @@ def fit_queued_bytes(raw: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]
     if out["bytes"] is None and "undetermined_bytes" in out and three:
         alt = _fit(raw, doc, "Q3", [int(r) for r in three])
         if alt["points"]:
-            return {**alt, "from": "three-host fan-out", "ranks": list(three), "full_fanout": out}
-    return out
+            out = {**alt, "from": "three-host fan-out", "ranks": list(three), "full_fanout": out}
+    return _at_least(out)
+
+
+def _at_least(out: dict[str, Any]) -> dict[str, Any]:
+    """``out`` with the smallest term the fan-out allows where it allows every term from some size up to
+    :data:`QUEUED_MAX_BYTES` (``at_least``: True): the fan-out's messages were queued whole, as on a host whose TCP
+    hands its link large segments (the kernel's defaults: GSO, ``tcp_limit_output_bytes`` of 1 MiB), so the model
+    must not interleave them packet by packet (the term 0, which an absent term means). Where the range starts at 0
+    (the fan-out's last message waited behind nothing) nothing is claimed.
+
+    >>> _at_least({"bytes": None, "undetermined_bytes": [32768.0, QUEUED_MAX_BYTES]})["bytes"]
+    32768.0
+    >>> _at_least({"bytes": None, "undetermined_bytes": [0.0, QUEUED_MAX_BYTES]})["bytes"] is None
+    True
+    """
+    lo, hi = out.get("undetermined_bytes") or (0.0, 0.0)
+    if out["bytes"] is not None or lo <= 0 or hi < QUEUED_MAX_BYTES:
+        return out
+    return {**out, "bytes": lo, "at_least": True}
 
 
 def _fit(raw: dict[str, Any], doc: dict[str, Any], series: str, ranks: list[int] | None) -> dict[str, Any]:

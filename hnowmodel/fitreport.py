@@ -120,6 +120,11 @@ def _network_lines(profile: Profile, prov: dict[str, Any]) -> list[str]:
 
 def _queued_lines(queued: float | None, fitted: Any) -> list[str]:
     """What a message posted behind others waits for (the fan-out fit), or why the fan-out did not say."""
+    if queued is not None and isinstance(fitted, dict) and fitted.get("at_least"):
+        lo, hi = fitted["undetermined_bytes"]
+        return [f"a message posted behind others waits one round of {queued:.0f} B queued per connection: the "
+                f"fan-out fits as well from {lo:.0f} to {hi:.0f} B (its messages queued whole), the least "
+                "taken"]  # fmt: skip
     if queued is not None and isinstance(fitted, dict) and fitted.get("points"):
         sizes = ", ".join(f"{p['bytes'] // 1024} KiB" for p in fitted["points"])
         return [f"a message posted behind others waits one round of {queued:.0f} B queued per connection (fitted to a "

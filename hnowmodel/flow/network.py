@@ -23,11 +23,28 @@ _SEQ = operator.attrgetter("seq")
 
 
 def _type_capacities(profile: Profile, m: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per type (order of ``profile.types``): egress and ingress capacity in bytes/µs at ``m`` bytes."""
+    """Per type (order of ``profile.types``): egress and ingress capacity in bytes/µs at ``m`` bytes, from the pairs
+    the profile states for the type (``profile.links``); the profile's default link only for a type that has none.
+    Why: a pair the calibration could not measure has the default link, which is some other pair's (the pair of a
+    type with itself, when one host has that type) and made a 20 Mbit/s host a 150 Mbit/s sender.
+
+    >>> from hnowmodel.params import Link, NodeType, Profile
+    >>> t = {k: NodeType(k, 0, 0, 0, 0) for k in ("f", "s")}
+    >>> pairs = {("f", "f"): Link(0, 0.01), ("s", "f"): Link(0, 0.1), ("f", "s"): Link(0, 0.1)}
+    >>> prof = Profile(t, Link(0, 0.01), pairs)
+    >>> [c.tolist() for c in _type_capacities(prof, 1000)]   # s -> s is the default (fast) link: not s's capacity
+    [[100.0, 10.0], [100.0, 10.0]]
+    """
     _, xm = profile.link_matrix(float(m))
     with np.errstate(divide="ignore"):
         rate = np.where(xm > 0, 1.0 / np.where(xm > 0, xm, 1.0), _INF)  # bytes/µs of each (sender, receiver) pair
-    return rate.max(axis=1), rate.max(axis=0)
+    names = list(profile.types)
+    stated = np.zeros(rate.shape, bool)
+    for a, b in profile.links:
+        stated[names.index(a), names.index(b)] = True
+    eg = np.where(stated.any(axis=1), np.where(stated, rate, 0.0).max(axis=1), rate.max(axis=1))
+    ig = np.where(stated.any(axis=0), np.where(stated, rate, 0.0).max(axis=0), rate.max(axis=0))
+    return eg, ig
 
 
 def capacities(profile: Profile, layout: Sequence[str], m: float) -> tuple[np.ndarray, np.ndarray]:

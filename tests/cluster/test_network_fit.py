@@ -19,6 +19,7 @@ import pytest
 
 import hnowmodel as hm
 from calibrate import hinge, netprofile, network, sendmodes
+from calibrate.protocol import QUEUED_MAX_BYTES
 from calibrate.queued import fit_queued_bytes
 from calibrate.selfcheck import net_self_check
 from calibrate.sendmodes import DELIVERY, EAGER, RENDEZVOUS
@@ -433,6 +434,26 @@ def test_queued_bytes_are_fitted_to_the_fan_out():
     assert any("queued bytes per connection not determined" in line for line in fit_report(Profile.from_dict(doc2)))
     again = netprofile.raw_from_profile(doc2)  # the fan-out is kept in the raw rounds for a refit
     assert again["rounds"][0]["Q"] == {"0": {16384: float(made2[0]), 32768: float(made2[1])}}
+
+
+def test_a_fan_out_whose_messages_queue_whole_gives_the_least_term_that_fits():
+    # the kernel's TCP (GSO, a 1 MiB tcp_limit_output_bytes) hands the link whole messages: a fan-out made with a
+    # term far above its sizes fits as well from its largest size up, and the least of those is taken (absent, the
+    # term would be 0: the model would interleave the messages packet by packet)
+    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
+    del doc["extensions"]["network"]["queued_bytes"]
+    layout = [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
+    whole = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": 1048576.0}}}
+    made = hm.ops.predict("bcast", Profile.from_dict(whole), layout, hm.trees.sequential(6), [16384, 32768])
+    raw = {"rounds": [{"Q": {"0": {16384: float(made[0]), 32768: float(made[1])}}}]}
+    got = fit_queued_bytes(raw, doc)
+    lo, hi = got["undetermined_bytes"]
+    assert got["at_least"] and got["bytes"] == lo and 0 < lo <= 32768 and hi == QUEUED_MAX_BYTES
+    again = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": got["bytes"]}}}
+    back = hm.ops.predict("bcast", Profile.from_dict(again), layout, hm.trees.sequential(6), [16384, 32768])
+    assert back == pytest.approx(made, rel=1e-6)  # the least term predicts the fan-out as the whole one did
+    doc["extensions"]["network"]["queued_bytes"], doc["provenance"]["queued_bytes"] = got["bytes"], got
+    assert any("(its messages queued whole), the least taken" in line for line in fit_report(Profile.from_dict(doc)))
 
 
 def test_queued_bytes_are_fitted_with_the_hosts_in_place():
