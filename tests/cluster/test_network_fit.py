@@ -405,15 +405,25 @@ def test_split_and_the_sizes_below_the_wait():
     assert network._below_wait_sizes(8192, [0, 256, 512, 1024]) == []
 
 
+def _golden_without_queued() -> tuple[dict, list[str]]:
+    """The golden cluster calibration's profile document without its queued-bytes term, and its ranks' types."""
+    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
+    del doc["extensions"]["network"]["queued_bytes"]
+    return doc, [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
+
+
+def _fan_out(doc: dict, layout: list[str], queued: float) -> np.ndarray:
+    """The model's 16 and 32 KiB fan-out from rank 0 (µs) with ``queued`` bytes (flow-rr over the sequential tree)."""
+    with_q = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": queued}}}
+    return hm.ops.predict("bcast", Profile.from_dict(with_q), layout, hm.trees.sequential(len(layout)), [16384, 32768])
+
+
 def test_queued_bytes_are_fitted_to_the_fan_out():
     # completions of a 6-host fan-out made by the model itself with 3000 queued bytes (a cluster calibration's profile,
     # the term taken out): the fit finds them again; what it cannot see, the measured collectives, is
     # experiments/cluster_accuracy.py's check
-    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
-    del doc["extensions"]["network"]["queued_bytes"]
-    layout = [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
-    with_q = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": 3000.0}}}
-    made = hm.ops.predict("bcast", Profile.from_dict(with_q), layout, hm.trees.sequential(6), [16384, 32768])
+    doc, layout = _golden_without_queued()
+    made = _fan_out(doc, layout, 3000.0)
     raw = {"rounds": [{"Q": {"0": {16384: float(made[0]), 32768: float(made[1])}}}]}
     got = fit_queued_bytes(raw, doc)
     assert got["bytes"] == pytest.approx(3000.0, abs=2.0)
@@ -440,17 +450,13 @@ def test_a_fan_out_whose_messages_queue_whole_gives_the_least_term_that_fits():
     # the kernel's TCP (GSO, a 1 MiB tcp_limit_output_bytes) hands the link whole messages: a fan-out made with a
     # term far above its sizes fits as well from its largest size up, and the least of those is taken (absent, the
     # term would be 0: the model would interleave the messages packet by packet)
-    doc = json.loads((GOLDEN / "cluster_profile.json").read_text())
-    del doc["extensions"]["network"]["queued_bytes"]
-    layout = [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
-    whole = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": 1048576.0}}}
-    made = hm.ops.predict("bcast", Profile.from_dict(whole), layout, hm.trees.sequential(6), [16384, 32768])
+    doc, layout = _golden_without_queued()
+    made = _fan_out(doc, layout, 1048576.0)
     raw = {"rounds": [{"Q": {"0": {16384: float(made[0]), 32768: float(made[1])}}}]}
     got = fit_queued_bytes(raw, doc)
     lo, hi = got["undetermined_bytes"]
     assert got["at_least"] and got["bytes"] == lo and 0 < lo <= 32768 and hi == QUEUED_MAX_BYTES
-    again = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": got["bytes"]}}}
-    back = hm.ops.predict("bcast", Profile.from_dict(again), layout, hm.trees.sequential(6), [16384, 32768])
+    back = _fan_out(doc, layout, got["bytes"])
     assert back == pytest.approx(made, rel=1e-6)  # the least term predicts the fan-out as the whole one did
     doc["extensions"]["network"]["queued_bytes"], doc["provenance"]["queued_bytes"] = got["bytes"], got
     assert any("(its messages queued whole), the least taken" in line for line in fit_report(Profile.from_dict(doc)))
