@@ -23,20 +23,18 @@ from __future__ import annotations
 
 import json
 import statistics
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from cluster_accuracy import SPEC
-from common import command_line, md_table, outdir, parser, write_csv, write_markdown
+from common import command_line, md_table, outdir, parser, run_mpi_python, write_csv, write_markdown
 
 import hnowmodel as hm
-from hnowmodel.errors import HnowError, InputError
-from hnowmodel.jobs.launcher import Launch, run_program
+from hnowmodel.errors import HnowError, InputError, LayoutError
+from hnowmodel.jobs.checks import by_host_name
+from hnowmodel.jobs.launcher import Launch
 from hnowmodel.sizes import parse_sizes
 
-#: The forms timed, in the program's order.
-FORMS = ("mpich", "contiguous", "indexed")
 THREAD_LEVELS = ("single", "multiple")
 # the ranks' program: argv = sizes, reps, thread level
 PROGRAM = r"""
@@ -87,12 +85,7 @@ def measure(level: str, sizes: Sequence[int], reps: int, spec: Path) -> dict:
     """One MPICH job at thread level ``level`` on the cluster ``spec``: {size: {form: calls and step ends}}."""
     n = len(SPEC["hosts"])
     launch = Launch(np=n, cluster=str(spec), mpi="mpich", env={"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"})
-    with tempfile.TemporaryDirectory() as tmp:
-        prog = Path(tmp) / "bruck.py"
-        prog.write_text(PROGRAM)
-        text = run_program(launch, [launch.mpi_env.python, str(prog), ",".join(map(str, sizes)), str(reps), level])
-    line = next(ln for ln in text.splitlines() if ln.startswith("hnow-bruck: "))
-    return json.loads(line.removeprefix("hnow-bruck: "))
+    return run_mpi_python(launch, PROGRAM, [",".join(map(str, sizes)), str(reps), level], "hnow-bruck")
 
 
 def rows_of(level: str, got: dict, predicted: dict[int, float]) -> list[dict]:
@@ -125,11 +118,12 @@ def predictions(profile: str | None, sizes: Sequence[int]) -> dict[int, float]:
     if profile is None:
         return {}
     prof = hm.Profile.load(profile)
-    by_host = {n["host"]: n["type"] for n in prof.nodes}
-    missing = [h["name"] for h in SPEC["hosts"] if h["name"] not in by_host]
-    if missing:
-        raise InputError(f"--profile {profile}: no calibrated type for host {missing[0]!r} of the cluster")
-    layout = [by_host[h["name"]] for h in SPEC["hosts"]]
+    try:
+        layout = by_host_name(prof, tuple(h["name"] for h in SPEC["hosts"]))
+    except LayoutError as e:
+        raise InputError(f"--profile {profile}: {e}") from None
+    if layout is None:
+        raise InputError(f"--profile {profile}: calibrated on none of the cluster's hosts")
     times = hm.predict("alltoall", prof, layout, "native:brucks", list(sizes), library="MPICH")
     return {m: float(t) for m, t in zip(sizes, times, strict=True)}
 

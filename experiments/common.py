@@ -14,6 +14,7 @@ import json
 import math
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,6 +34,7 @@ __all__ = [
     "command_line",
     "best_of",
     "error_summary",
+    "run_mpi_python",
 ]
 
 ROOT = Path(__file__).resolve().parent
@@ -109,3 +111,20 @@ def error_summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "median_abs_error_pct": statistics.median(errs) if errs else math.nan,
         "max_abs_error_pct": max(errs) if errs else math.nan,
     }
+
+
+def run_mpi_python(launch: Any, program: str, args: Sequence[str], tag: str) -> Any:
+    """Run ``program`` (the text of an mpi4py script) on ``launch``'s ranks
+    (:func:`hnowmodel.jobs.launcher.run_program`, under the machine's MPI lock) with ``args``, and return the JSON
+    document one rank printed after ``"<tag>: "``."""
+    from hnowmodel.jobs.launcher import run_program
+
+    with tempfile.TemporaryDirectory() as tmp:
+        prog = Path(tmp) / "program.py"
+        prog.write_text(program)
+        text = run_program(launch, [launch.mpi_env.python, str(prog), *args])
+    prefix = f"{tag}: "
+    line = next((ln for ln in text.splitlines() if ln.startswith(prefix)), None)
+    if line is None:
+        raise RuntimeError(f"the MPI program printed no line starting {prefix!r}")
+    return json.loads(line.removeprefix(prefix))

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import json
 import statistics
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from common import command_line, md_table, outdir, parser, write_csv, write_markdown
+from common import command_line, md_table, outdir, parser, run_mpi_python, write_csv, write_markdown
 
 import hnowmodel as hm
 from hnowmodel.errors import InputError
 from hnowmodel.jobs import MPI_LIBRARIES
-from hnowmodel.jobs.launcher import Launch, run_program
+from hnowmodel.jobs.launcher import Launch
 from hnowmodel.sizes import parse_sizes
 
 SPEC = {
@@ -66,12 +65,7 @@ def measure(mpi: str, sizes: Sequence[int], reps: int, spec: Path, slots: int) -
     """One job of ``mpi`` on the cluster ``spec`` (``slots`` ranks per host, the first of each exchanging, the
     others idle in the timing's barrier): a row per size."""
     launch = Launch(np=2 * slots, cluster=str(spec), mpi=mpi)
-    with tempfile.TemporaryDirectory() as tmp:
-        prog = Path(tmp) / "exchange.py"
-        prog.write_text(PROGRAM)
-        text = run_program(launch, [launch.mpi_env.python, str(prog), ",".join(map(str, sizes)), str(reps)])
-    line = next(ln for ln in text.splitlines() if ln.startswith("hnow-exchange: "))
-    got = json.loads(line.removeprefix("hnow-exchange: "))
+    got = run_mpi_python(launch, PROGRAM, [",".join(map(str, sizes)), str(reps)], "hnow-exchange")
     rows = []
     for m in sizes:
         x, one = got[str(m)]["exchange"], got[str(m)]["one_way"]
