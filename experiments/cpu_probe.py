@@ -64,7 +64,7 @@ def main() -> None:
             with mpi_lock(args.lock):
                 prof = hm.calibrate(len(SHARES), layout="auto", quick=True, cluster=str(spec), progress=True)
             cpu = prof.provenance["layout"]["auto"]["cpu"]["copy_us"]
-            types = {n["host"]: n["type"] for n in prof.nodes}
+            types = prof.host_types
             grouped.append(_grouped_by_share(types))
             whole = statistics.median(cpu[h] for h, s in SHARES.items() if s == 1.0)
             for h, s in SHARES.items():
