@@ -14,10 +14,13 @@ machine's MPI lock.
     python experiments/intel_schedules_wire.py --np 2,4 --sizes 8,1K,4K,16K,64K,256K
     python experiments/intel_schedules_wire.py --np 4 --sizes 4K --env I_MPI_ADJUST_ALLREDUCE=8
     python experiments/intel_schedules_wire.py --np 12 --ppn 3 --sizes 16K,64K,256K
+    python experiments/intel_schedules_wire.py --slots 2,1,3 --sizes 16K,64K,256K
 
-With ``--ppn k`` each host name gets ``k`` ranks in a block (ranks 0..k-1 on h1, ...): their messages to one another
-go through shared memory and are not seen, so a schedule matches when its messages between ranks of different
-hosts are exactly those seen; each line also gives the payload bytes each host sent to the others.
+With ``--ppn k`` each host name gets ``k`` ranks in a block (ranks 0..k-1 on h1, ...), with ``--slots 2,1,3`` the
+hosts get those many ranks each, in blocks (hosts of unequal rank counts; ``--np`` is their sum): the messages
+between ranks of one host go through shared memory and are not seen, so a schedule matches when its messages
+between ranks of different hosts are exactly those seen; each line also gives the payload bytes each host sent to
+the others.
 """
 
 from __future__ import annotations
@@ -79,15 +82,27 @@ _TRACE = '#!/bin/sh\nexec strace -f -qq -yy -e trace=sendmsg,sendto,access -o "$
 _SEND = re.compile(r"^\d+\s+(sendmsg|sendto)\(\d+<TCP:\[[\d.]+:\d+->[\d.]+:(\d+)\]>(.*)\)\s+=\s+(\d+)$")
 
 
-def _run(np_: int, ppn: int, m: int, ops_: list[str], env: dict[str, str], work: Path) -> dict[str, Counter]:
-    """op -> (sender, receiver, payload bytes) -> messages, of one launch of ``np_`` ranks, ``ppn`` per host."""
+def host_of(np_: int, ppn: int = 1, slots: list[int] | None = None) -> list[int]:
+    """Each rank's host index: ``slots`` ranks per host in blocks, else ``ppn`` per host.
+
+    >>> host_of(6, slots=[2, 1, 3]), host_of(4, ppn=2)
+    ([0, 0, 1, 2, 2, 2], [0, 0, 1, 1])
+    """
+    per = slots or [ppn] * -(-np_ // ppn)
+    return [h for h, k in enumerate(per) for _ in range(k)][:np_]
+
+
+def _run(np_: int, hosts: list[int], m: int, ops_: list[str], env: dict[str, str], work: Path) -> dict[str, Counter]:
+    """op -> (sender, receiver, payload bytes) -> messages, of one launch of ``np_`` ranks on ``hosts`` (each rank's
+    host index, in blocks)."""
     where = Launch(np=np_, mpi="intelmpi").mpi_env
     for name, text in (("host.sh", _HOST), ("trace.sh", _TRACE)):
         (work / name).write_text(text)
         (work / name).chmod(0o755)
-    hosts = ",".join(f"h{i + 1}" for i in range(-(-np_ // ppn)))
-    cmd = [where.launcher, "-bootstrap", "ssh", "-bootstrap-exec", str(work / "host.sh"), "-hosts", hosts,
-           "-ppn", str(ppn), "-n", str(np_), str(work / "trace.sh"), where.python, "-c", _PROBE, str(m),
+    counts = Counter(hosts)
+    (work / "machines").write_text("".join(f"h{h + 1}:{counts[h]}\n" for h in sorted(counts)))
+    cmd = [where.launcher, "-bootstrap", "ssh", "-bootstrap-exec", str(work / "host.sh"), "-machinefile",
+           str(work / "machines"), "-n", str(np_), str(work / "trace.sh"), where.python, "-c", _PROBE, str(m),
            ",".join(ops_)]  # fmt: skip
     full = {**os.environ, **where.env, "HNOW_TRACE": str(work), **env}
     with mpi_lock():
@@ -113,20 +128,21 @@ def _run(np_: int, ppn: int, m: int, ops_: list[str], env: dict[str, str], work:
 CONTROL_BYTES = 16
 
 
-def _counted(msgs: Any, ppn: int) -> Counter:
+def _counted(msgs: Any, hosts: list[int]) -> Counter:
     """The messages (sender, receiver, payload) that tell schedules apart: to a known rank, not of
     :data:`CONTROL_BYTES` (on both sides, so a schedule that sends messages of that size is compared on its others),
-    and between ranks of different hosts (``ppn`` ranks per host, in blocks) or from a rank to itself (Intel MPI's
+    and between ranks of different hosts (``hosts``: each rank's host index) or from a rank to itself (Intel MPI's
     alltoall sends one)."""
     return Counter(
-        x for x in msgs if x[1] >= 0 and x[2] != CONTROL_BYTES and (x[0] == x[1] or x[0] // ppn != x[1] // ppn)
+        x for x in msgs if x[1] >= 0 and x[2] != CONTROL_BYTES and (x[0] == x[1] or hosts[x[0]] != hosts[x[1]])
     )
 
 
-def matching(op: str, n: int, m: int, got: Counter, ppn: int = 1) -> list[str]:
+def matching(op: str, n: int, m: int, got: Counter, hosts: list[int] | None = None) -> list[str]:
     """The schedules of ``op`` that send exactly the messages ``got`` on ``n`` ranks at ``m`` bytes (as counted by
-    :func:`_counted`)."""
-    seen = _counted(got.elements(), ppn)
+    :func:`_counted`; ``hosts``: each rank's host index, default one host each)."""
+    hosts = hosts or list(range(n))
+    seen = _counted(got.elements(), hosts)
     out = []
     for name, alg in ops.get(op).algorithms.items():
         try:
@@ -136,16 +152,16 @@ def matching(op: str, n: int, m: int, got: Counter, ppn: int = 1) -> list[str]:
         want: Counter = Counter()
         for st in steps:
             want.update(zip(st.src.tolist(), st.dst.tolist(), map(int, st.nbytes.tolist()), strict=True))
-        if _counted(want.elements(), ppn) == seen:
+        if _counted(want.elements(), hosts) == seen:
             out.append(name)
     return out
 
 
-def _host_bytes(got: Counter, ppn: int) -> str:
+def _host_bytes(got: Counter, hosts: list[int]) -> str:
     """The payload bytes each host sent to other hosts, ``h1=…,h2=…`` (a message to an unknown socket: its sender's)."""
     out: Counter = Counter()
     for (src, _, nbytes), count in got.items():
-        out[src // ppn] += nbytes * count
+        out[hosts[src]] += nbytes * count
     return ",".join(f"h{h + 1}={out[h]}" for h in sorted(out))
 
 
@@ -154,21 +170,26 @@ def main() -> None:
     ap.add_argument("--np", default="2,4", help="rank counts, one host each (default 2,4)")
     ap.add_argument("--sizes", default="8,1K,4K,16K,64K,256K", help="m, bytes per rank (the registry's)")
     ap.add_argument("--ppn", type=int, default=1, help="ranks per host name (default 1)")
+    ap.add_argument("--slots", help="ranks of each host, in blocks, e.g. 2,1,3 (instead of --np and --ppn)")
     ap.add_argument("--ops", default=",".join(OPS))
     ap.add_argument("--env", action="append", default=[], help="VAR=VALUE, e.g. I_MPI_ADJUST_ALLREDUCE=8")
     a = ap.parse_args()
     if a.ppn < 1:
         ap.error(f"--ppn: ranks per host must be at least 1, got {a.ppn}")
+    slots = [int(x) for x in a.slots.split(",")] if a.slots else None
+    if slots is not None and (len(slots) < 2 or min(slots) < 1):
+        ap.error(f"--slots: at least two hosts of at least one rank each, got {a.slots!r}")
     env = dict(kv.split("=", 1) for kv in a.env)
     ops_ = a.ops.split(",")
-    for n in (int(x) for x in a.np.split(",")):
+    for n in [sum(slots)] if slots else (int(x) for x in a.np.split(",")):
+        hosts = host_of(n, a.ppn, slots)
         for m in parse_sizes(a.sizes):
             with tempfile.TemporaryDirectory() as tmp:
-                got = _run(n, a.ppn, int(m), ops_, env, Path(tmp))
+                got = _run(n, hosts, int(m), ops_, env, Path(tmp))
             for op in ops_:
                 msgs = " ".join(f"{s}->{d}:{b}x{c}" for (s, d, b), c in sorted(got[op].items()))
-                runs = ",".join(matching(op, n, int(m), got[op], a.ppn)) or "-"
-                out = _host_bytes(got[op], a.ppn)
+                runs = ",".join(matching(op, n, int(m), got[op], hosts)) or "-"
+                out = _host_bytes(got[op], hosts)
                 print(f"{op:15} n={n} m={int(m):7} runs: {runs}  host bytes out: {out}  [{msgs}]")
 
 

@@ -34,9 +34,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _kernel_tcp(st: cluster.ClusterState) -> str:
-    """``" (the kernel's TCP on hosts x, y)"`` for the hosts of spec ``"tcp": "default"``, else ''."""
-    own = [h.name for h in st.spec.hosts if h.tcp == "default"]
-    return f" (the kernel's TCP on host{'s' if len(own) > 1 else ''} {', '.join(own)})" if own else ""
+    """``" (Linux's default TCP, cubic, on hosts x, y; this kernel's own TCP on host z)"`` for the hosts of spec
+    ``"tcp": "default"`` / ``"kernel"``, else ''."""
+    what = {"default": f"Linux's default TCP ({cluster.LINUX_CONGESTION_CONTROL})", "kernel": "this kernel's own TCP"}
+    parts = []
+    for mode, text in what.items():
+        own = [h.name for h in st.spec.hosts if h.tcp == mode]
+        if own:
+            parts.append(f"{text} on host{'s' if len(own) > 1 else ''} {', '.join(own)}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _print_state(st: cluster.ClusterState, file=None) -> None:

@@ -44,6 +44,7 @@ from .netns import require
 from .slurm import ensure_installed, slurm_env
 from .spec import (
     IFNAME_PREFIX,
+    LINUX_CONGESTION_CONTROL,
     MAX_HOSTS,
     MAX_RATE_MBIT,
     NETNS_PREFIX,
@@ -77,6 +78,7 @@ __all__ = [
     "SCHEMA",
     "MAX_HOSTS",
     "MAX_RATE_MBIT",
+    "LINUX_CONGESTION_CONTROL",
     "ClusterSpec",
     "HostSpec",
     "ClusterState",
@@ -230,10 +232,11 @@ def _root_batch(st: ClusterState) -> str:
 
 def _tcp_lines(st: ClusterState, h: HostState) -> tuple[list[str], dict[str, object]]:
     """What ``up`` sets on host ``h``'s TCP besides its address: ``ip`` lines (one-segment packets, the subnet's
-    route with a large initial window) and ``/proc/sys/net/ipv4`` settings; none for a host with ``"tcp":
-    "default"`` (the kernel's defaults, as the namespace starts)."""
-    if st.spec.host(h.name).tcp == "default":
-        return [], {}
+    route with a large initial window) and ``/proc/sys/net/ipv4`` settings; for a host of ``"tcp": "default"`` only
+    Linux's default congestion control (the rest as the namespace starts), for ``"kernel"`` nothing."""
+    mode = st.spec.host(h.name).tcp
+    if mode != "tuned":
+        return [], ({"tcp_congestion_control": LINUX_CONGESTION_CONTROL} if mode == "default" else {})
     ip_lines = [
         # one-segment packets, so that the egress interleaves a host's connections packet by packet (see Shaping)
         f"link set eth0 gso_max_segs {st.shaping.gso_max_segs}",
@@ -249,6 +252,25 @@ def _tcp_lines(st: ClusterState, h: HostState) -> tuple[list[str], dict[str, obj
         "tcp_limit_output_bytes": st.shaping.tcp_limit_output_bytes,
     }
     return ip_lines, sysctl
+
+
+def _allow_congestion_control(st: ClusterState) -> None:
+    """Let the hosts' namespaces choose the congestion controls ``up`` sets in them: a namespace may only take one
+    in ``tcp_allowed_congestion_control`` (the root namespace's list, e.g. ``reno bbr`` here); a missing one that the
+    kernel has is added to the list (which only widens what namespaces and unprivileged sockets may choose)."""
+    wanted = {cc for h in st.hosts for cc in [_tcp_lines(st, h)[1].get("tcp_congestion_control")] if cc}
+    base = Path("/proc/sys/net/ipv4")
+    allowed = (base / "tcp_allowed_congestion_control").read_text().split()
+    missing = sorted(wanted - set(allowed))
+    if not missing:
+        return
+    have = (base / "tcp_available_congestion_control").read_text().split()
+    if set(missing) - set(have):
+        raise InputError(
+            f"this kernel has no {', '.join(sorted(set(missing) - set(have)))} congestion control (it has "
+            f'{", ".join(have)}): give the hosts "tcp": "tuned" or "kernel"'
+        )
+    (base / "tcp_allowed_congestion_control").write_text(" ".join([*allowed, *missing]) + "\n")
 
 
 def _start_host(st: ClusterState, h: HostState, t: Mapping[str, str]) -> list[tuple[str, subprocess.Popen]]:
@@ -296,6 +318,7 @@ def _build(st: ClusterState, t: Mapping[str, str]) -> None:
     tmp.write_text(text)
     os.chmod(tmp, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
     os.replace(tmp, wrapper)
+    _allow_congestion_control(st)
     netns.run([t["ip"], "-batch", "-"], _root_batch(st), what=f"creating cluster {st.name!r} (ip -batch)")
     for h in st.hosts:
         if h.cgroup is not None:

@@ -1,6 +1,7 @@
 """The cluster spec (``hnowmodel.cluster/1``): which virtual hosts, their shaped line rates, MPI slots, (optional)
-CPU share and TCP settings (``tcp``: ``tuned``, hnow's, or ``default``, the kernel's), and (optional) the node type
-of hosts no profile was calibrated on (``types``: host -> type name, read when a profile predicts for the cluster).
+CPU share and TCP settings (``tcp``: ``tuned``, hnow's; ``default``, Linux's; ``kernel``, this kernel's own), and
+(optional) the node type of hosts no profile was calibrated on (``types``: host -> type name, read when a profile
+predicts for the cluster).
 
 A spec only says what to build; nothing in it is ever read by calibration. Names become network-namespace,
 interface and host names, so they are restricted: a cluster name is ``[a-z0-9]`` (no hyphen, so that
@@ -45,6 +46,8 @@ __all__ = [
     "MAX_RATE_MBIT",
     "IFNAME_PREFIX",
     "NETNS_PREFIX",
+    "TCP_MODES",
+    "LINUX_CONGESTION_CONTROL",
     "check_cluster_name",
     "copy_name",
     "TCP_MODES",
@@ -69,8 +72,13 @@ _HOST_RE = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 _TOP_KEYS = ("schema", "name", "hosts", "types")
 _HOST_KEYS = ("name", "egress_mbit", "ingress_mbit", "slots", "cpu_share", "tcp")
 #: A host's ``tcp``: ``tuned`` (hnow's settings after ``up``: docs/virtual-cluster.md, "TCP";
-#: :class:`hnowmodel.cluster.Shaping`) or ``default`` (the kernel's, as a new network namespace starts).
-TCP_MODES = ("tuned", "default")
+#: :class:`hnowmodel.cluster.Shaping`), ``default`` (Linux's defaults: the kernel's settings as a new network
+#: namespace starts, with Linux's default congestion control, :data:`LINUX_CONGESTION_CONTROL`) or ``kernel``
+#: (everything as the namespace starts, also this kernel's own congestion control, which may differ: BBR here).
+TCP_MODES = ("tuned", "default", "kernel")
+#: Linux's default congestion control (``CONFIG_DEFAULT_TCP_CONG``, cubic since 2.6.19): what a ``"tcp": "default"``
+#: host runs, whatever this kernel was built to default to.
+LINUX_CONGESTION_CONTROL = "cubic"
 #: Smallest CPU share a host may have (a fraction of one core).
 MIN_CPU_SHARE = 0.05
 
@@ -81,8 +89,10 @@ class HostSpec:
     ingress: what it receives), how many MPI ranks it runs (``slots``) and ``cpu_share``: None (the default) for
     the machine's full CPU, else the fraction of one core its ranks get together (a CFS quota of a ``cpu`` cgroup:
     a host with a slower CPU; ranks started through the cluster's exec wrapper, not Slurm's); ``tcp``: ``tuned``
-    (hnow's TCP settings, applied by ``up``) or ``default`` (the kernel's defaults: GSO, ``tcp_limit_output_bytes``,
-    the route's initial window, ``tcp_rmem`` and congestion control as the namespace starts)."""
+    (hnow's TCP settings, applied by ``up``), ``default`` (Linux's defaults: GSO, ``tcp_limit_output_bytes``, the
+    route's initial window and ``tcp_rmem`` as the namespace starts, congestion control
+    :data:`LINUX_CONGESTION_CONTROL`) or ``kernel`` (all of it as the namespace starts: this kernel's congestion
+    control too)."""
 
     name: str
     egress_mbit: float

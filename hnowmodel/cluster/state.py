@@ -76,7 +76,8 @@ TCP_PAYLOAD_PER_PACKET = 1448
 class Shaping:
     """The ``tbf`` settings on every shaped link: the token bucket's ``burst_bytes`` (that many bytes pass at
     memory speed when the bucket is full; refilled in burst × 8 / rate) and the queue ``limit_bytes``; and the TCP
-    of every host of spec ``"tcp": "tuned"`` (the default; ``"default"`` keeps the kernel's), set so that how a
+    of every host of spec ``"tcp": "tuned"`` (the default; ``"default"`` and ``"kernel"`` keep the kernel's), set so
+    that how a
     root's concurrent messages share its link does not depend on what the connections carried before
     (docs/virtual-cluster.md, "TCP"):
 
@@ -168,8 +169,8 @@ class ClusterState:
     def public_dict(self) -> dict[str, Any]:
         """The contract JSON of ``hnow cluster up``/``status``: ``{"name", "hosts": [{"name", "address",
         "egress_mbit", "ingress_mbit", "slots"}], "slurm_conf"}`` (``slurm_conf`` null without Slurm) plus
-        informational keys (subnet, bridge, burst, state; a host's ``"tcp": "default"`` where it keeps the kernel's
-        TCP settings, :attr:`~hnowmodel.cluster.HostSpec.tcp`)."""
+        informational keys (subnet, bridge, burst, state; a host's ``"tcp"``, ``"default"`` or ``"kernel"``, where
+        it keeps the kernel's TCP settings, :attr:`~hnowmodel.cluster.HostSpec.tcp`)."""
         return {
             "name": self.name,
             "hosts": [
@@ -179,7 +180,7 @@ class ClusterState:
                     "egress_mbit": h.egress_mbit,
                     "ingress_mbit": h.ingress_mbit,
                     "slots": h.slots,
-                    **({"tcp": "default"} if self.spec.host(h.name).tcp == "default" else {}),
+                    **({"tcp": self.spec.host(h.name).tcp} if self.spec.host(h.name).tcp != "tuned" else {}),
                 }
                 for h in self.hosts
             ],
