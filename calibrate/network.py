@@ -227,7 +227,7 @@ def fanout_sizes(size: int, waits_from: int | None) -> list[int]:
     waits behind nothing), and only sizes whose sends do not wait for the receiver (then they overlap on the link).
 
     >>> fanout_sizes(6, None), fanout_sizes(6, 20000), fanout_sizes(2, None)
-    ([16384, 32768], [16384], [])
+    ([16384, 32768, 65536, 131072], [16384], [])
     """
     if size < 3:
         return []
@@ -265,13 +265,15 @@ def _fanout(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any
         return
     with rt.step(f"round {rnd + 1} fan-out"):
         for m in sizes:
-            lead = ctx.lead + refill_gap_us(slowest, m * (pk.world.size - 1), 0)
+            # the gap of a 32 KiB fan-out at most: rank 0's bucket refills in a fraction of it (the larger sizes
+            # would add seconds of idling to every calibration)
+            lead = ctx.lead + refill_gap_us(slowest, min(m, FANOUT_SIZES[1]) * (pk.world.size - 1), 0)
             comp = pk.world.completion("fanout", 0, m, ctx.reps, lead_us=lead)
             if comp is not None:
                 mine["Q"].setdefault("0", {})[m] = median(comp)
         three = ctx.plan.fanout3
         for m in sizes if three else ():
-            lead = ctx.lead + refill_gap_us(slowest, m * 2, 0)
+            lead = ctx.lead + refill_gap_us(slowest, min(m, FANOUT_SIZES[1]) * 2, 0)
             comp = group_call(pk, three, lambda sub, m=m, lead=lead: _completion(sub, m, ctx.reps, lead))
             if pk.rank == 0 and comp is not None:
                 mine["Q3"].setdefault("0", {})[m] = median(comp)

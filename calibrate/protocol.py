@@ -124,10 +124,14 @@ REFILL_IDLE_MAX_US = 20000.0
 #: A fan-out (rank 0 ``MPI_Send``s to every other rank in turn) is timed at these sizes (bytes) when the job has at
 #: least 3 ranks: a message posted behind others waits one round of what they keep queued on the sender's link,
 #: which is most of a small message's time (16 KiB at 20 Mbit/s: 6.9 ms; a few packets: ~2 ms), so the queued bytes
-#: of the model's round-robin egress (``extensions.network.queued_bytes``) are fitted to it.
-FANOUT_SIZES = (16384, 32768)
-#: The queued bytes are looked for in 0 .. this (bytes): a few dozen packets at most.
-QUEUED_MAX_BYTES = 65536.0
+#: of the model's round-robin egress (``extensions.network.queued_bytes``) are fitted to it. The 64 and 128 KiB
+#: fan-outs see how much a host whose TCP hands its link large segments queues (Linux's defaults: GSO and a 1 MiB
+#: ``tcp_limit_output_bytes``; 16 and 32 KiB messages go whole there, and the flat trees at 64-256 KiB were
+#: predicted 14 % fast with the least term 32 KiB allows, docs/accuracy.md).
+FANOUT_SIZES = (16384, 32768, 65536, 131072)
+#: The queued bytes are looked for in 0 .. this (bytes): twice the largest fan-out, so that a fan-out whose messages
+#: all went whole is told from one that queued part of its largest ones.
+QUEUED_MAX_BYTES = 262144.0
 #: ... on a grid of this step (bytes) first, then refined to a byte around the best grid point.
 QUEUED_STEP_BYTES = 256.0
 

@@ -19,7 +19,7 @@ import pytest
 
 import hnowmodel as hm
 from calibrate import hinge, netprofile, network, sendmodes
-from calibrate.protocol import QUEUED_MAX_BYTES
+from calibrate.protocol import FANOUT_SIZES, QUEUED_MAX_BYTES
 from calibrate.queued import fit_queued_bytes
 from calibrate.selfcheck import net_self_check
 from calibrate.sendmodes import DELIVERY, EAGER, RENDEZVOUS
@@ -412,10 +412,10 @@ def _golden_without_queued() -> tuple[dict, list[str]]:
     return doc, [nd["type"] for nd in sorted(doc["nodes"], key=lambda nd: nd["rank"])]
 
 
-def _fan_out(doc: dict, layout: list[str], queued: float) -> np.ndarray:
-    """The model's 16 and 32 KiB fan-out from rank 0 (µs) with ``queued`` bytes (flow-rr over the sequential tree)."""
+def _fan_out(doc: dict, layout: list[str], queued: float, sizes: tuple[int, ...] = (16384, 32768)) -> np.ndarray:
+    """The model's fan-out from rank 0 (µs) at ``sizes`` with ``queued`` bytes (flow-rr over the sequential tree)."""
     with_q = {**doc, "extensions": {"network": {**doc["extensions"]["network"], "queued_bytes": queued}}}
-    return hm.ops.predict("bcast", Profile.from_dict(with_q), layout, hm.trees.sequential(len(layout)), [16384, 32768])
+    return hm.ops.predict("bcast", Profile.from_dict(with_q), layout, hm.trees.sequential(len(layout)), list(sizes))
 
 
 def test_queued_bytes_are_fitted_to_the_fan_out():
@@ -460,6 +460,20 @@ def test_a_fan_out_whose_messages_queue_whole_gives_the_least_term_that_fits():
     assert back == pytest.approx(made, rel=1e-6)  # the least term predicts the fan-out as the whole one did
     doc["extensions"]["network"]["queued_bytes"], doc["provenance"]["queued_bytes"] = got["bytes"], got
     assert any("(its messages queued whole), the least taken" in line for line in fit_report(Profile.from_dict(doc)))
+
+
+def test_a_fan_out_up_to_128_kib_finds_a_term_above_its_32_kib_messages():
+    # Linux's default TCP queues more than a 32 KiB message per connection (GSO, a 1 MiB tcp_limit_output_bytes):
+    # the calibration's 64 and 128 KiB fan-outs (calibrate.protocol.FANOUT_SIZES) determine a term of 100 000 B,
+    # which 16 and 32 KiB alone only bound from below
+    doc, layout = _golden_without_queued()
+    sizes = (16384, 32768, 65536, 131072)
+    assert tuple(FANOUT_SIZES) == sizes
+    made = _fan_out(doc, layout, 100000.0, sizes)
+    got = fit_queued_bytes({"rounds": [{"Q": {"0": dict(zip(sizes, map(float, made), strict=True))}}]}, doc)
+    assert got["bytes"] == pytest.approx(100000.0, abs=300.0) and not got.get("at_least"), got
+    small = fit_queued_bytes({"rounds": [{"Q": {"0": dict(zip(sizes[:2], map(float, made[:2]), strict=True))}}]}, doc)
+    assert small["at_least"] and small["bytes"] <= 32768
 
 
 def test_queued_bytes_are_fitted_with_the_hosts_in_place():
