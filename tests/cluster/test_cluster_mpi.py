@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 import hnowmodel.cluster as hc
+from calibrate.network import fanout_sizes
 from hnowmodel.cluster import netns
 from hnowmodel.cluster.state import state_path
 from tests.helpers import check_compared_row, rates_spec_file, run_hnow
@@ -93,10 +94,11 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(auto_calibrated,
     assert xm[("fast", "fast")] < xm[("slow-cpu1", "slow-cpu2")]
     # the token bucket's burst is fitted and stored for the flow model
     assert doc["extensions"]["network"]["burst_bytes"] > 0
-    # the fan-out from rank 0 is timed at 16 and 32 KiB and the queued bytes fitted to it (or said to be undetermined);
-    # nothing is read from the cluster's configuration
+    # the fan-out from rank 0 is timed at 16-128 KiB (the sizes whose sends do not wait for the receiver) and the
+    # queued bytes fitted to it (or said to be undetermined); nothing is read from the cluster's configuration
     queued = doc["provenance"]["queued_bytes"]
-    assert [p["bytes"] for p in queued["points"]] == [16384, 32768]
+    waits = doc["extensions"]["network"]["send_waits_from_bytes"]
+    assert [p["bytes"] for p in queued["points"]] == fanout_sizes(len(types), waits) and queued["points"]
     assert all(p["measured_us"] > 0 for p in queued["points"])
     assert doc["extensions"]["network"].get("queued_bytes") == queued["bytes"]
     assert queued["bytes"] is not None or queued["undetermined_bytes"][1] > queued["undetermined_bytes"][0]
