@@ -138,6 +138,24 @@ def test_the_default_on_4_hosts_of_3_is_what_the_wire_showed_between_hosts():
     assert all(d[op].tree_on(uneven, 65536) is None for op in d)
 
 
+def test_the_default_on_hosts_of_2_1_and_3_ranks_is_what_the_wire_showed_between_hosts():
+    """Hosts of 2, 1 and 3 ranks in blocks (experiments/intel_schedules_wire.py --slots 2,1,3): as on 6 hosts of
+    their own except allreduce's Rabenseifner at 64 KiB and allgather's ring at 256 KiB; reduce only at 256 KiB (below
+    it the hosts' second ranks send to rank 0 directly); alltoall's Isend/Irecv as the all-at-once schedule. The same
+    counts in another host order are not the shape the wire showed."""
+    d = {op: ops.get(op).native["Intel MPI"] for op in SCHEDULE_OPS}
+    mixed = Layout(["fast"] * 2 + ["slow"] + ["medium"] * 3, [0, 0, 1, 2, 2, 2])
+    sizes = (16384, 65536, 262144)
+    runs = {op: [d[op].tree_on(mixed, m) for m in sizes] for op in d}
+    assert runs["reduce"] == [None, None, "pipelined_chain"]
+    assert runs["allreduce"] == ["reduce_scatter_allgather"] * 3
+    assert runs["allgather"] == ["recursive_doubling_fold"] * 2 + ["ring"]
+    assert runs["reduce_scatter"] == ["recursive_halving"] * 2 + ["pairwise"]
+    assert runs["alltoall"] == ["linear"] * 3
+    other = Layout(["medium"] * 3 + ["fast"] * 2 + ["slow"], [0, 0, 0, 1, 1, 2])  # (3, 2, 1)
+    assert all(d[op].tree_on(other, 65536) is None for op in d)
+
+
 def test_the_export_writes_the_strings_intel_mpi_reads_for_the_five_operations():
     """Where the default is modelled the fastest modelled algorithm is chosen against it and written as rules for
     exactly 4 ranks under the operation's variable (MPI_Reduce_scatter_block's: ..._REDUCE_SCATTER_BLOCK); read back,

@@ -7,12 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ...layout import hosts_of, one_per_host
 from ...runopts import DEFAULT, Schedule
 
-__all__ = ["TuningRows", "SharedRows"]
+__all__ = ["TuningRows", "SharedRows", "host_counts"]
 
 
 @dataclass(frozen=True)
@@ -35,28 +33,41 @@ class TuningRows:
         return next((t for r, lo, hi, t in self.rows if r == n and lo <= size <= hi), None)
 
 
-@dataclass(frozen=True)
-class SharedRows:
-    """What Intel MPI's default runs on hosts of several ranks each, where it is known: ``rows`` of ``(ranks, ranks
-    per host, from_bytes, upto_bytes, schedule)``, both ends included, beside ``one`` (:class:`TuningRows`, one
-    rank per host). Called as a :data:`~hnowmodel.libraries.native.LayoutRule`: ``(layout, bytes per rank)`` ->
-    ``(schedule, Schedule())``, None where no row holds (hosts of different rank counts: none).
+def host_counts(layout: Any) -> tuple[int, ...]:
+    """How many ranks each host of ``layout`` runs, hosts in the order of their first rank.
 
     >>> from hnowmodel.layout import Layout
-    >>> rule = SharedRows(TuningRows(((4, 8, 64, "ring"),)), ((4, 2, 8, 64, "brucks"),))
-    >>> rule(["a"] * 4, 8)[0], rule(Layout(["a"] * 4, [0, 0, 1, 1]), 8)[0], rule(Layout(["a"] * 4, [0, 0, 0, 1]), 8)
-    ('ring', 'brucks', None)
+    >>> host_counts(Layout(["a"] * 6, [0, 0, 1, 2, 2, 2])), host_counts(["a", "b"])
+    ((2, 1, 3), (1, 1))
+    """
+    hosts = hosts_of(layout).tolist()
+    first = list(dict.fromkeys(hosts))
+    return tuple(hosts.count(h) for h in first)
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """What Intel MPI's default runs on hosts of several ranks, where it is known: ``rows`` of ``(ranks per host,
+    from_bytes, upto_bytes, schedule)``, ranks per host a tuple in host order (``(3, 3, 3, 3)``: 4 hosts of 3;
+    ``(2, 1, 3)``: hosts of unequal counts), both ends included, beside ``one`` (:class:`TuningRows`, one rank per
+    host). Called as a :data:`~hnowmodel.libraries.native.LayoutRule`: ``(layout, bytes per rank)`` ->
+    ``(schedule, Schedule())``, None where no row holds.
+
+    >>> from hnowmodel.layout import Layout
+    >>> rule = SharedRows(TuningRows(((4, 8, 64, "ring"),)), (((2, 2), 8, 64, "brucks"), ((3, 1), 8, 8, "ring")))
+    >>> rule(["a"] * 4, 8)[0], rule(Layout(["a"] * 4, [0, 0, 1, 1]), 8)[0], rule(Layout(["a"] * 4, [0, 0, 0, 1]), 8)[0]
+    ('ring', 'brucks', 'ring')
+    >>> rule(Layout(["a"] * 4, [0, 1, 1, 1]), 8) is None  # (1, 3): no row
+    True
     """
 
     one: TuningRows
-    rows: tuple[tuple[int, int, int, int, str], ...]
+    rows: tuple[tuple[tuple[int, ...], int, int, str], ...]
 
     def __call__(self, layout: Any, size: int) -> tuple[str, Schedule] | None:
-        n = len(layout)
         if one_per_host(layout):
-            got = self.one(n, size, True)
+            got = self.one(len(layout), size, True)
         else:
-            counts = np.bincount(hosts_of(layout))
-            k = int(counts[0]) if counts.min() == counts.max() else 0
-            got = next((t for r, per, lo, hi, t in self.rows if (r, per) == (n, k) and lo <= size <= hi), None)
+            counts = host_counts(layout)
+            got = next((t for per, lo, hi, t in self.rows if per == counts and lo <= size <= hi), None)
         return None if got is None else (got, DEFAULT)

@@ -194,25 +194,44 @@ _DEFAULT_ROWS: Mapping[str, tuple[tuple[int, int, int, str], ...]] = MappingProx
 )
 
 
-# On 4 hosts x 3 ranks (12 ranks, in blocks; the hosts of experiments/tune_vs_exhaustive.py's 4x3 shape) Intel
-# MPI's default read off the wire between hosts (experiments/intel_schedules_wire.py --np 12 --ppn 3: the messages
-# between ranks of one host go through shared memory, unseen; each schedule below sends exactly the messages seen
-# between hosts, besides the 16-byte ones): allreduce reduce_scatter_allgather at 16-256 KiB, allgather the folded
-# recursive doubling at 16 and 64 KiB and the ring at 256 KiB, reduce_scatter recursive halving at 16 KiB and
-# pairwise from 64 KiB, reduce the knomial_1 tree at 16 KiB, Rabenseifner's at 64 KiB and a chain in 4096-byte
-# segments at 256 KiB (docs/intel-mpi.md, "Hosts of several ranks"). Elsewhere on hosts of several ranks: not
-# modelled.
-_SHARED_ROWS: Mapping[str, tuple[tuple[int, int, int, int, str], ...]] = MappingProxyType(
+# On hosts of several ranks (in blocks) Intel MPI's default read off the wire between hosts
+# (experiments/intel_schedules_wire.py: the messages between ranks of one host go through shared memory, unseen;
+# each schedule below sends exactly the messages seen between hosts, besides the 16-byte ones; docs/intel-mpi.md,
+# "Hosts of several ranks"):
+# * 4 hosts x 3 ranks (``--np 12 --ppn 3``; the hosts of experiments/tune_vs_exhaustive.py's 4x3 shape): allreduce
+#   reduce_scatter_allgather at 16-256 KiB, allgather the folded recursive doubling at 16 and 64 KiB and the ring at
+#   256 KiB, reduce_scatter recursive halving at 16 KiB and pairwise from 64 KiB, reduce the knomial_1 tree at
+#   16 KiB, Rabenseifner's at 64 KiB and a chain in 4096-byte segments at 256 KiB;
+# * hosts of 2, 1 and 3 ranks (``--slots 2,1,3``; the hosts of experiments/hosts_accuracy.py's mixed cluster):
+#   allreduce reduce_scatter_allgather at 16-256 KiB, allgather the folded recursive doubling at 16 and 64 KiB and
+#   the ring at 256 KiB, reduce_scatter recursive halving at 16 and 64 KiB and pairwise at 256 KiB, reduce the chain
+#   of 14000-byte segments at 256 KiB (at 16 and 64 KiB the hosts' second ranks send to rank 0 within and across
+#   hosts, which no schedule here does: not modelled); alltoall Isend/Irecv with the own block sent to itself, as on
+#   6 ranks of their own hosts: ``linear`` (below).
+# Elsewhere on hosts of several ranks: not modelled.
+_BLOCKS_4X3 = (3, 3, 3, 3)
+_MIXED = (2, 1, 3)
+_SHARED_ROWS: Mapping[str, tuple[tuple[tuple[int, ...], int, int, str], ...]] = MappingProxyType(
     {
         "reduce": (
-            (12, 3, 16384, 16384, "pipelined_knomial1"),
-            (12, 3, 65536, 65536, "reduce_scatter_gather"),
-            (12, 3, 262144, 262144, "pipelined_chain_4k"),
+            (_BLOCKS_4X3, 16384, 16384, "pipelined_knomial1"),
+            (_BLOCKS_4X3, 65536, 65536, "reduce_scatter_gather"),
+            (_BLOCKS_4X3, 262144, 262144, "pipelined_chain_4k"),
+            (_MIXED, 262144, 262144, "pipelined_chain"),
         ),
-        "allreduce": ((12, 3, 16384, 262144, "reduce_scatter_allgather"),),
-        "allgather": ((12, 3, 16384, 65536, "recursive_doubling_fold"), (12, 3, 262144, 262144, "ring")),
-        "reduce_scatter": ((12, 3, 16384, 16384, "recursive_halving"), (12, 3, 65536, 262144, "pairwise")),
-        "alltoall": (),
+        "allreduce": tuple((per, 16384, 262144, "reduce_scatter_allgather") for per in (_BLOCKS_4X3, _MIXED)),
+        "allgather": tuple(
+            row
+            for per in (_BLOCKS_4X3, _MIXED)
+            for row in ((per, 16384, 65536, "recursive_doubling_fold"), (per, 262144, 262144, "ring"))
+        ),
+        "reduce_scatter": (
+            (_BLOCKS_4X3, 16384, 16384, "recursive_halving"),
+            (_BLOCKS_4X3, 65536, 262144, "pairwise"),
+            (_MIXED, 16384, 65536, "recursive_halving"),
+            (_MIXED, 262144, 262144, "pairwise"),
+        ),
+        "alltoall": ((_MIXED, 16384, 262144, "linear"),),
     }
 )
 
