@@ -222,16 +222,18 @@ def _natives(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, An
                     mine["native"].setdefault(op, {})[m] = median(comp)
 
 
-def fanout_sizes(size: int, waits_from: int | None) -> list[int]:
+def fanout_sizes(size: int, waits_from: int | None, quick: bool = False) -> list[int]:
     """The sizes a fan-out is timed at (:data:`calibrate.protocol.FANOUT_SIZES`): none below 3 ranks (one message
-    waits behind nothing), and only sizes whose sends do not wait for the receiver (then they overlap on the link).
+    waits behind nothing), only sizes whose sends do not wait for the receiver (then they overlap on the link), and
+    with ``quick`` not the largest (the 128 KiB fan-out only tells terms above 64 KiB apart; it costs the most).
 
-    >>> fanout_sizes(6, None), fanout_sizes(6, 20000), fanout_sizes(2, None)
-    ([16384, 32768, 65536, 131072], [16384], [])
+    >>> fanout_sizes(6, None), fanout_sizes(6, 20000), fanout_sizes(2, None), fanout_sizes(6, None, quick=True)
+    ([16384, 32768, 65536, 131072], [16384], [], [16384, 32768, 65536])
     """
     if size < 3:
         return []
-    return [m for m in FANOUT_SIZES if waits_from is None or m < waits_from]
+    sizes = FANOUT_SIZES[:-1] if quick else FANOUT_SIZES
+    return [m for m in sizes if waits_from is None or m < waits_from]
 
 
 def three_host_fanout(hosts: Sequence[str], cost: dict[tuple[int, int], float]) -> tuple[int, int, int] | None:
@@ -260,7 +262,7 @@ def _fanout(pk: PairKernels, rt: Any, ctx: _Round, rnd: int, mine: dict[str, Any
     """Round ``rnd``'s fan-out from rank 0 (completion µs, common start, on rank 0): rank 0 sends m bytes to every
     other rank in turn (:meth:`calibrate.ckernels.Kernels.coll` ``"fanout"``), its buckets full at the start."""
     slowest = max(ctx.k_of.values())
-    sizes = fanout_sizes(pk.world.size, ctx.waits_from)
+    sizes = fanout_sizes(pk.world.size, ctx.waits_from, ctx.plan.quick)
     if not sizes:
         return
     with rt.step(f"round {rnd + 1} fan-out"):
