@@ -94,7 +94,7 @@ def test_calibrate_auto_layout_and_native_compare_leave_nothing(auto_calibrated,
     assert xm[("fast", "fast")] < xm[("slow-cpu1", "slow-cpu2")]
     # the token bucket's burst is fitted and stored for the flow model
     assert doc["extensions"]["network"]["burst_bytes"] > 0
-    # the fan-out from rank 0 is timed at 16-64 KiB (--quick; the sizes whose sends do not wait for the receiver)
+    # the fan-out from rank 0 is timed at 16 and 32 KiB (--quick; the sizes whose sends do not wait for the receiver)
     # and the queued bytes fitted to it (or said to be undetermined); nothing is read from the cluster's configuration
     queued = doc["provenance"]["queued_bytes"]
     waits = doc["extensions"]["network"]["send_waits_from_bytes"]
