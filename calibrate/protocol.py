@@ -35,6 +35,8 @@ __all__ = [
     "RESTED_SEND_MAX_BYTES",
     "FANOUT_SIZES",
     "QUEUED_MAX_BYTES",
+    "QUEUED_FINE_UPTO_BYTES",
+    "QUEUED_COARSE_STEP_BYTES",
     "QUEUED_STEP_BYTES",
     "STRUCT_FROM_BYTES",
     "ABOVE_BURST_BYTES",
@@ -132,8 +134,12 @@ FANOUT_SIZES = (16384, 32768, 65536, 131072)
 #: The queued bytes are looked for in 0 .. this (bytes): twice the largest fan-out, so that a fan-out whose messages
 #: all went whole is told from one that queued part of its largest ones.
 QUEUED_MAX_BYTES = 262144.0
-#: ... on a grid of this step (bytes) first, then refined to a byte around the best grid point.
+#: ... on a grid of this step (bytes) first, then refined to a byte around the best grid point; from
+#: :data:`QUEUED_FINE_UPTO_BYTES` on, of :data:`QUEUED_COARSE_STEP_BYTES` (a few packets either way are a small part
+#: of a term that large, and every grid point is one model evaluation per fan-out size).
 QUEUED_STEP_BYTES = 256.0
+QUEUED_FINE_UPTO_BYTES = 65536.0
+QUEUED_COARSE_STEP_BYTES = 2048.0
 
 # ---- the reduction cost γ (calibrate.reducecost) ----------------------------------------------------------------
 #: Smallest and largest buffer (bytes) whose combining is timed: a few hundred doubles, up to well beyond the caches

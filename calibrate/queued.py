@@ -21,7 +21,7 @@ from hnowmodel import ops
 from hnowmodel.params import Profile
 from hnowmodel.trees import sequential
 
-from .protocol import QUEUED_MAX_BYTES, QUEUED_STEP_BYTES
+from .protocol import QUEUED_COARSE_STEP_BYTES, QUEUED_FINE_UPTO_BYTES, QUEUED_MAX_BYTES, QUEUED_STEP_BYTES
 from .rounds import over_rounds
 
 __all__ = ["QUEUED_VARIANT", "fit_queued_bytes"]
@@ -96,15 +96,16 @@ def _fit(raw: dict[str, Any], doc: dict[str, Any], series: str, ranks: list[int]
     lo = predicted(0.0)
     # the completion is piecewise in the term (which message waits behind which changes with it): a grid first,
     # then Brent's method within a step of its best point
-    grid = np.arange(0.0, QUEUED_MAX_BYTES + QUEUED_STEP_BYTES, QUEUED_STEP_BYTES)
+    grid = _grid()
     losses = np.array([loss(q) for q in grid])
     near = grid[losses <= losses.min() * (1 + 1e-6) + 1e-12]
     out["points"] = [{"bytes": int(m), "measured_us": float(t)} for m, t in zip(ms, measured, strict=True)]
-    if near.max() - near.min() > 2 * QUEUED_STEP_BYTES:  # the fan-out fits as well over a range: not determined
+    g = grid[int(np.argmin(losses))]
+    step = _step(g)
+    if near.max() - near.min() > 2 * step:  # the fan-out fits as well over a range: not determined
         out["undetermined_bytes"] = [float(near.min()), float(near.max())]
         return out
-    g = grid[int(np.argmin(losses))]
-    bounds = (max(0.0, g - QUEUED_STEP_BYTES), min(QUEUED_MAX_BYTES, g + QUEUED_STEP_BYTES))
+    bounds = (max(0.0, g - step), min(QUEUED_MAX_BYTES, g + step))
     from scipy.optimize import minimize_scalar  # here: only the fitting rank loads it (calibrate.stats says why)
 
     best = minimize_scalar(loss, bounds=bounds, method="bounded", options={"xatol": 1.0})
@@ -116,6 +117,22 @@ def _fit(raw: dict[str, Any], doc: dict[str, Any], series: str, ranks: list[int]
         for m, t, p, p0 in zip(ms, measured, fit, lo, strict=True)
     ]
     return out
+
+
+def _grid() -> np.ndarray:
+    """The queued bytes tried first: every :data:`QUEUED_STEP_BYTES` up to :data:`QUEUED_FINE_UPTO_BYTES`, then
+    every :data:`QUEUED_COARSE_STEP_BYTES` up to :data:`QUEUED_MAX_BYTES`.
+
+    >>> g = _grid(); len(g), float(g[256] - g[255]), float(g[257] - g[256]), float(g[-1])
+    (353, 256.0, 2048.0, 262144.0)
+    """
+    fine = np.arange(0.0, QUEUED_FINE_UPTO_BYTES, QUEUED_STEP_BYTES)
+    return np.concatenate([fine, np.arange(QUEUED_FINE_UPTO_BYTES, QUEUED_MAX_BYTES + 1.0, QUEUED_COARSE_STEP_BYTES)])
+
+
+def _step(q: float) -> float:
+    """The grid's step at ``q`` (bytes): the distance to the next grid point."""
+    return QUEUED_STEP_BYTES if q < QUEUED_FINE_UPTO_BYTES else QUEUED_COARSE_STEP_BYTES
 
 
 _HOW = (
