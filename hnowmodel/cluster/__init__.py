@@ -251,6 +251,8 @@ def _tcp_lines(st: ClusterState, h: HostState) -> tuple[list[str], dict[str, obj
         "tcp_congestion_control": st.shaping.congestion_control,
         "tcp_limit_output_bytes": st.shaping.tcp_limit_output_bytes,
     }
+    if st.shaping.slow_start_after_idle is not None:
+        sysctl["tcp_slow_start_after_idle"] = st.shaping.slow_start_after_idle
     return ip_lines, sysctl
 
 

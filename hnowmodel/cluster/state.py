@@ -85,6 +85,9 @@ class Shaping:
       ``tcp_rmem_default_bytes``: a message up to that window goes at once (no slow start, no idle restart);
     * ``congestion_control``: ``reno`` (Linux's default here may be BBR, which paces every connection at the rate it
       has learnt, so a link's sharing follows the history of each connection);
+    * ``slow_start_after_idle``: 0, a connection keeps its window between calls (Linux's 1 restarts it from the
+      initial window after an idle retransmission timeout: MPICH's Bruck alltoall at 256 KiB, whose 768 KiB steps
+      are larger than that window, then took 1052 ms instead of about 800 in every other call, docs/accuracy.md);
     * ``gso_max_segs`` and ``tcp_limit_output_bytes``: one-segment packets, at most that many bytes of a socket
       queued below TCP, so a host's egress serves its connections round-robin, packet by packet;
       ``queued_segments`` is how many packets of each connection that leaves in the egress queue (measured with
@@ -102,6 +105,7 @@ class Shaping:
     gso_max_segs: int | None = 1
     tcp_limit_output_bytes: int | None = 4096
     queued_segments: int | None = 3
+    slow_start_after_idle: int | None = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

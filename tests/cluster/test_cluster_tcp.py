@@ -56,7 +56,7 @@ def _host_tcp(ns: str) -> dict:
     def out(*cmd: str) -> str:
         return subprocess.run(list(cmd), capture_output=True, text=True, check=True).stdout
 
-    names = ("tcp_rmem", "tcp_limit_output_bytes", "tcp_congestion_control")
+    names = ("tcp_rmem", "tcp_limit_output_bytes", "tcp_congestion_control", "tcp_slow_start_after_idle")
     values = out("ip", "netns", "exec", ns, "sysctl", "-n", *(f"net.ipv4.{k}" for k in names)).splitlines()
     link = out("ip", "-n", ns, "-d", "link", "show", "eth0")
     return {
@@ -81,12 +81,12 @@ def test_hosts_with_default_and_kernel_tcp_keep_the_kernels_settings(cleanup):
         tuned, linux, own = (_host_tcp(f"hnow-{name}-{h}") for h in "abc")
         assert "initcwnd 256 initrwnd 256" in tuned["route"] and tuned["gso_max_segs"] == 1
         assert tuned["tcp_limit_output_bytes"] == "4096" and tuned["tcp_rmem"].split()[1] == "1048576"
-        assert tuned["tcp_congestion_control"] == "reno"
+        assert tuned["tcp_congestion_control"] == "reno" and tuned["tcp_slow_start_after_idle"] == "0"
         # the kernel's: the subnet's route as the kernel makes it, GSO, its own output limit and receive buffer
         for h, kernel in (("b", linux), ("c", own)):
             assert f"{st.subnet} dev eth0" in kernel["route"] and "initcwnd" not in kernel["route"], kernel
             assert kernel["gso_max_segs"] > 1 and kernel["tcp_limit_output_bytes"] != "4096", kernel
-            assert kernel["tcp_rmem"].split()[1] != "1048576", kernel
+            assert kernel["tcp_rmem"].split()[1] != "1048576" and kernel["tcp_slow_start_after_idle"] == "1", kernel
             assert st.host(h).address + "/24" in kernel["addr"] and "UP" in kernel["addr"]
         # Linux's default congestion control on "default"; on "kernel" what a new namespace starts with
         assert linux["tcp_congestion_control"] == hc.LINUX_CONGESTION_CONTROL
