@@ -260,16 +260,16 @@ def _allow_congestion_control(st: ClusterState) -> None:
     """Let the hosts' namespaces choose the congestion controls ``up`` sets in them: a namespace may only take one
     in ``tcp_allowed_congestion_control`` (the root namespace's list, e.g. ``reno bbr`` here); a missing one that the
     kernel has is added to the list (which only widens what namespaces and unprivileged sockets may choose)."""
-    wanted = {cc for h in st.hosts for cc in [_tcp_lines(st, h)[1].get("tcp_congestion_control")] if cc}
+    wanted = {_tcp_lines(st, h)[1].get("tcp_congestion_control") for h in st.hosts} - {None}
     base = Path("/proc/sys/net/ipv4")
     allowed = (base / "tcp_allowed_congestion_control").read_text().split()
     missing = sorted(wanted - set(allowed))
     if not missing:
         return
     have = (base / "tcp_available_congestion_control").read_text().split()
-    if set(missing) - set(have):
+    if absent := sorted(set(missing) - set(have)):
         raise InputError(
-            f"this kernel has no {', '.join(sorted(set(missing) - set(have)))} congestion control (it has "
+            f"this kernel has no {', '.join(absent)} congestion control (it has "
             f'{", ".join(have)}): give the hosts "tcp": "tuned" or "kernel"'
         )
     (base / "tcp_allowed_congestion_control").write_text(" ".join([*allowed, *missing]) + "\n")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...layout import hosts_of, one_per_host
+from ...layout import one_per_host
 from ...runopts import DEFAULT, Schedule
 
-__all__ = ["TuningRows", "SharedRows", "host_counts"]
+__all__ = ["TuningRows", "SharedRows"]
 
 
 @dataclass(frozen=True)
@@ -31,18 +31,6 @@ class TuningRows:
         if not one_per_host:
             return None
         return next((t for r, lo, hi, t in self.rows if r == n and lo <= size <= hi), None)
-
-
-def host_counts(layout: Any) -> tuple[int, ...]:
-    """How many ranks each host of ``layout`` runs, hosts in the order of their first rank.
-
-    >>> from hnowmodel.layout import Layout
-    >>> host_counts(Layout(["a"] * 6, [0, 0, 1, 2, 2, 2])), host_counts(["a", "b"])
-    ((2, 1, 3), (1, 1))
-    """
-    hosts = hosts_of(layout).tolist()
-    first = list(dict.fromkeys(hosts))
-    return tuple(hosts.count(h) for h in first)
 
 
 @dataclass(frozen=True)
@@ -68,6 +56,6 @@ class SharedRows:
         if one_per_host(layout):
             got = self.one(len(layout), size, True)
         else:
-            counts = host_counts(layout)
+            counts = tuple(layout.slots.tolist())  # a Layout numbers its hosts in order of their first rank
             got = next((t for per, lo, hi, t in self.rows if per == counts and lo <= size <= hi), None)
         return None if got is None else (got, DEFAULT)
