@@ -204,3 +204,28 @@ def test_ompi_exchange_refuses_bad_input_in_one_line_before_any_cluster(tmp_path
     )
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert not (tmp_path / "x").exists()  # nothing written, no cluster brought up
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--mpi", "nompi", "--algorithm", "ring"],
+        ["--size", "1.5K", "--algorithm", "ring"],
+        ["--algorithm", "nope"],
+        ["--op", "bcast", "--algorithm", "ring"],
+        ["--calls", "0", "--algorithm", "ring"],
+    ],
+)
+def test_link_trace_refuses_bad_input_in_one_line_before_any_cluster(tmp_path, args):
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"schema": "hnowmodel.cluster/1", "name": "lt", "hosts": [{"name": "a", "egress_mbit": 20}]}')
+    proc = subprocess.run(
+        [sys.executable, str(EXPERIMENTS / "link_trace.py"), "--out", str(tmp_path / "x"), "--spec", str(spec), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "link_trace: " in proc.stderr
+    assert not (tmp_path / "x").exists()  # nothing written, no cluster brought up

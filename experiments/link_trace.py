@@ -1,0 +1,174 @@
+"""Which link carries what, when: every host's bytes in and out against time during a library's own algorithm,
+pinned, on a virtual cluster. A thread reads the root-side veth counters of each host (``tx_bytes``: toward the host,
+its ingress; ``rx_bytes``: from it, its egress) about every 0.5 ms while the job runs; the ranks time ``--calls``
+calls, each after a barrier and a 0.3 s pause, so the calls stand apart (the first also opens the connections).
+Frames count with their headers.
+
+What it is for: seeing which message waits for which (docs/accuracy.md, "Again, with a calibration under Open MPI
+alone on the machine": on 3 ranks Open MPI's recursive doubling sends the slow host's exchange message only once its
+partner's message has come in). The sampling thread takes CPU from the ranks, so a call's time here is not a
+measurement: `hnow compare` gives those.
+
+Writes ``link_trace.csv`` (time in ms from the start of the first call, each host's bytes in and out so far),
+``calls.csv`` (each call's start and end per rank, ms), ``link_trace.png`` (the rates, one panel per host) and
+``link_trace.md`` under ``experiments/out/link_trace/`` (or ``--out``). Needs root; runs under the machine's MPI lock.
+
+    python experiments/link_trace.py --spec SPEC --np 3 --mpi openmpi --op allreduce --algorithm recursive_doubling \
+        --size 64K
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from common import md_table, outdir, parser, run_mpi_python, save_png, write_csv, write_markdown
+
+import hnowmodel as hm
+from hnowmodel.cluster.spec import load_spec
+from hnowmodel.errors import HnowError
+from hnowmodel.jobs import MPI_LIBRARIES
+from hnowmodel.jobs.launcher import Launch
+from hnowmodel.libraries import LIBRARIES
+from hnowmodel.sizes import parse_sizes
+
+#: The operations the ranks' program calls (mpi4py method, whether it takes a send and a receive buffer of p blocks).
+CALLS = {"allreduce": ("Allreduce", 1), "allgather": ("Allgather", "p"), "alltoall": ("Alltoall", "p")}
+PROGRAM = r"""
+import json, sys, time
+import numpy as np
+from mpi4py import MPI
+c = MPI.COMM_WORLD
+op, m, calls, recv_blocks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+send = np.ones(m // 8 * (c.size if op == "Alltoall" else 1))
+recv = np.zeros(m // 8 * (c.size if recv_blocks == "p" else 1))
+marks = []
+for _ in range(calls):
+    c.Barrier()
+    time.sleep(0.3)
+    c.Barrier()
+    t0 = time.time()
+    getattr(c, op)(send, recv)
+    marks.append((t0, time.time()))
+got = c.gather(marks, root=0)
+if c.rank == 0:
+    print("hnow-trace: " + json.dumps(got))
+"""
+
+
+def _pin(mpi: str, op: str, algorithm: str) -> dict[str, str]:
+    """The environment that pins ``algorithm`` of ``op`` in ``mpi``; HnowError naming the choices."""
+    algs = LIBRARIES[MPI_LIBRARIES[mpi].library].algorithms.get(op)
+    found = [] if algs is None else [a for a in (*algs.choices, *algs.pinned_only) if a.algorithm == algorithm]
+    if not found:
+        names = [] if algs is None else sorted({a.algorithm for a in (*algs.choices, *algs.pinned_only)})
+        raise HnowError(f"--algorithm {algorithm!r}: {mpi} {op} has {', '.join(names) or 'none'}")
+    return dict(found[0].env)
+
+
+def _sample(veths: dict[str, str], stop: threading.Event, rows: list) -> None:
+    files = {h: [open(f"/sys/class/net/{v}/statistics/{k}_bytes") for k in ("tx", "rx")] for h, v in veths.items()}
+    try:
+        while not stop.is_set():
+            row = [time.time()]
+            for fs in files.values():
+                for f in fs:
+                    f.seek(0)
+                    row.append(int(f.read()))
+            rows.append(row)
+            time.sleep(0.0005)
+    finally:
+        for fs in files.values():
+            for f in fs:
+                f.close()
+
+
+def trace(spec: str, np_: int, mpi: str, op: str, algorithm: str, size: int, calls: int) -> tuple[list, list, list]:
+    """Run the job and sample the links: (host names, sample rows [unix s, then in/out bytes per host], marks)."""
+    env = _pin(mpi, op, algorithm)
+    with hm.cluster.using(spec) as st:
+        veths = {h.name: h.veth for h in st.hosts}
+        stop, rows = threading.Event(), []
+        th = threading.Thread(target=_sample, args=(veths, stop, rows), daemon=True)
+        th.start()
+        try:
+            launch = Launch(np=np_, cluster=spec, mpi=mpi, env=env)
+            marks = run_mpi_python(
+                launch, PROGRAM, [CALLS[op][0], str(size), str(calls), str(CALLS[op][1])], "hnow-trace"
+            )
+        finally:
+            stop.set()
+            th.join()
+    return list(veths), rows, marks
+
+
+def _plot(hosts: list[str], table: list[dict], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(hosts), 1, sharex=True, figsize=(9, 1.6 * len(hosts)))
+    t = [r["time_ms"] for r in table]
+    for ax, h in zip(axes if len(hosts) > 1 else [axes], hosts, strict=True):
+        for d in ("in", "out"):
+            b = [r[f"{h}_{d}_bytes"] for r in table]
+            rate = [0.0] + [8e-3 * (b[i] - b[i - 1]) / max(t[i] - t[i - 1], 1e-6) for i in range(1, len(b))]
+            ax.plot(t, rate, label=f"{h} {d}", lw=0.8)
+        ax.set_ylabel("Mbit/s")
+        ax.legend(loc="upper right", fontsize=7)
+    axes_last = axes[-1] if len(hosts) > 1 else axes
+    axes_last.set_xlabel("ms from the first call's start")
+    save_png(fig, path)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = parser("link_trace", __doc__)
+    p.add_argument("--spec", required=True, help="cluster spec file")
+    p.add_argument("--np", type=int, default=0, help="ranks (default: the cluster's slots)")
+    p.add_argument("--mpi", default="openmpi", help="mpich, openmpi or intelmpi (default openmpi)")
+    p.add_argument("--op", default="allreduce", help=f"one of {', '.join(CALLS)}")
+    p.add_argument("--algorithm", required=True, help="the library's algorithm to pin (as native:ALGO names it)")
+    p.add_argument("--size", default="64K", help="bytes per rank (per block for allgather / alltoall)")
+    p.add_argument("--calls", type=int, default=3, help="calls traced (default 3)")
+    args = p.parse_args(argv)
+    try:
+        sizes = parse_sizes(args.size)
+        if len(sizes) != 1 or sizes[0] % 8 or sizes[0] <= 0:
+            raise HnowError(f"--size {args.size!r}: one size, a multiple of 8 bytes")
+        if args.mpi not in MPI_LIBRARIES or args.op not in CALLS or not 1 <= args.calls <= 20 or args.np < 0:
+            raise HnowError(f"--mpi one of {', '.join(MPI_LIBRARIES)}; --op one of {', '.join(CALLS)}; --calls 1..20")
+        _pin(args.mpi, args.op, args.algorithm)
+        cspec = load_spec(args.spec)
+    except HnowError as e:
+        p.exit(2, f"link_trace: {e}\n")
+    np_ = args.np or sum(h.slots for h in cspec.hosts)
+    out = outdir(args.out)
+    hosts, rows, marks = trace(args.spec, np_, args.mpi, args.op, args.algorithm, sizes[0], args.calls)
+    t0 = min(m[0][0] for m in marks)
+    t1 = max(m[-1][1] for m in marks)
+    rows = [r for r in rows if t0 - 0.02 <= r[0] <= t1 + 0.02]  # the calls, not the job's start-up
+    table = [
+        {
+            "time_ms": 1e3 * (r[0] - t0),
+            **{f"{h}_{d}_bytes": r[1 + 2 * i + j] for i, h in enumerate(hosts) for j, d in enumerate(("in", "out"))},
+        }
+        for r in rows
+    ]
+    call_rows = [
+        {"call": c, "rank": rank, "start_ms": 1e3 * (s - t0), "end_ms": 1e3 * (e - t0)}
+        for rank, ms in enumerate(marks)
+        for c, (s, e) in enumerate(ms)
+    ]
+    write_csv(out / "link_trace.csv", table)
+    write_csv(out / "calls.csv", call_rows)
+    _plot(hosts, table, out / "link_trace.png")
+    body = [
+        "Each call per rank (ms from the first call's start; the links: `link_trace.csv`, `link_trace.png`):\n\n",
+        md_table(call_rows, fmt="{:.1f}"),
+    ]
+    write_markdown(out / "link_trace.md", f"Link trace: {args.mpi} {args.op} {args.algorithm}", body)
+    print(f"link_trace: {len(rows)} samples of {len(hosts)} hosts, {args.calls} calls: {out}")
+
+
+if __name__ == "__main__":
+    main()
