@@ -1,13 +1,14 @@
 """Which link carries what, when: every host's bytes in and out against time during a library's own algorithm,
 pinned, on a virtual cluster. A thread reads the root-side veth counters of each host (``tx_bytes``: toward the host,
-its ingress; ``rx_bytes``: from it, its egress) about every 0.5 ms while the job runs; the ranks time ``--calls``
-calls, each after a barrier and a 0.3 s pause, so the calls stand apart (the first also opens the connections).
-Frames count with their headers.
+its ingress; ``rx_bytes``: from it, its egress) every ``--interval-ms`` (0.5) while the job runs; the ranks time
+``--calls`` calls, each after a barrier and a 0.3 s pause, so the calls stand apart (the first also opens the
+connections). Frames count with their headers.
 
 What it is for: seeing which message waits for which (docs/accuracy.md, "Again, with a calibration under Open MPI
 alone on the machine": on 3 ranks Open MPI's recursive doubling sends the slow host's exchange message only once its
-partner's message has come in). The sampling thread takes CPU from the ranks, so a call's time here is not a
-measurement: `hnow compare` gives those.
+partner's message has come in). The sampling thread takes CPU from the ranks (on this 2-core machine a 0.5 ms
+interval slowed 4 ranks' calls by half; 4 ms did not), so a call's time here is not a measurement: `hnow compare`
+gives those.
 
 Writes ``link_trace.csv`` (time in ms from the start of the first call, each host's bytes in and out so far),
 ``calls.csv`` (each call's start and end per rank, ms), ``link_trace.png`` (the rates, one panel per host) and
@@ -68,7 +69,7 @@ def _pin(mpi: str, op: str, algorithm: str) -> dict[str, str]:
     return dict(found[0].env)
 
 
-def _sample(veths: dict[str, str], stop: threading.Event, rows: list) -> None:
+def _sample(veths: dict[str, str], stop: threading.Event, rows: list, interval_s: float) -> None:
     files = {h: [open(f"/sys/class/net/{v}/statistics/{k}_bytes") for k in ("tx", "rx")] for h, v in veths.items()}
     try:
         while not stop.is_set():
@@ -78,20 +79,22 @@ def _sample(veths: dict[str, str], stop: threading.Event, rows: list) -> None:
                     f.seek(0)
                     row.append(int(f.read()))
             rows.append(row)
-            time.sleep(0.0005)
+            time.sleep(interval_s)
     finally:
         for fs in files.values():
             for f in fs:
                 f.close()
 
 
-def trace(spec: str, np_: int, mpi: str, op: str, algorithm: str, size: int, calls: int) -> tuple[list, list, list]:
+def trace(
+    spec: str, np_: int, mpi: str, op: str, algorithm: str, size: int, calls: int, interval_ms: float = 0.5
+) -> tuple[list, list, list]:
     """Run the job and sample the links: (host names, sample rows [unix s, then in/out bytes per host], marks)."""
     env = _pin(mpi, op, algorithm)
     with hm.cluster.using(spec) as st:
         veths = {h.name: h.veth for h in st.hosts}
         stop, rows = threading.Event(), []
-        th = threading.Thread(target=_sample, args=(veths, stop, rows), daemon=True)
+        th = threading.Thread(target=_sample, args=(veths, stop, rows, interval_ms / 1e3), daemon=True)
         th.start()
         try:
             launch = Launch(np=np_, cluster=spec, mpi=mpi, env=env)
@@ -130,20 +133,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--algorithm", required=True, help="the library's algorithm to pin (as native:ALGO names it)")
     p.add_argument("--size", default="64K", help="bytes per rank (per block for allgather / alltoall)")
     p.add_argument("--calls", type=int, default=3, help="calls traced (default 3)")
+    p.add_argument("--interval-ms", type=float, default=0.5, help="between samples (default 0.5; more: less CPU taken)")
     args = p.parse_args(argv)
     try:
         sizes = parse_sizes(args.size)
         if len(sizes) != 1 or sizes[0] % 8 or sizes[0] <= 0:
             raise HnowError(f"--size {args.size!r}: one size, a multiple of 8 bytes")
-        if args.mpi not in MPI_LIBRARIES or args.op not in CALLS or not 1 <= args.calls <= 20 or args.np < 0:
-            raise HnowError(f"--mpi one of {', '.join(MPI_LIBRARIES)}; --op one of {', '.join(CALLS)}; --calls 1..20")
+        if (
+            args.mpi not in MPI_LIBRARIES
+            or args.op not in CALLS
+            or not 1 <= args.calls <= 20
+            or args.np < 0
+            or not 0.1 <= args.interval_ms <= 100
+        ):
+            raise HnowError(
+                f"--mpi one of {', '.join(MPI_LIBRARIES)}; --op one of {', '.join(CALLS)}; --calls 1..20; "
+                "--interval-ms 0.1..100"
+            )
         _pin(args.mpi, args.op, args.algorithm)
         cspec = load_spec(args.spec)
     except HnowError as e:
         p.exit(2, f"link_trace: {e}\n")
     np_ = args.np or sum(h.slots for h in cspec.hosts)
     out = outdir(args.out)
-    hosts, rows, marks = trace(args.spec, np_, args.mpi, args.op, args.algorithm, sizes[0], args.calls)
+    hosts, rows, marks = trace(
+        args.spec, np_, args.mpi, args.op, args.algorithm, sizes[0], args.calls, args.interval_ms
+    )
     t0 = min(m[0][0] for m in marks)
     t1 = max(m[-1][1] for m in marks)
     rows = [r for r in rows if t0 - 0.02 <= r[0] <= t1 + 0.02]  # the calls, not the job's start-up
