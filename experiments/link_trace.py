@@ -154,11 +154,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         cspec = load_spec(args.spec)
     except HnowError as e:
         p.exit(2, f"link_trace: {e}\n")
-    np_ = args.np or sum(h.slots for h in cspec.hosts)
-    out = outdir(args.out)
-    hosts, rows, marks = trace(
-        args.spec, np_, args.mpi, args.op, args.algorithm, sizes[0], args.calls, args.interval_ms
-    )
+    slots = sum(h.slots for h in cspec.hosts)
+    if args.np > slots:
+        p.exit(2, f"link_trace: --np {args.np} is more than the cluster's {slots} slots\n")
+    try:
+        out = outdir(args.out)
+        hosts, rows, marks = trace(
+            args.spec, args.np or slots, args.mpi, args.op, args.algorithm, sizes[0], args.calls, args.interval_ms
+        )
+    except (HnowError, OSError) as e:
+        p.exit(2, f"link_trace: {e}\n")
     t0 = min(m[0][0] for m in marks)
     t1 = max(m[-1][1] for m in marks)
     rows = [r for r in rows if t0 - 0.02 <= r[0] <= t1 + 0.02]  # the calls, not the job's start-up
