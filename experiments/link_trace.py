@@ -28,11 +28,11 @@ from pathlib import Path
 from common import md_table, outdir, parser, run_mpi_python, save_png, write_csv, write_markdown
 
 import hnowmodel as hm
+from hnowmodel import ops
 from hnowmodel.cluster.spec import load_spec
 from hnowmodel.errors import HnowError
 from hnowmodel.jobs import MPI_LIBRARIES
 from hnowmodel.jobs.launcher import Launch
-from hnowmodel.libraries import LIBRARIES
 from hnowmodel.sizes import parse_sizes
 
 #: The operations the ranks' program calls (mpi4py method, whether it takes a send and a receive buffer of p blocks).
@@ -60,13 +60,14 @@ if c.rank == 0:
 
 
 def _pin(mpi: str, op: str, algorithm: str) -> dict[str, str]:
-    """The environment that pins ``algorithm`` of ``op`` in ``mpi``; HnowError naming the choices."""
-    algs = LIBRARIES[MPI_LIBRARIES[mpi].library].algorithms.get(op)
-    found = [] if algs is None else [a for a in (*algs.choices, *algs.pinned_only) if a.algorithm == algorithm]
-    if not found:
-        names = [] if algs is None else sorted({a.algorithm for a in (*algs.choices, *algs.pinned_only)})
+    """The environment that pins ``algorithm`` of ``op`` in ``mpi`` (``native:ALGO``'s); HnowError naming the
+    choices."""
+    library = MPI_LIBRARIES[mpi].library
+    nat = ops.native_for(f"native:{algorithm}", op, library)
+    if nat is None:
+        names = sorted({a.algorithm for a in ops.native_algorithms(op, library)})
         raise HnowError(f"--algorithm {algorithm!r}: {mpi} {op} has {', '.join(names) or 'none'}")
-    return dict(found[0].env)
+    return dict(nat.env)
 
 
 def _sample(veths: dict[str, str], stop: threading.Event, rows: list, interval_s: float) -> None:
@@ -110,17 +111,17 @@ def trace(
 def _plot(hosts: list[str], table: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(hosts), 1, sharex=True, figsize=(9, 1.6 * len(hosts)))
+    fig, axes = plt.subplots(len(hosts), 1, sharex=True, figsize=(9, 1.6 * len(hosts)), squeeze=False)
+    axes = axes[:, 0]
     t = [r["time_ms"] for r in table]
-    for ax, h in zip(axes if len(hosts) > 1 else [axes], hosts, strict=True):
+    for ax, h in zip(axes, hosts, strict=True):
         for d in ("in", "out"):
             b = [r[f"{h}_{d}_bytes"] for r in table]
             rate = [0.0] + [8e-3 * (b[i] - b[i - 1]) / max(t[i] - t[i - 1], 1e-6) for i in range(1, len(b))]
             ax.plot(t, rate, label=f"{h} {d}", lw=0.8)
         ax.set_ylabel("Mbit/s")
         ax.legend(loc="upper right", fontsize=7)
-    axes_last = axes[-1] if len(hosts) > 1 else axes
-    axes_last.set_xlabel("ms from the first call's start")
+    axes[-1].set_xlabel("ms from the first call's start")
     save_png(fig, path)
 
 
@@ -139,17 +140,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         sizes = parse_sizes(args.size)
         if len(sizes) != 1 or sizes[0] % 8 or sizes[0] <= 0:
             raise HnowError(f"--size {args.size!r}: one size, a multiple of 8 bytes")
-        if (
-            args.mpi not in MPI_LIBRARIES
-            or args.op not in CALLS
-            or not 1 <= args.calls <= 20
-            or args.np < 0
-            or not 0.1 <= args.interval_ms <= 100
-        ):
-            raise HnowError(
-                f"--mpi one of {', '.join(MPI_LIBRARIES)}; --op one of {', '.join(CALLS)}; --calls 1..20; "
-                "--interval-ms 0.1..100"
-            )
+        bad = {
+            f"--mpi {args.mpi!r}: choose from {', '.join(MPI_LIBRARIES)}": args.mpi not in MPI_LIBRARIES,
+            f"--op {args.op!r}: choose from {', '.join(CALLS)}": args.op not in CALLS,
+            f"--calls {args.calls}: 1..20": not 1 <= args.calls <= 20,
+            f"--np {args.np}: 0 (the cluster's slots) or more": args.np < 0,
+            f"--interval-ms {args.interval_ms}: 0.1..100": not 0.1 <= args.interval_ms <= 100,
+        }
+        for problem, is_bad in bad.items():
+            if is_bad:
+                raise HnowError(problem)
         _pin(args.mpi, args.op, args.algorithm)
         cspec = load_spec(args.spec)
     except HnowError as e:
