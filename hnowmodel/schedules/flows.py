@@ -14,7 +14,9 @@ from :class:`~hnowmodel.flow.costs.MessageCosts`, at the message's own size):
 * an **eager** message flows as soon as it is posted; a **rendezvous** one (``profile.rendezvous_from_bytes``, the
   same threshold inside a host, or marked so in its step: ``Step.rendezvous``, a synchronous send or a relay's
   struct datatype) once its receiver has reached the step too, or, in a step that ``prepost`` s, its previous step
-  with a receive (the receive posted one step early);
+  with a receive (the receive posted one step early); on the tandem of queues (``sharing="rr"``) also once its
+  request and the receiver's go-ahead are through the FIFO queues they wait in, and in a blocking exchange whose
+  partner's request was read early, once the partner's message is delivered (:mod:`hnowmodel.schedules.handshake`);
 * a message between hosts is a flow through the sender host's egress and the receiver host's ingress
   (:func:`hnowmodel.flow.network.send`), delivered ``Xc`` after its last byte; between two ranks of one host it is
   a fixed shared-memory transfer;
@@ -70,6 +72,7 @@ from ..layout import hosts_of
 from ..params import Profile
 from .flowrounds import simulate_rounds
 from .flowrun import ReduceRate, ScheduleRun, link_sharing, prepare
+from .handshake import Handshakes
 from .steps import MessageSchedule
 
 __all__ = ["simulate", "evaluate", "EVENTS_UP_TO", "TANDEM"]
@@ -126,6 +129,8 @@ class _Ranks:
         self.waiting: dict[tuple[int, int], tuple] = {}  # (receiver, step) -> a rendezvous message not yet matched
         self.pairs: dict[tuple[int, ...], deque] = {}  # a connection with a message flowing -> the ones queued behind
         self.duplex = cost.profile.rendezvous_duplex
+        # the rendezvous handshake's waits in the FIFO queues (hnowmodel.schedules.handshake): the tandem has them
+        self.handshake = Handshakes(self.acts, cost, sim) if isinstance(sim, TandemNetwork) else None
         self.done = np.zeros(n)
         self.posted = np.zeros(n)
 
@@ -181,24 +186,40 @@ class _Ranks:
         held = self.waiting.pop((r, k), None)
         if held is not None:
             s, b, t_post = held
+            if self.handshake is not None:
+                self.handshake.matched(r, k, s)
             self._flow(s, r, k, b, max(t_post, t), True)
 
     def _send(self, s: int, d: int, k: int, b: float, t_post: float, sync: bool) -> None:
         if not (sync or self.cost.rendezvous(b)):
             self._flow(s, d, k, b, t_post, False)
             return
+        hs = self.handshake
+        if hs is not None and not self.cost.same_host(s, d):
+            hs.request(s, d, t_post, lambda t_req: self._request(s, d, k, b, t_req))
+        else:
+            self._request(s, d, k, b, t_post)
+
+    def _request(self, s: int, d: int, k: int, b: float, t_req: float) -> None:
+        """The rendezvous request of step ``k`` from ``s`` reaches ``d`` at ``t_req``: the message flows once ``d``
+        has reached the step (:meth:`_post_receive` lets a waiting one flow)."""
         t_recv = self.reached.get((d, k))
+        hs = self.handshake
         if t_recv is None:
-            self.waiting[(d, k)] = (s, b, t_post)
+            self.waiting[(d, k)] = (s, b, t_req)
+            if hs is not None:
+                hs.waits(s, d, k, t_req)
             # an event at its posting, as hnowmodel.flow.gather offers a rendezvous request to the parent there: the
             # network notices a bucket refilling only at its next event, so the same events give the same times
-            self.sim.at(t_post, lambda: None)
-        else:
-            self._flow(s, d, k, b, max(t_post, t_recv), True)
+            self.sim.at(t_req, lambda: None)
+        elif hs is None or not hs.after_partner(s, d, k, lambda t: self._flow(s, d, k, b, max(t_req, t_recv, t), True)):
+            self._flow(s, d, k, b, max(t_req, t_recv), True)
 
     def _flow(self, s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
         """The message of step ``k`` from ``s`` to ``d`` is ready to flow at ``t``: it flows once its connection's
         previous message is through (:meth:`_connection`; MPI's non-overtaking order)."""
+        if self.handshake is not None and not self.cost.same_host(s, d):
+            self.handshake.handed(s, d, k)
         key = self._connection(s, d, rdv)
         pair = self.pairs.get(key)
         if pair is not None:
@@ -216,6 +237,13 @@ class _Ranks:
         return (s, d)
 
     def _start(self, key: tuple[int, ...], s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
+        hs = self.handshake
+        if rdv and hs is not None and not self.cost.same_host(s, d):  # once the go-ahead is through s's ingress
+            self.sim.at(t, lambda: self._start_now(key, s, d, k, b, max(t, hs.go_ahead(s)), rdv))
+        else:
+            self._start_now(key, s, d, k, b, t, rdv)
+
+    def _start_now(self, key: tuple[int, ...], s: int, d: int, k: int, b: float, t: float, rdv: bool) -> None:
         sim, cost = self.sim, self.cost
 
         def release(t_end: float) -> None:
@@ -230,6 +258,8 @@ class _Ranks:
             t_del = t_end + cost.latency(s, d, b)
             sim.records.append(FlowRecord(s, d, b, float(f.start), float(t_end), float(t_del), rdv))
             self.arrived[(d, k)] = t_del
+            if self.handshake is not None:
+                self.handshake.delivered(s, d, k, t_end, t_del)
 
         if isinstance(sim, TandemNetwork):
             # the pair's next message follows this one into the sender's egress (one connection, one byte stream)
@@ -258,6 +288,8 @@ class _Ranks:
         while q and (r, q[0][0]) in self.arrived:
             k, src, rb, red, after = q.popleft()
             t_del = self.arrived.pop((r, k))
+            if self.handshake is not None:
+                self.handshake.completed(r, src, k)
             t = max(t_del, after, self.recv_t[r]) + self.cost.recv(r, rb, src) + self.gamma[r] * red
             self.recv_t[r] = t
             self.done[r] = max(self.done[r], t)

@@ -193,7 +193,7 @@ def test_export_gain_runs_an_exported_order_of_whole_hosts_as_a_spec():
         export_gain._spec_in_order(spec, "y", ["m1", "f1", "m1", "m1", "s1", "f1"])
 
 
-@pytest.mark.parametrize("args", [["--mpi", "nompi"], ["--sizes", "1.5K"], ["--slots", "0"]])
+@pytest.mark.parametrize("args", [["--mpi", "nompi"], ["--sizes", "1.5K"], ["--slots", "0"], ["--late-ms", "-1"]])
 def test_ompi_exchange_refuses_bad_input_in_one_line_before_any_cluster(tmp_path, args):
     proc = subprocess.run(
         [sys.executable, str(EXPERIMENTS / "ompi_exchange.py"), "--out", str(tmp_path / "x"), *args],
