@@ -24,11 +24,12 @@ own time (a message's calibrated ``Xc`` already holds the handshake's round trip
 
 Measured on the virtual cluster under Open MPI 5 (``python experiments/link_trace.py``; docs/open-mpi.md): a
 3-rank recursive-doubling allreduce of 64 KiB at 150/20/50 Mbit/s, where the rank that skips the fold asks the slow
-rank while it receives the fold, runs its exchange one way (103.5 ms; 75.9 predicted without rule 3); on 4 ranks the
-early partner's request queues behind the slow rank's first-step data and the exchange runs both ways (52.4 ms). Two
-ranks with the late one busy in a loop exchange both ways; the same two with the late one first waiting in MPI for a
-small message run one way, under MPICH and Intel MPI too (docs/open-mpi.md) — their profiles have no rendezvous
-threshold (every message eager), so these rules change nothing there.
+rank while it receives the fold, runs its exchange one way (103.5 ms; 75.9 predicted without these rules); on 4
+ranks the early partner's request queues behind the slow rank's first-step data and the exchange runs both ways
+(52.4 ms). Two ranks with the late one busy in a loop exchange both ways; the same two with the late one first
+waiting in MPI for a small message run one way, under MPICH and Intel MPI too (``experiments/ompi_exchange.py``,
+docs/open-mpi.md); their profiles have no rendezvous threshold (every message eager), so these rules change nothing
+there.
 """
 
 from __future__ import annotations
