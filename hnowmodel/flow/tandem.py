@@ -214,11 +214,15 @@ class TandemNetwork:
         self._arrival_rates(touched)
         self._left(m)
 
+    def through_ingress(self, g: int) -> float:
+        """When a byte reaching host ``g``'s ingress now gets through it, behind every byte queued there (µs)."""
+        ing = self.ing[g]
+        ing.advance(self.now)
+        return ing.through(self.now)
+
     def _left(self, m: _Message) -> None:
         """``m``'s last byte reaches its ingress now: it is through once every byte before it is."""
-        ing = self.ing[m.g]
-        ing.advance(self.now)
-        t_end = ing.through(self.now)
+        t_end = self.through_ingress(m.g)
         m.on_left(self.now)
         self.at(t_end, lambda: m.on_done(t_end, m))
 

@@ -77,13 +77,12 @@ class Handshakes:
 
     def _through_ingress(self, r: int) -> float:
         """When a byte reaching rank ``r``'s host's ingress now gets through it (µs)."""
-        ing = self.net.ing[self.net.host[r]]
-        ing.advance(self.net.now)
-        return ing.through(self.net.now)
+        return self.net.through_ingress(self.net.host[r])
 
     def waits(self, s: int, d: int, k: int, t_req: float) -> None:
-        """``s``'s request for step ``k`` reached ``d`` at ``t_req`` before ``d`` posted that step's receive."""
-        if (s, k, d) in self.exchanges and (d, k, s) in self.exchanges:
+        """``s``'s request for step ``k`` reached ``d`` at ``t_req`` before ``d`` posted that step's receive (rule 3
+        takes partners on two hosts only)."""
+        if (s, k, d) in self.exchanges and (d, k, s) in self.exchanges and not self.cost.same_host(s, d):
             self.requested[(d, k)] = t_req
 
     def matched(self, d: int, k: int, s: int) -> None:
