@@ -21,6 +21,7 @@ from .protocol import REFILL_SAFETY
 from .queued import fit_queued_bytes
 from .rounds import over_rounds
 from .sendmodes import DELIVERY, EAGER, RENDEZVOUS
+from .tcpstate import tcp_window_terms
 
 __all__ = ["fit_network_profile", "raw_rounds", "raw_from_profile"]
 
@@ -82,6 +83,7 @@ def fit_network_profile(
     if hosts_section:
         doc["schema"] = PROFILE_SCHEMA_V3
         doc["hosts"] = hosts_section
+    _tcp_windows(raw, doc)
     queued = fit_queued_bytes(raw, doc)  # the one term fitted through the model, with everything else in place
     doc["provenance"]["queued_bytes"] = queued
     if queued["bytes"] is not None:
@@ -92,6 +94,28 @@ def fit_network_profile(
         )
     return doc
 
+
+def _tcp_windows(raw: dict[str, Any], doc: dict[str, Any]) -> None:
+    """The hosts' TCP windows (:func:`calibrate.tcpstate.tcp_window_terms`) into ``extensions.network`` where their
+    TCP hands whole windows to the link's queue; every rank's reading into ``provenance.tcp`` either way."""
+    states = raw.get("tcp_states") or []
+    terms = tcp_window_terms(states)
+    doc["provenance"]["tcp"] = {"states": states, "terms": terms, "how": TCP_HOW}
+    if terms is not None:
+        doc["extensions"]["network"].update({k: v for k, v in terms.items() if v is not None})
+        doc["extensions"]["network"]["tcp_meaning"] = (
+            "each connection keeps at most a window in flight (tcp_window_bytes warm, tcp_initial_window_bytes after "
+            "an idle restart, slow start to tcp_ssthresh_bytes); read off the kernel with ss -tin (provenance.tcp)"
+        )
+
+
+#: How the TCP terms are found (the provenance's ``tcp.how``).
+TCP_HOW = (
+    "each rank's ss -tinp of its own established connections to other hosts after the rounds (those that carried "
+    "at least 1 MiB): median cwnd and ssthresh times the median mss; the route's initcwnd; restart when every host "
+    "has net.ipv4.tcp_slow_start_after_idle = 1; no terms when a host keeps tcp_limit_output_bytes below 64 KiB "
+    "or paces (BBR)"
+)
 
 #: How the burst is found (the provenance's ``burst.how``).
 BURST_HOW = (
@@ -467,6 +491,7 @@ def raw_from_profile(doc: dict[str, Any]) -> dict[str, Any]:
         "budget_us": timing.get("budget_us"),
         "reps": timing.get("reps_per_round"),
         "native_lead_us": timing.get("native_lead_us"),
+        "tcp_states": prov.get("tcp", {}).get("states", []),
     }
 
 

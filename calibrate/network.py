@@ -24,6 +24,7 @@ from .protocol import FANOUT_SIZES, NET_MAX_SIZE, NET_REPS, RESTED_SEND_MAX_BYTE
 from .rounds import gather_round
 from .sendmodes import network_protocol
 from .stats import median
+from .tcpstate import read_tcp_state
 
 __all__ = [
     "NetworkRun",
@@ -331,6 +332,8 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
         merged = gather_round(pk.comm, mine)
         if merged is not None:
             per_round.append(merged)
+    with rt.step("TCP state"):  # the kernel's own numbers for the connections the rounds used (no timing)
+        tcp_states = pk.comm.gather(read_tcp_state(), root=0)
     if pk.rank != 0:
         return None
     return {
@@ -345,5 +348,6 @@ def run_network(pk: PairKernels, rt: Any, plan: NetworkRun) -> dict[str, Any] | 
         "reps": reps,
         "native_lead_us": lead,
         "fanout3": list(plan.fanout3) if plan.fanout3 else None,
+        "tcp_states": tcp_states,
         "wall_measure_s": round(time.monotonic() - t0, 2),
     }

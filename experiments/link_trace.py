@@ -1,7 +1,8 @@
 """Which link carries what, when: every host's bytes in and out against time during a library's own algorithm,
 pinned, on a virtual cluster. A thread reads the root-side veth counters of each host (``tx_bytes``: toward the host,
 its ingress; ``rx_bytes``: from it, its egress) every ``--interval-ms`` (0.5) while the job runs; the ranks time
-``--calls`` calls, each after a barrier and a 0.3 s pause, so the calls stand apart (the first also opens the
+``--calls`` calls, each after a barrier and a ``--pause-ms`` pause (300: the calls stand apart, and each
+connection restarts its TCP window; 5: as a timed loop runs them back to back) (the first also opens the
 connections). Frames count with their headers.
 
 What it is for: seeing which message waits for which (docs/accuracy.md, "Again, with a calibration under Open MPI
@@ -42,13 +43,13 @@ import json, sys, time
 import numpy as np
 from mpi4py import MPI
 c = MPI.COMM_WORLD
-op, m, calls, recv_blocks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+op, m, calls, recv_blocks, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], float(sys.argv[5])
 send = np.ones(m // 8 * (c.size if op == "Alltoall" else 1))
 recv = np.zeros(m // 8 * (c.size if recv_blocks == "p" else 1))
 marks = []
 for _ in range(calls):
     c.Barrier()
-    time.sleep(0.3)
+    time.sleep(pause / 1e3)
     c.Barrier()
     t0 = time.time()
     getattr(c, op)(send, recv)
@@ -88,7 +89,15 @@ def _sample(veths: dict[str, str], stop: threading.Event, rows: list, interval_s
 
 
 def trace(
-    spec: str, np_: int, mpi: str, op: str, algorithm: str, size: int, calls: int, interval_ms: float = 0.5
+    spec: str,
+    np_: int,
+    mpi: str,
+    op: str,
+    algorithm: str,
+    size: int,
+    calls: int,
+    interval_ms: float = 0.5,
+    pause_ms: float = 300.0,
 ) -> tuple[list, list, list]:
     """Run the job and sample the links: (host names, sample rows [unix s, then in/out bytes per host], marks)."""
     env = _pin(mpi, op, algorithm)
@@ -100,7 +109,7 @@ def trace(
         try:
             launch = Launch(np=np_, cluster=spec, mpi=mpi, env=env)
             marks = run_mpi_python(
-                launch, PROGRAM, [CALLS[op][0], str(size), str(calls), str(CALLS[op][1])], "hnow-trace"
+                launch, PROGRAM, [CALLS[op][0], str(size), str(calls), str(CALLS[op][1]), str(pause_ms)], "hnow-trace"
             )
         finally:
             stop.set()
@@ -135,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--size", default="64K", help="bytes per rank (per block for allgather / alltoall)")
     p.add_argument("--calls", type=int, default=3, help="calls traced (default 3)")
     p.add_argument("--interval-ms", type=float, default=0.5, help="between samples (default 0.5; more: less CPU taken)")
+    p.add_argument("--pause-ms", type=float, default=300.0, help="before each call, after a barrier (default 300)")
     args = p.parse_args(argv)
     try:
         sizes = parse_sizes(args.size)
@@ -146,6 +156,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"--calls {args.calls}: 1..20": not 1 <= args.calls <= 20,
             f"--np {args.np}: 0 (the cluster's slots) or more": args.np < 0,
             f"--interval-ms {args.interval_ms}: 0.1..100": not 0.1 <= args.interval_ms <= 100,
+            f"--pause-ms {args.pause_ms}: 0..5000": not 0 <= args.pause_ms <= 5000,
         }
         for problem, is_bad in bad.items():
             if is_bad:
@@ -160,7 +171,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         out = outdir(args.out)
         hosts, rows, marks = trace(
-            args.spec, args.np or slots, args.mpi, args.op, args.algorithm, sizes[0], args.calls, args.interval_ms
+            args.spec,
+            args.np or slots,
+            args.mpi,
+            args.op,
+            args.algorithm,
+            sizes[0],
+            args.calls,
+            args.interval_ms,
+            args.pause_ms,
         )
     except (HnowError, OSError) as e:
         p.exit(2, f"link_trace: {e}\n")

@@ -115,7 +115,23 @@ def _network_lines(profile: Profile, prov: dict[str, Any]) -> list[str]:
             f"; a first send after idling keeps its sender busy {us} µs + {per_byte} µs/B × min(bytes, burst) "
             f"beyond S ({len(fit.get('sizes', []))} points)"
         )
-    return [line, *_queued_lines(terms.queued_bytes, prov.get("queued_bytes"))]
+    return [line, *_queued_lines(terms.queued_bytes, prov.get("queued_bytes")), *_window_lines(terms)]
+
+
+def _window_lines(terms: Any) -> list[str]:
+    """The TCP windows the tandem keeps per connection (docs/model.md, "TCP windows"), where the profile has them."""
+    w = terms.windows
+    if w is None:
+        return []
+    restart = (
+        f"restarted after {w.restart_rto_min_us / 1e3:.0f} ms + a round trip idle"
+        if w.restart_rto_min_us is not None
+        else "never restarted"
+    )
+    return [
+        f"TCP windows (read off the kernel): {w.window_bytes:.0f} B per connection as the calibration left them, "
+        f"slow start to {w.ssthresh_bytes:.0f} B, {w.initial_bytes:.0f} B after a restart ({restart})"
+    ]
 
 
 def _queued_lines(queued: float | None, fitted: Any) -> list[str]:

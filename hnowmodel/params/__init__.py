@@ -49,7 +49,7 @@ from .schema import (
     REDUCE_KEYS,
     TYPE_KEYS,
 )
-from .terms import NetworkTerms, Nic, ShmCosts
+from .terms import NetworkTerms, Nic, ShmCosts, Windows
 from .terms import parse_hosts as parse_hosts
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "LinkRegime",
     "Profile",
     "NetworkTerms",
+    "Windows",
     "ShmCosts",
     "Nic",
     "ReduceRegime",

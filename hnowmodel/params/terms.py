@@ -18,7 +18,23 @@ from ..errors import ProfileError
 from .regimes import Link, LinkRegime, NodeType, Regime
 from .schema import _NUMBER, LINK_KEYS, TYPE_KEYS, _lines, _mapping
 
-__all__ = ["NetworkTerms", "ShmCosts", "Nic", "parse_hosts"]
+__all__ = ["NetworkTerms", "Windows", "ShmCosts", "Nic", "parse_hosts"]
+
+
+@dataclass(frozen=True)
+class Windows:
+    """The TCP window terms of a profile (``profile.extensions.network``'s ``tcp_*`` keys, bytes and µs): the
+    window a new or restarted connection starts with (``initial_bytes``: the route's ``initcwnd`` segments), a warm
+    connection's window (``window_bytes``: the median ``cwnd`` the calibration read with ``ss -ti`` once its
+    connections had carried its messages), where slow start ends (``ssthresh_bytes``, read the same way), the
+    segment size (``mss_bytes``) and the idle restart's timeout floor (``restart_rto_min_us``: Linux's
+    ``TCP_RTO_MIN``, 200 ms; None when the hosts do not restart idle connections)."""
+
+    initial_bytes: float
+    window_bytes: float
+    ssthresh_bytes: float
+    mss_bytes: float
+    restart_rto_min_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -34,7 +50,10 @@ class NetworkTerms:
     * ``queued_bytes``: how many bytes of each message a sender hands its link's queue at once (round-robin
       egress sharing);
     * ``struct_rendezvous_from_bytes``: from which size (bytes) a message sent as a struct datatype waits for the
-      posted receive (``math.inf``: never, stored as null in the file).
+      posted receive (``math.inf``: never, stored as null in the file);
+    * ``tcp_initial_window_bytes``, ``tcp_window_bytes``, ``tcp_ssthresh_bytes``, ``tcp_mss_bytes``,
+      ``tcp_restart_rto_min_us``: the TCP windows of hosts whose TCP hands whole windows to the link's queue
+      (:class:`Windows`, :attr:`windows`); a calibration writes them only there.
 
     >>> t = NetworkTerms.from_doc({"burst_bytes": 1000, "struct_rendezvous_from_bytes": None})
     >>> t.burst_bytes, t.queued_bytes, t.struct_rendezvous_from_bytes, t.burst
@@ -50,6 +69,11 @@ class NetworkTerms:
     burst_send_us_per_byte: float | None = None
     queued_bytes: float | None = None
     struct_rendezvous_from_bytes: float | None = None
+    tcp_initial_window_bytes: float | None = None
+    tcp_window_bytes: float | None = None
+    tcp_ssthresh_bytes: float | None = None
+    tcp_mss_bytes: float | None = None
+    tcp_restart_rto_min_us: float | None = None
 
     #: The unit of each term (what an error message says a bad value must be).
     UNITS = MappingProxyType(
@@ -59,6 +83,11 @@ class NetworkTerms:
             "burst_send_us_per_byte": "µs per byte",
             "queued_bytes": "bytes",
             "struct_rendezvous_from_bytes": "bytes",
+            "tcp_initial_window_bytes": "bytes",
+            "tcp_window_bytes": "bytes",
+            "tcp_ssthresh_bytes": "bytes",
+            "tcp_mss_bytes": "bytes",
+            "tcp_restart_rto_min_us": "µs",
         }
     )
 
@@ -81,6 +110,27 @@ class NetworkTerms:
                 raise ProfileError(f"{where}.{key}: must be a number of {unit} >= 0, got {v!r}")
             got[key] = float(v)
         return cls(**got)
+
+    @property
+    def windows(self) -> Windows | None:
+        """The TCP windows the flow engine's tandem keeps per connection, or None (the hosts' TCP keeps a few
+        packets per connection in the link's queue: no ``tcp_window_bytes``). Absent terms beside it take Linux's
+        defaults: a 10-segment initial window, slow start to the warm window, a 1448-byte segment, no restart.
+
+        >>> w = NetworkTerms(tcp_window_bytes=65536.0).windows
+        >>> w.initial_bytes, w.window_bytes, w.ssthresh_bytes, w.mss_bytes, w.restart_rto_min_us
+        (14480.0, 65536.0, 65536.0, 1448.0, None)
+        """
+        if not self.tcp_window_bytes:
+            return None
+        mss = self.tcp_mss_bytes or 1448.0
+        return Windows(
+            initial_bytes=self.tcp_initial_window_bytes or 10 * mss,
+            window_bytes=self.tcp_window_bytes,
+            ssthresh_bytes=self.tcp_ssthresh_bytes or self.tcp_window_bytes,
+            mss_bytes=mss,
+            restart_rto_min_us=self.tcp_restart_rto_min_us,
+        )
 
     @property
     def burst(self) -> float:

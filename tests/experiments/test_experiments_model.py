@@ -215,6 +215,7 @@ def test_ompi_exchange_refuses_bad_input_in_one_line_before_any_cluster(tmp_path
         ["--op", "bcast", "--algorithm", "ring"],
         ["--calls", "0", "--algorithm", "ring"],
         ["--np", "5", "--algorithm", "ring"],
+        ["--pause-ms", "-1", "--algorithm", "ring"],
     ],
 )
 def test_link_trace_refuses_bad_input_in_one_line_before_any_cluster(tmp_path, args):
