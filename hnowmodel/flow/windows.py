@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 
 import numpy as np
 
@@ -121,30 +120,16 @@ class WindowNetwork(TandemNetwork):
         for c in self.conns.values():
             c.inflight, c.msgs, c.last = 0.0, deque(), c.last - end
 
-    def message(
-        self,
-        t: float,
-        src: int,
-        dst: int,
-        nbytes: float,
-        on_left: Callable[[float], None],
-        on_done: Callable[[float, _Message], None],
-    ) -> None:
-        """As :meth:`TandemNetwork.message`; ``on_left(t)`` once the connection has handed the egress its last
-        byte (the pair's next message may follow it into the connection)."""
-
-        def start() -> None:
-            m = _Message(src, dst, self.host[src], self.host[dst], float(nbytes), self.now, self.seq)
-            self.seq += 1
-            m.on_left, m.on_done = on_left, on_done
-            m.v_end = float(nbytes)  # here: the bytes the connection has not sent yet
-            conn = self.conns.get((src, dst))
-            if conn is None:
-                conn = self.conns[(src, dst)] = _Connection(self.windows.window_bytes, self.now)
-            conn.msgs.append(m)
-            self._send(conn)
-
-        self.at(t, start)
+    def _join(self, m: _Message) -> None:
+        """Message ``m`` (from :meth:`TandemNetwork.message`) joins its connection now, behind what it has not sent
+        yet; its ``on_left`` runs once the connection has handed the egress its last byte (the pair's next message
+        may follow it into the connection)."""
+        m.v_end = m.nbytes  # here: the bytes the connection has not sent yet
+        conn = self.conns.get((m.src, m.dst))
+        if conn is None:
+            conn = self.conns[(m.src, m.dst)] = _Connection(self.windows.window_bytes, self.now)
+        conn.msgs.append(m)
+        self._send(conn)
 
     def _send(self, conn: _Connection) -> None:
         """The connection hands its egress what its window allows, in pieces."""
