@@ -46,8 +46,9 @@ from .params import Profile
 from .runopts import Schedule, as_schedule, as_sizes
 from .schedules import closed as _closed
 from .schedules import flows as _flows
+from .schedules.fromtree import tree_schedule
 from .schedules.generator import Algorithm
-from .trees import Tree
+from .trees import Tree, make_tree
 
 __all__ = [
     "Predictor",
@@ -269,10 +270,49 @@ def _flow_evaluate(
     return run.done_us if per_rank else run.completion_us
 
 
+def _windowed_tree(move: Movement, sharing: str) -> Callable[..., np.ndarray]:
+    """The flow engine's tree predictor of ``move`` under ``sharing``, except on a profile with TCP windows
+    (:attr:`~hnowmodel.params.NetworkTerms.windows`) under the tandem's ``rr``: there the tree runs as its message
+    schedule (:func:`~hnowmodel.schedules.fromtree.tree_schedule`) through the windowed tandem, whose FIFO egress
+    and windows say how a root's messages share its link (docs/model.md, "TCP windows"), in place of the fitted
+    queued bytes."""
+    tree_fn = partial(_FLOW[move], sharing=sharing)
+    if sharing != _flows.TANDEM or move.toward_root:
+        return tree_fn
+
+    def predict(
+        profile: Profile,
+        layout: Sequence[str],
+        tree: Tree | str,
+        sizes: Any,
+        schedule: Schedule | None = None,
+        *,
+        per_rank: bool = False,
+        root: int = 0,
+        **fields: Any,
+    ) -> np.ndarray:
+        if profile.network_terms.windows is None:
+            return tree_fn(profile, layout, tree, sizes, schedule, per_rank=per_rank, root=root, **fields)
+        run, m = as_schedule(schedule, **fields), as_sizes(sizes)
+        if isinstance(tree, str):
+            tree = make_tree(tree, len(layout), root=root, layout=layout, profile=profile)
+        runs = [
+            _flows.evaluate(
+                profile, layout, tree_schedule(tree, move, float(mi), run, profile=profile), sharing=sharing
+            )
+            for mi in m
+        ]
+        if per_rank:
+            return np.array([r.done_us for r in runs]).reshape(m.size, tree.n)
+        return np.array([r.completion_us for r in runs], dtype=float)
+
+    return predict
+
+
 def _flow_entry(name: str, sharing: str, moves: Sequence[Movement], summary: str, schedules: bool = False) -> Variant:
     """A flow-level variant: :mod:`hnowmodel.flow`'s predictors under the link sharing ``sharing`` (and, with
     ``schedules``, the flow engine over message schedules under the same sharing)."""
-    fns = {mv: partial(_FLOW[mv], sharing=sharing) for mv in moves}
+    fns = {mv: _windowed_tree(mv, sharing) for mv in moves}
     ev = partial(_flow_evaluate, sharing=sharing) if schedules else None
     return Variant(name, summary, fns, flow_level=True, evaluate=ev)
 

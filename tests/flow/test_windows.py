@@ -100,3 +100,28 @@ def test_the_calibration_reads_windows_only_where_tcp_hands_them_whole_to_the_li
     assert tcp_window_terms([host, {**host, "limit_output_bytes": 4096}]) is None
     assert tcp_window_terms([host, {**host, "congestion_control": "bbr"}]) is None
     assert tcp_window_terms([{**host, "sockets": []}]) is None
+
+
+def test_flow_rr_trees_run_as_schedules_through_the_windows_on_a_window_profile():
+    """Under flow-rr a bcast or scatter tree on a profile with TCP windows is its message schedule through the
+    windowed tandem (the root's connections put their windows in its FIFO egress), not the tree engine's fitted
+    queued bytes; on a profile without windows it is the tree engine's, as before."""
+    from hnowmodel.flow import bcast as tree_bcast
+    from hnowmodel.movement import ONE_DOWN, SUBTREE_DOWN
+    from hnowmodel.schedules.fromtree import tree_schedule
+    from hnowmodel.trees import make_tree
+    from hnowmodel.variants import get
+
+    plain = flow_profile({"f": 10.0, "s": 1.0}, {"f": 10.0, "s": 1.0}, burst=500.0)
+    tcp = {"burst_bytes": 500.0, "tcp_window_bytes": 1000.0, "tcp_ssthresh_bytes": 1000.0, "tcp_mss_bytes": 500.0}
+    windowed = Profile(plain.types, plain.network, plain.links, extensions={"network": tcp})
+    layout, rr = ["f", "s", "s", "f"], get("flow-rr")
+    tree = make_tree("sequential", 4)
+    for move, op in ((ONE_DOWN, "bcast"), (SUBTREE_DOWN, "scatter")):
+        got = rr.predict(move, windowed, layout, tree, [4000.0], per_rank=True)
+        sched = tree_schedule(tree, move, 4000.0)
+        want = simulate(windowed, layout, sched, sharing="rr").done_us
+        assert got[0].tolist() == pytest.approx(want.tolist(), rel=1e-12), op
+    assert rr.predict(ONE_DOWN, plain, layout, tree, [4000.0]).tolist() == pytest.approx(
+        tree_bcast(plain, layout, tree, [4000.0], sharing="rr").tolist(), rel=1e-12
+    )
