@@ -48,7 +48,7 @@ from .schedules import closed as _closed
 from .schedules import flows as _flows
 from .schedules.fromtree import tree_schedule
 from .schedules.generator import Algorithm
-from .trees import Tree, make_tree
+from .trees import Tree
 
 __all__ = [
     "Predictor",
@@ -293,18 +293,12 @@ def _windowed_tree(move: Movement, sharing: str) -> Callable[..., np.ndarray]:
     ) -> np.ndarray:
         if profile.network_terms.windows is None:
             return tree_fn(profile, layout, tree, sizes, schedule, per_rank=per_rank, root=root, **fields)
-        run, m = as_schedule(schedule, **fields), as_sizes(sizes)
-        if isinstance(tree, str):
-            tree = make_tree(tree, len(layout), root=root, layout=layout, profile=profile)
-        runs = [
-            _flows.evaluate(
-                profile, layout, tree_schedule(tree, move, float(mi), run, profile=profile), sharing=sharing
-            )
-            for mi in m
-        ]
-        if per_rank:
-            return np.array([r.done_us for r in runs]).reshape(m.size, tree.n)
-        return np.array([r.completion_us for r in runs], dtype=float)
+        run = as_schedule(schedule, **fields)
+
+        def one(t: Tree, m: float) -> Any:
+            return _flows.evaluate(profile, layout, tree_schedule(t, move, m, run, profile=profile), sharing=sharing)
+
+        return _flow.over_sizes(one, profile, layout, tree, sizes, per_rank, root)
 
     return predict
 

@@ -100,6 +100,7 @@ __all__ = [
     "host_capacities",
     "max_min_rates",
     "simulate",
+    "over_sizes",
     "bcast",
     "scatter",
     "gather",
@@ -235,10 +236,22 @@ def _predict(
     **kw: Any,
 ) -> np.ndarray:
     """:func:`simulate` at every size: completion times (µs), or ``(len(sizes), n)`` per rank."""
+
+    def one(t: Tree, m: float) -> FlowRun:
+        return simulate(move, profile, layout, t, m, root=root, **kw)
+
+    return over_sizes(one, profile, layout, tree, sizes, per_rank, root)
+
+
+def over_sizes(
+    one: Any, profile: Profile, layout: Sequence[str], tree: Tree | str, sizes: Any, per_rank: bool, root: int
+) -> np.ndarray:
+    """``one(tree, m)`` (a run with ``done_us`` and ``completion_us``, µs) at every size of ``sizes`` (bytes): the
+    completion times, or ``(len(sizes), n)`` per rank; a tree given by name is made for ``layout`` first."""
     m = as_sizes(sizes)
     if isinstance(tree, str):
         tree = make_tree(tree, len(layout), root=root, layout=layout, profile=profile)
-    runs = [simulate(move, profile, layout, tree, float(mi), root=root, **kw) for mi in m]
+    runs = [one(tree, float(mi)) for mi in m]
     if per_rank:
         return np.array([r.done_us for r in runs]).reshape(m.size, tree.n)
     return np.array([r.completion_us for r in runs], dtype=float)
