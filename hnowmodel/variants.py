@@ -296,7 +296,10 @@ def _windowed_tree(move: Movement, sharing: str) -> Callable[..., np.ndarray]:
         run = as_schedule(schedule, **fields)
 
         def one(t: Tree, m: float) -> Any:
-            return _flows.evaluate(profile, layout, tree_schedule(t, move, m, run, profile=profile), sharing=sharing)
+            sched = tree_schedule(t, move, m, run, profile=profile)
+            if _flows.windowed(profile, sched) is None:  # too many pieces: the tree engine's queued bytes
+                return _flow.simulate(move, profile, layout, t, m, root=root, schedule=run, sharing=sharing)
+            return _flows.evaluate(profile, layout, sched, sharing=sharing)
 
         return _flow.over_sizes(one, profile, layout, tree, sizes, per_rank, root)
 

@@ -30,21 +30,23 @@ network adds to :class:`~hnowmodel.flow.tandem.TandemNetwork` (docs/model.md, "T
 >>> got = []
 >>> net.message(0.0, 0, 1, 3000.0, lambda t: None, lambda t, m: got.append(t))
 >>> net.run()
->>> got   # 1000 bytes per round trip: each window through the 1 byte/µs ingress, then its acknowledgement
+>>> got   # nothing else queued: each acknowledgement is back at once, the 1 byte/µs ingress never idles
 [3000.0]
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
+from typing import Any
 
 import numpy as np
 
 from ..params import Windows
 from .tandem import TandemNetwork, _Message
 
-__all__ = ["WindowNetwork", "WARM_CALLS", "PIECE_SEGMENTS"]
+__all__ = ["WindowNetwork", "WARM_CALLS", "PIECE_SEGMENTS", "PIECES_UP_TO", "pieces"]
 
 #: How many calls in a row :func:`hnowmodel.schedules.flows.simulate` runs on a windowed network: the first warms
 #: it up, the median of the others is the prediction (as a timing takes the median of its repetitions). Each call
@@ -57,6 +59,28 @@ WARM_CALLS = 6
 #: a window grows in steps of at most this many segments (Linux acknowledges every second segment; 8 keeps the
 #: events few and the growth within a few % of per-segment).
 PIECE_SEGMENTS = 8
+
+#: A schedule goes through the windows while one call hands the egresses at most this many pieces (its messages'
+#: bytes over the piece size, each message at least one); beyond, the windows' events (several per piece, six calls
+#: over) would cost seconds per prediction, and the evaluators without windows take it (as
+#: :data:`hnowmodel.schedules.flows.EVENTS_UP_TO` sends large schedules to the vectorised one). The largest
+#: schedule of the 6-host accuracy runs, Bruck's alltoall at 256 KiB, hands 960 per call.
+PIECES_UP_TO = 4000
+
+
+def pieces(schedule_steps: Any, mss_bytes: float) -> int:
+    """How many pieces one call of a schedule's ``steps`` (:class:`~hnowmodel.schedules.steps.Step` s, with their
+    repeats) hands the egresses: each message's bytes over :data:`PIECE_SEGMENTS` segments of ``mss_bytes``,
+    rounded up, at least one.
+
+    >>> from hnowmodel.schedules import Step
+    >>> pieces([Step.of([0, 1], [1, 0], [20000.0, 0.0], repeat=2)], 1000.0)   # (3 + 1) pieces of 8000 B, twice
+    8
+    """
+    size = PIECE_SEGMENTS * mss_bytes
+    return int(
+        sum(s.repeat * np.maximum(1, np.ceil(np.asarray(s.nbytes, dtype=float) / size)).sum() for s in schedule_steps)
+    )
 
 
 class _Connection:
@@ -107,6 +131,14 @@ class WindowNetwork(TandemNetwork):
         self.free = [0.0] * len(egress)  # when each egress has passed what it holds
         self.tokens = [self.burst] * len(egress)  # its bucket, as of self.free
         self.conns: dict[tuple[int, int], _Connection] = {}
+
+    def run(self) -> None:
+        """Run the timers until none is left (every piece is a timer here; the egresses hold no message, so
+        :meth:`TandemNetwork.run`'s scan of them, per event, is skipped: it costs the hosts' count)."""
+        while self.timers:
+            t, _, fn = heapq.heappop(self.timers)
+            self.now = max(self.now, t)
+            fn()
 
     def next_call(self) -> None:
         """Start the next call of a timed loop at time 0: the queues are empty, the connections keep their windows

@@ -68,15 +68,15 @@ from ..errors import InputError
 from ..flow.costs import MessageCosts
 from ..flow.network import FlowRecord, Network, send
 from ..flow.tandem import TandemNetwork
-from ..flow.windows import WARM_CALLS, WindowNetwork
+from ..flow.windows import PIECES_UP_TO, WARM_CALLS, WindowNetwork, pieces
 from ..layout import hosts_of
-from ..params import Profile
+from ..params import Profile, Windows
 from .flowrounds import simulate_rounds
 from .flowrun import ReduceRate, ScheduleRun, link_sharing, prepare
 from .handshake import Handshakes
 from .steps import MessageSchedule
 
-__all__ = ["simulate", "evaluate", "EVENTS_UP_TO", "TANDEM"]
+__all__ = ["simulate", "evaluate", "windowed", "EVENTS_UP_TO", "TANDEM"]
 
 #: The link sharing that evaluates a schedule on the tandem of queues (:mod:`hnowmodel.flow.tandem`).
 TANDEM = "rr"
@@ -341,7 +341,7 @@ def simulate(
     ([0.0, 22.0, 23.0], [2.0, 0.0, 0.0])
     """
     cost, egress, ingress, gamma = prepare(profile, layout, schedule, reduce_us_per_byte)
-    windows = cost.terms.windows if sharing == TANDEM else None
+    windows = windowed(profile, schedule) if sharing == TANDEM else None
     if windows is not None:  # TCP windows: a timed loop, each call after the one before; its median call
         return _timed_loop(WindowNetwork(egress, ingress, cost.burst, windows, hosts_of(layout)), cost, schedule, gamma)
     sim: Network | TandemNetwork
@@ -350,6 +350,16 @@ def simulate(
     else:
         sim = Network(egress, ingress, cost.burst, link_sharing(sharing).weighted, hosts_of(layout))
     return _result(schedule, _run(sim, cost, schedule, gamma), sim.records)
+
+
+def windowed(profile: Profile, schedule: MessageSchedule) -> Windows | None:
+    """The TCP windows ``schedule`` runs through on the tandem (:mod:`hnowmodel.flow.windows`): the profile's
+    (:attr:`~hnowmodel.params.NetworkTerms.windows`), unless it has none or one call hands the egresses more than
+    :data:`~hnowmodel.flow.windows.PIECES_UP_TO` pieces (then None: the tandem without windows)."""
+    w = profile.network_terms.windows
+    if w is None or pieces(schedule.steps, w.mss_bytes) > PIECES_UP_TO:
+        return None
+    return w
 
 
 def _result(schedule: MessageSchedule, ranks: _Ranks, records: list) -> ScheduleRun:

@@ -125,3 +125,20 @@ def test_flow_rr_trees_run_as_schedules_through_the_windows_on_a_window_profile(
     assert rr.predict(ONE_DOWN, plain, layout, tree, [4000.0]).tolist() == pytest.approx(
         tree_bcast(plain, layout, tree, [4000.0], sharing="rr").tolist(), rel=1e-12
     )
+
+
+def test_a_schedule_of_more_pieces_than_the_budget_goes_without_windows():
+    """Past PIECES_UP_TO pieces a call (here one message of 4001 pieces of 8 × 500 bytes) the windows' events
+    would cost seconds: the schedule runs on the tandem without them, as on a profile without windows."""
+    from hnowmodel.flow.windows import PIECES_UP_TO
+    from hnowmodel.schedules.flows import windowed
+
+    plain = flow_profile({"a": 10.0, "b": 1.0}, {"a": 10.0, "b": 10.0})
+    tcp = {"tcp_window_bytes": 1000.0, "tcp_mss_bytes": 500.0}
+    prof = Profile(plain.types, plain.network, plain.links, extensions={"network": tcp})
+    big = MessageSchedule(2, (Step.of([0], [1], (PIECES_UP_TO + 1) * 4000.0),), "big")
+    small = MessageSchedule(2, (Step.of([0], [1], PIECES_UP_TO * 4000.0),), "small")
+    assert windowed(prof, big) is None and windowed(prof, small) == prof.network_terms.windows
+    assert simulate(prof, ["a", "b"], big, sharing="rr").completion_us == pytest.approx(
+        simulate(plain, ["a", "b"], big, sharing="rr").completion_us, rel=1e-12
+    )
