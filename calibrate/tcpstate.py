@@ -50,6 +50,8 @@ SAMPLE = (
     "\t cubic mss:1448 cwnd:96 bytes_acked:9000000\n"
     '0 0 10.0.0.2:5002 10.0.0.5:6000 users:(("python",pid=42,fd=18))\n'
     "\t cubic mss:1448 cwnd:10 bytes_acked:43\n"
+    '0 0 [::ffff:10.0.0.2]:5003 [::ffff:10.0.0.2]:6001 users:(("python",pid=42,fd=19))\n'
+    "\t cubic mss:65483 cwnd:10 bytes_acked:9000000\n"
 )
 
 
@@ -70,8 +72,8 @@ def parse_ss(text: str, pid: int, local_ip: str) -> list[dict[str, Any]]:
         addrs = [p for p in line.split() if re.fullmatch(r"\S+:\d+", p)]  # local, then peer (ss's columns vary)
         if len(addrs) < 2:
             continue
-        peer = addrs[1].rsplit(":", 1)[0].strip("[]")
-        if peer in (local_ip, "127.0.0.1", "::1") or peer.startswith("127."):
+        local, peer = (_ip(a) for a in addrs[:2])
+        if peer in (local, local_ip, "::1") or peer.startswith("127."):  # this host: not a link
             continue
         info = lines[i + 1]
         got = {k: _field(info, k) for k in ("cwnd", "ssthresh", "mss", "bytes_acked")}
@@ -79,6 +81,16 @@ def parse_ss(text: str, pid: int, local_ip: str) -> list[dict[str, Any]]:
             continue
         out.append({"peer": peer, **got})
     return out
+
+
+def _ip(addr: str) -> str:
+    """The IP address of ``ss``'s ``ADDRESS:PORT`` (IPv6 in brackets; an IPv4-mapped one as IPv4).
+
+    >>> _ip("[::ffff:10.0.0.2]:5000"), _ip("10.0.0.3:6000")
+    ('10.0.0.2', '10.0.0.3')
+    """
+    ip = addr.rsplit(":", 1)[0].strip("[]")
+    return ip.removeprefix("::ffff:")
 
 
 def _sysctl(name: str) -> str | None:
