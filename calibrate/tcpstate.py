@@ -5,9 +5,9 @@ route's ``initcwnd``). Nothing here is timed: these are the kernel's own numbers
 calibration on hosts whose TCP hands whole windows to the link's queue can give the model their windows
 (:func:`tcp_window_terms`; docs/model.md, "TCP windows").
 
->>> parse_ss(SAMPLE, pid=42, local_ip="10.0.0.2")
+>>> parse_ss(SAMPLE, pid=42)
 [{'peer': '10.0.0.3', 'cwnd': 48, 'ssthresh': 24, 'mss': 1448, 'bytes_acked': 2000000}]
->>> tcp_window_terms([{"sockets": parse_ss(SAMPLE, 42, "10.0.0.2"), "limit_output_bytes": 1048576,
+>>> tcp_window_terms([{"sockets": parse_ss(SAMPLE, 42), "limit_output_bytes": 1048576,
 ...                    "slow_start_after_idle": 1, "congestion_control": "cubic", "initcwnd": 10}])["tcp_window_bytes"]
 69504.0
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 from collections.abc import Sequence
 from typing import Any
@@ -60,10 +59,11 @@ def _field(info: str, key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def parse_ss(text: str, pid: int, local_ip: str) -> list[dict[str, Any]]:
+def parse_ss(text: str, pid: int) -> list[dict[str, Any]]:
     """The established connections of process ``pid`` to other hosts in ``ss -tinp`` output, each with its
     ``cwnd`` and ``ssthresh`` (segments; ssthresh None while still in the first slow start), ``mss`` and
-    ``bytes_acked`` (only connections that carried :data:`MIN_ACKED_BYTES`)."""
+    ``bytes_acked`` (only connections that carried :data:`MIN_ACKED_BYTES`); a connection whose peer is its own
+    local address, or loopback, is this host's, not a link."""
     out = []
     lines = text.splitlines()
     for i, line in enumerate(lines[:-1]):
@@ -73,7 +73,7 @@ def parse_ss(text: str, pid: int, local_ip: str) -> list[dict[str, Any]]:
         if len(addrs) < 2:
             continue
         local, peer = (_ip(a) for a in addrs[:2])
-        if peer in (local, local_ip, "::1") or peer.startswith("127."):  # this host: not a link
+        if peer in (local, "::1") or peer.startswith("127."):  # this host: not a link
             continue
         info = lines[i + 1]
         got = {k: _field(info, k) for k in ("cwnd", "ssthresh", "mss", "bytes_acked")}
@@ -131,11 +131,7 @@ def read_tcp_state() -> dict[str, Any]:
         text = subprocess.run([ss, "-tinp", "state", "established"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError) as e:
         return {**state, "error": f"ss failed: {e}"}
-    try:
-        local_ip = socket.gethostbyname(socket.gethostname())
-    except OSError:
-        local_ip = ""
-    state["sockets"] = parse_ss(text, os.getpid(), local_ip)
+    state["sockets"] = parse_ss(text, os.getpid())
     state["initcwnd"] = _initcwnd(state["sockets"][0]["peer"] if state["sockets"] else None)
     return state
 

@@ -85,12 +85,12 @@ def pieces(schedule_steps: Any, mss_bytes: float) -> int:
 
 class _Connection:
     """One connection's state: its window, bytes in flight, the messages whose bytes it has not all sent, when it
-    last sent, its round-trip estimate (Linux's ``srtt``) and the pieces it has sent."""
+    last sent and its round-trip estimate (Linux's ``srtt``)."""
 
-    __slots__ = ("cwnd", "inflight", "msgs", "last", "srtt", "sent")
+    __slots__ = ("cwnd", "inflight", "msgs", "last", "srtt")
 
     def __init__(self, cwnd: float, now: float) -> None:
-        self.cwnd, self.inflight, self.msgs, self.last, self.srtt, self.sent = cwnd, 0.0, deque(), now, 0.0, 0
+        self.cwnd, self.inflight, self.msgs, self.last, self.srtt = cwnd, 0.0, deque(), now, 0.0
 
     def restart(self, now: float, w: Windows) -> None:
         """Linux's ``tcp_cwnd_restart``: idle longer than a timeout, the window halves per timeout elapsed, not
@@ -173,7 +173,6 @@ class WindowNetwork(TandemNetwork):
             m.v_end -= w
             conn.inflight += w
             conn.last = self.now
-            conn.sent += 1
             last = m.v_end <= 1e-9 * m.nbytes
             self._piece(conn, m, w, last)
             if last:
@@ -196,7 +195,7 @@ class WindowNetwork(TandemNetwork):
         t_sent = self.now
 
         def arrived() -> None:
-            t_thr = ing.through(self.now)
+            t_thr = self.through_ingress(m.g)
             self.at(t_thr, lambda: self._through(conn, m, w, last, t_thr, t_sent))
 
         def begin() -> None:

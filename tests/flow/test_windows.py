@@ -85,7 +85,7 @@ def test_the_calibration_reads_windows_only_where_tcp_hands_them_whole_to_the_li
     """The kernel's numbers (ss -tinp of the rank's own connections that carried 1 MiB) make the terms where every
     host keeps tcp_limit_output_bytes of at least 64 KiB and does not pace; the tuned cluster's 4096 bytes or BBR
     give none; the idle restart follows tcp_slow_start_after_idle."""
-    socks = parse_ss(SAMPLE, pid=42, local_ip="10.0.0.2")
+    socks = parse_ss(SAMPLE, pid=42)
     assert [s["peer"] for s in socks] == ["10.0.0.3"]  # another process's, a 43-byte one, one to this host: out
     host = {"sockets": socks, "limit_output_bytes": 1048576, "slow_start_after_idle": 1, "congestion_control": "cubic"}
     terms = tcp_window_terms([host, {**host, "initcwnd": 10}])
